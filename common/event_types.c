@@ -1,0 +1,154 @@
+/* event_types.c - names of event types and states; mask parsing. */
+#include "event_types.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const type_names[NSC_ET_COUNT] = {
+    "Group",     "Coll",      "P2p",      "ProxyOp",      "ProxyStep",
+    "ProxyCtrl", "KernelCh",  "NetPlugin", "GroupApi",    "CollApi",
+    "P2pApi",    "KernelLaunch", "CeColl", "CeSync",      "CeBatch",
+};
+
+static const char *const state_names[] = {
+    [0] = "ProxyOpSendPosted",
+    [1] = "ProxyOpSendRemFifoWait",
+    [2] = "ProxyOpSendTransmitted",
+    [3] = "ProxyOpSendDone",
+    [4] = "ProxyOpRecvPosted",
+    [5] = "ProxyOpRecvReceived",
+    [6] = "ProxyOpRecvTransmitted",
+    [7] = "ProxyOpRecvDone",
+    [8] = "ProxyStepSendGPUWait",
+    [9] = "ProxyStepSendWait",
+    [10] = "ProxyStepRecvWait",
+    [11] = "ProxyStepRecvFlushWait",
+    [12] = "ProxyStepRecvGPUWait",
+    [13] = "ProxyCtrlIdle",
+    [14] = "ProxyCtrlActive",
+    [15] = "ProxyCtrlSleep",
+    [16] = "ProxyCtrlWakeup",
+    [17] = "ProxyCtrlAppend",
+    [18] = "ProxyCtrlAppendEnd",
+    [19] = "ProxyOpInProgress",
+    [20] = "ProxyStepSendPeerWait",
+    [21] = "NetPluginUpdate",
+    [22] = "KernelChStop",
+    [23] = "GroupStartApiStop",
+    [24] = "GroupEndApiStart",
+    [25] = "CeCollStart",
+    [26] = "CeCollComplete",
+    [27] = "CeSyncStart",
+    [28] = "CeSyncComplete",
+    [29] = "CeBatchStart",
+    [30] = "CeBatchComplete",
+};
+
+const char *nsc_etype_name(unsigned etype) {
+    return etype < NSC_ET_COUNT ? type_names[etype] : NULL;
+}
+
+int nsc_etype_from_bit(uint64_t bit) {
+    if (bit == 0 || (bit & (bit - 1)) != 0)
+        return -1;
+    int i = __builtin_ctzll(bit);
+    return i < NSC_ET_COUNT ? i : -1;
+}
+
+const char *nsc_state_name(unsigned state) {
+    return state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : NULL;
+}
+
+struct group {
+    const char *name;
+    uint32_t mask;
+};
+
+#define B(x) (1u << NSC_ET_##x)
+static const struct group groups[] = {
+    {"all", NSC_MASK_ALL},
+    {"default", NSC_MASK_DEFAULT},
+    {"api", B(GROUP_API) | B(COLL_API) | B(P2P_API) | B(KERNEL_LAUNCH)},
+    {"proxy", B(PROXY_OP) | B(PROXY_STEP) | B(PROXY_CTRL)},
+    {"kernel", B(KERNEL_CH) | B(KERNEL_LAUNCH)},
+    {"ce", B(CE_COLL) | B(CE_SYNC) | B(CE_BATCH)},
+    {"net", B(NET_PLUGIN)},
+    {"none", 0},
+};
+#undef B
+
+static int lookup(const char *name, size_t len, uint32_t *mask) {
+    for (unsigned i = 0; i < NSC_ET_COUNT; i++)
+        if (strlen(type_names[i]) == len && strncasecmp(type_names[i], name, len) == 0) {
+            *mask = 1u << i;
+            return 0;
+        }
+    for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+        if (strlen(groups[i].name) == len && strncasecmp(groups[i].name, name, len) == 0) {
+            *mask = groups[i].mask;
+            return 0;
+        }
+    return -1;
+}
+
+int nsc_mask_parse(const char *text, uint32_t *mask, char *err, unsigned errlen) {
+    while (isspace((unsigned char)*text))
+        text++;
+    if (isdigit((unsigned char)*text)) {
+        char *end;
+        unsigned long v = strtoul(text, &end, 0);
+        while (isspace((unsigned char)*end))
+            end++;
+        if (*end != '\0' || v > NSC_MASK_ALL) {
+            snprintf(err, errlen, "'%s' is not a mask of event types (0..0x%x)", text,
+                     NSC_MASK_ALL);
+            return -1;
+        }
+        *mask = (uint32_t)v;
+        return 0;
+    }
+    uint32_t m = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        int negate = 0;
+        if (*p == '-') {
+            negate = 1;
+            p++;
+        }
+        const char *start = p;
+        while (*p && *p != ',' && !isspace((unsigned char)*p))
+            p++;
+        uint32_t bits;
+        if (p == start || lookup(start, (size_t)(p - start), &bits) != 0) {
+            snprintf(err, errlen,
+                     "unknown event name '%.*s' (expected event types such as Coll, ProxyStep, "
+                     "or all, default, api, proxy, kernel, ce, net)",
+                     (int)(p - start), start);
+            return -1;
+        }
+        m = negate ? (m & ~bits) : (m | bits);
+    }
+    *mask = m;
+    return 0;
+}
+
+char *nsc_mask_format(uint32_t mask, char *buf, unsigned buflen) {
+    size_t off = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < NSC_ET_COUNT; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        int n = snprintf(buf + off, buflen - off, "%s%s", off ? "," : "", type_names[i]);
+        if (n < 0 || (size_t)n >= buflen - off)
+            break;
+        off += (size_t)n;
+    }
+    return buf;
+}

@@ -1,0 +1,63 @@
+/*
+ * event_types.h - ncclscope's internal event model: the 15 NCCL event types
+ * as small dense indices, their names, the names of states, and the parser
+ * for NCCLSCOPE_EVENTS masks.
+ *
+ * A type index is what a trace record stores (4 bits); the NCCL mask bit of
+ * type index i is (1 << i), which is how NCCL numbers them too.
+ */
+#ifndef NSC_EVENT_TYPES_H
+#define NSC_EVENT_TYPES_H
+
+#include <stdint.h>
+
+enum nsc_etype {
+    NSC_ET_GROUP = 0,
+    NSC_ET_COLL = 1,
+    NSC_ET_P2P = 2,
+    NSC_ET_PROXY_OP = 3,
+    NSC_ET_PROXY_STEP = 4,
+    NSC_ET_PROXY_CTRL = 5,
+    NSC_ET_KERNEL_CH = 6,
+    NSC_ET_NET_PLUGIN = 7,
+    NSC_ET_GROUP_API = 8,
+    NSC_ET_COLL_API = 9,
+    NSC_ET_P2P_API = 10,
+    NSC_ET_KERNEL_LAUNCH = 11,
+    NSC_ET_CE_COLL = 12,
+    NSC_ET_CE_SYNC = 13,
+    NSC_ET_CE_BATCH = 14,
+    NSC_ET_COUNT = 15
+};
+
+#define NSC_MASK_ALL ((1u << NSC_ET_COUNT) - 1)
+
+/* The default mask is the one we defend for always-on use (docs/config.md):
+ * every host-side event plus ProxyOp, but not KernelCh (NCCL itself pays about
+ * 0.9 us per operation to produce it), ProxyStep/NetPlugin (tens to hundreds
+ * of callbacks per operation on the network path) or ProxyCtrl. */
+#define NSC_MASK_DEFAULT                                                                       \
+    ((1u << NSC_ET_GROUP_API) | (1u << NSC_ET_COLL_API) | (1u << NSC_ET_P2P_API) |              \
+     (1u << NSC_ET_KERNEL_LAUNCH) | (1u << NSC_ET_GROUP) | (1u << NSC_ET_COLL) |                \
+     (1u << NSC_ET_P2P) | (1u << NSC_ET_PROXY_OP) | (1u << NSC_ET_CE_COLL) |                    \
+     (1u << NSC_ET_CE_SYNC) | (1u << NSC_ET_CE_BATCH))
+
+/* "Coll", "ProxyStep", ... or NULL for an index out of range. */
+const char *nsc_etype_name(unsigned etype);
+
+/* Type index for an NCCL type bit (exactly one bit set), or -1. */
+int nsc_etype_from_bit(uint64_t bit);
+
+/* "ProxyStepSendWait", "KernelChStop", ... or NULL for an unknown state. */
+const char *nsc_state_name(unsigned state);
+
+/* Parses a mask: a number (decimal or 0x hex) or a comma-separated list of
+ * names (type names case-insensitively, and the groups all, default, api,
+ * proxy, kernel, ce, net), each optionally prefixed with '-' to remove it.
+ * Returns 0 and sets *mask, or -1 with a message in err (errlen bytes). */
+int nsc_mask_parse(const char *text, uint32_t *mask, char *err, unsigned errlen);
+
+/* Writes the mask as names into buf ("Coll,P2p,..."); returns buf. */
+char *nsc_mask_format(uint32_t mask, char *buf, unsigned buflen);
+
+#endif /* NSC_EVENT_TYPES_H */

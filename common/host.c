@@ -1,0 +1,301 @@
+/* host.c - an NCCL stand-in for loading and driving profiler plugins. */
+#include "host.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void host_logger(int level, unsigned long flags, const char *file, int line,
+                        const char *fmt, ...) {
+    (void)flags;
+    (void)file;
+    (void)line;
+    const char *dbg = getenv("NCCLSCOPE_HOST_LOG");
+    if (level > NSC_ABI_LOG_WARN && !(dbg && *dbg == '1'))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[host] ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+int nsc_host_load(struct nsc_host *h, const char *path, int force_version, char *err,
+                  size_t errlen) {
+    memset(h, 0, sizeof(*h));
+    h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h->lib) {
+        snprintf(err, errlen, "cannot load plugin %s: %s", path, dlerror());
+        return -1;
+    }
+    for (int v = 6; v >= 1; v--) {
+        if (force_version && v != force_version)
+            continue;
+        char sym[32];
+        snprintf(sym, sizeof(sym), "ncclProfiler_v%d", v);
+        const void *t = dlsym(h->lib, sym);
+        if (t) {
+            h->version = v;
+            h->table = t;
+            h->name = *(const char *const *)t;
+            return 0;
+        }
+    }
+    if (force_version)
+        snprintf(err, errlen, "plugin %s has no ncclProfiler_v%d symbol", path, force_version);
+    else
+        snprintf(err, errlen, "plugin %s has no ncclProfiler_v1..v6 symbol", path);
+    dlclose(h->lib);
+    h->lib = NULL;
+    return -1;
+}
+
+void nsc_host_unload(struct nsc_host *h) {
+    if (h->lib)
+        dlclose(h->lib);
+    memset(h, 0, sizeof(*h));
+}
+
+uint32_t nsc_host_type_mask(const struct nsc_host *h) {
+    switch (h->version) {
+    case 1:
+    case 2:
+        return 0x3f;
+    case 3:
+    case 4:
+        return 0xff;
+    case 5:
+        return 0xfff;
+    default:
+        return 0x7fff;
+    }
+}
+
+int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, const char *name,
+                  int nnodes, int nranks, int rank) {
+    *ctx = NULL;
+    if (h->version >= 5)
+        return ((const nsc_abi_profiler_v5 *)h->table)
+            ->init(ctx, comm_id, mask, name, nnodes, nranks, rank, host_logger);
+    if (h->version == 4)
+        return ((const nsc_abi_profiler_v4 *)h->table)
+            ->init(ctx, mask, name, comm_id, nnodes, nranks, rank, host_logger);
+    return ((const nsc_abi_profiler_v1 *)h->table)->init(ctx, mask);
+}
+
+/* Reverse of the plugin's v1 string tables, as NCCL's v1 adapter does. */
+static uint8_t v1_index(const char *s, const char *const *names, unsigned n, uint8_t dflt) {
+    if (s)
+        for (unsigned i = 0; i < n; i++)
+            if (strcmp(s, names[i]) == 0)
+                return (uint8_t)i;
+    return dflt;
+}
+static const char *const funcs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                    "AllReduce", "SendRecv", "Send", "Recv", "AlltoAll",
+                                    "Scatter", "Gather"};
+static const char *const dtypes[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",
+                                     "ncclInt64",   "ncclUint64",  "ncclFloat16", "ncclFloat32",
+                                     "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
+                                     "ncclFloat8e5m2"};
+static const char *const algos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                    "NVLS", "NVLS_TREE", "PAT"};
+static const char *const protos[] = {"LL", "LL128", "SIMPLE"};
+#define N(a) (sizeof(a) / sizeof(a[0]))
+
+/* Fields v2 and v3 share by name. */
+#define DOWN_V2V3(o, d)                                                                        \
+    do {                                                                                       \
+        (o).type = (uint8_t)(d)->type;                                                         \
+        (o).parentObj = (d)->parentObj;                                                        \
+        (o).rank = (d)->rank;                                                                  \
+        if ((d)->type == NSC_ABI_COLL) {                                                       \
+            (o).parentObj = (d)->coll.parentGroup;                                             \
+            (o).coll.seqNumber = (d)->coll.seqNumber;                                          \
+            (o).coll.func = (d)->coll.func;                                                    \
+            (o).coll.sendBuff = (d)->coll.sendBuff;                                            \
+            (o).coll.recvBuff = (d)->coll.recvBuff;                                            \
+            (o).coll.count = (d)->coll.count;                                                  \
+            (o).coll.root = (d)->coll.root;                                                    \
+            (o).coll.datatype = (d)->coll.datatype;                                            \
+            (o).coll.nMaxChannels = (d)->coll.nChannels;                                       \
+            (o).coll.nWarps = (d)->coll.nWarps;                                                \
+            (o).coll.algo = (d)->coll.algo;                                                    \
+            (o).coll.proto = (d)->coll.proto;                                                  \
+        } else if ((d)->type == NSC_ABI_P2P) {                                                 \
+            (o).parentObj = (d)->p2p.parentGroup;                                              \
+            (o).p2p.func = (d)->p2p.func;                                                      \
+            (o).p2p.buff = (d)->p2p.buff;                                                      \
+            (o).p2p.datatype = (d)->p2p.datatype;                                              \
+            (o).p2p.count = (d)->p2p.count;                                                    \
+            (o).p2p.peer = (d)->p2p.peer;                                                      \
+        } else if ((d)->type == NSC_ABI_PROXY_OP) {                                            \
+            memcpy(&(o).proxyOp, &(d)->proxyOp, sizeof((o).proxyOp));                          \
+        } else if ((d)->type == NSC_ABI_PROXY_STEP) {                                          \
+            (o).proxyStep.step = (d)->proxyStep.step;                                          \
+        }                                                                                      \
+    } while (0)
+
+int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc_abi_descr_v6 *d) {
+    *handle = NULL;
+    if (!(d->type & nsc_host_type_mask(h)))
+        return 0;
+    const nsc_abi_profiler_v5 *t = h->table; /* startEvent sits at the same offset in all */
+    switch (h->version) {
+    case 6:
+    case 5: {
+        nsc_abi_descr_v6 c = *d;
+        t->startEvent(ctx, handle, &c);
+        return 1;
+    }
+    case 4: {
+        nsc_abi_descr_v4 o;
+        memset(&o, 0, sizeof(o));
+        o.type = (uint8_t)d->type;
+        o.parentObj = d->parentObj;
+        o.rank = d->rank;
+        switch (d->type) {
+        case NSC_ABI_COLL:
+            o.parentObj = d->coll.parentGroup;
+            o.coll.seqNumber = d->coll.seqNumber;
+            o.coll.func = d->coll.func;
+            o.coll.sendBuff = d->coll.sendBuff;
+            o.coll.recvBuff = d->coll.recvBuff;
+            o.coll.count = d->coll.count;
+            o.coll.root = d->coll.root;
+            o.coll.datatype = d->coll.datatype;
+            o.coll.nChannels = d->coll.nChannels;
+            o.coll.nWarps = d->coll.nWarps;
+            o.coll.algo = d->coll.algo;
+            o.coll.proto = d->coll.proto;
+            break;
+        case NSC_ABI_P2P:
+            o.parentObj = d->p2p.parentGroup;
+            o.p2p.func = d->p2p.func;
+            o.p2p.buff = d->p2p.buff;
+            o.p2p.datatype = d->p2p.datatype;
+            o.p2p.count = d->p2p.count;
+            o.p2p.peer = d->p2p.peer;
+            o.p2p.nChannels = d->p2p.nChannels;
+            break;
+        case NSC_ABI_PROXY_OP:
+            memcpy(&o.proxyOp, &d->proxyOp, sizeof(o.proxyOp));
+            break;
+        case NSC_ABI_PROXY_STEP:
+            o.proxyStep.step = d->proxyStep.step;
+            break;
+        case NSC_ABI_KERNEL_CH:
+            o.kernelCh.channelId = d->kernelCh.channelId;
+            o.kernelCh.pTimer = d->kernelCh.pTimer;
+            break;
+        case NSC_ABI_NET_PLUGIN:
+            o.netPlugin.id = d->netPlugin.id;
+            o.netPlugin.data = d->netPlugin.data;
+            break;
+        }
+        t->startEvent(ctx, handle, &o);
+        return 1;
+    }
+    case 3: {
+        nsc_abi_descr_v3 o;
+        memset(&o, 0, sizeof(o));
+        DOWN_V2V3(o, d);
+        if (d->type == NSC_ABI_KERNEL_CH)
+            o.kernelCh.channelId = d->kernelCh.channelId;
+        else if (d->type == NSC_ABI_NET_PLUGIN) {
+            o.netPlugin.id = d->netPlugin.id;
+            o.netPlugin.data = d->netPlugin.data;
+        }
+        t->startEvent(ctx, handle, &o);
+        return 1;
+    }
+    case 2: {
+        nsc_abi_descr_v2 o;
+        memset(&o, 0, sizeof(o));
+        DOWN_V2V3(o, d);
+        t->startEvent(ctx, handle, &o);
+        return 1;
+    }
+    default: {
+        nsc_abi_descr_v1 o;
+        memset(&o, 0, sizeof(o));
+        o.type = (uint8_t)d->type;
+        o.parentObj = d->parentObj;
+        o.rank = d->rank;
+        if (d->type == NSC_ABI_COLL) {
+            o.parentObj = d->coll.parentGroup;
+            o.coll.seqNumber = d->coll.seqNumber;
+            o.coll.func = v1_index(d->coll.func, funcs, N(funcs), 6);
+            o.coll.sendBuff = d->coll.sendBuff;
+            o.coll.recvBuff = d->coll.recvBuff;
+            o.coll.count = d->coll.count;
+            o.coll.root = d->coll.root;
+            o.coll.datatype = v1_index(d->coll.datatype, dtypes, N(dtypes), 8);
+            o.coll.nMaxChannels = d->coll.nChannels;
+            o.coll.nWarps = d->coll.nWarps;
+            o.coll.algo = v1_index(d->coll.algo, algos, N(algos), 6);
+            o.coll.proto = v1_index(d->coll.proto, protos, N(protos), 2);
+        } else if (d->type == NSC_ABI_P2P) {
+            o.parentObj = d->p2p.parentGroup;
+            o.p2p.func = v1_index(d->p2p.func, funcs, N(funcs), 6);
+            o.p2p.buff = d->p2p.buff;
+            o.p2p.datatype = v1_index(d->p2p.datatype, dtypes, N(dtypes), 8);
+            o.p2p.count = d->p2p.count;
+            o.p2p.peer = d->p2p.peer;
+        } else if (d->type == NSC_ABI_PROXY_OP) {
+            memcpy(&o.proxyOp, &d->proxyOp, sizeof(o.proxyOp));
+        } else if (d->type == NSC_ABI_PROXY_STEP) {
+            o.proxyStep.step = d->proxyStep.step;
+        }
+        t->startEvent(ctx, handle, &o);
+        return 1;
+    }
+    }
+}
+
+void nsc_host_stop(const struct nsc_host *h, void *handle) {
+    if (handle)
+        ((const nsc_abi_profiler_v5 *)h->table)->stopEvent(handle);
+}
+
+static int state_known(int version, int state) {
+    int ctrl = state >= NSC_ABI_PROXY_CTRL_IDLE && state <= NSC_ABI_PROXY_CTRL_APPEND_END;
+    int step = state >= NSC_ABI_PROXY_STEP_SEND_GPU_WAIT && state <= NSC_ABI_PROXY_STEP_RECV_GPU_WAIT;
+    if (version <= 3)
+        return ctrl || step;
+    if (version == 4)
+        return ctrl || step || state == NSC_ABI_PROXY_OP_IN_PROGRESS_V4 ||
+               state == NSC_ABI_PROXY_STEP_SEND_PEER_WAIT_V4 ||
+               state == NSC_ABI_NET_PLUGIN_UPDATE || state == NSC_ABI_KERNEL_CH_STOP;
+    return 1;
+}
+
+int nsc_host_state(const struct nsc_host *h, void *handle, int state, uint64_t arg) {
+    if (!handle || !state_known(h->version, state))
+        return 0;
+    const nsc_abi_profiler_v5 *t = h->table;
+    if (h->version <= 3) {
+        nsc_abi_state_args_v1 a;
+        memset(&a, 0, sizeof(a));
+        if (state >= NSC_ABI_PROXY_CTRL_IDLE && state <= NSC_ABI_PROXY_CTRL_APPEND_END)
+            a.proxyCtrl.appendedProxyOps = (int)arg;
+        t->recordEventState(handle, state, &a);
+    } else {
+        nsc_abi_state_args_v4 a;
+        memset(&a, 0, sizeof(a));
+        if (state >= NSC_ABI_PROXY_CTRL_IDLE && state <= NSC_ABI_PROXY_CTRL_APPEND_END)
+            a.proxyCtrl.appendedProxyOps = (int)arg;
+        else
+            a.kernelCh.pTimer = arg;
+        t->recordEventState(handle, state, &a);
+    }
+    return 1;
+}
+
+void nsc_host_finalize(const struct nsc_host *h, void *ctx) {
+    if (ctx)
+        ((const nsc_abi_profiler_v5 *)h->table)->finalize(ctx);
+}

@@ -1,0 +1,574 @@
+/* replay.c - scripts and the multi-threaded, order-exact replay engine. */
+#include "replay.h"
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "event_types.h"
+#include "trace_decode.h"
+
+/* ---- scripts ---- */
+
+void nsc_script_free(struct nsc_script *s) {
+    for (size_t i = 0; i < s->nstrings; i++)
+        free(s->strings[i]);
+    free(s->strings);
+    free(s->calls);
+    free(s->comms);
+    free(s->threads);
+    memset(s, 0, sizeof(*s));
+}
+
+const char *nsc_script_intern(struct nsc_script *s, const char *text) {
+    if (!text)
+        return NULL;
+    for (size_t i = 0; i < s->nstrings; i++)
+        if (strcmp(s->strings[i], text) == 0)
+            return s->strings[i];
+    char **n = realloc(s->strings, (s->nstrings + 1) * sizeof(*n));
+    if (!n)
+        return NULL;
+    s->strings = n;
+    s->strings[s->nstrings] = strdup(text);
+    return s->strings[s->nstrings++];
+}
+
+struct nsc_call *nsc_script_add(struct nsc_script *s) {
+    if (s->ncalls == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        struct nsc_call *c = realloc(s->calls, cap * sizeof(*c));
+        if (!c)
+            return NULL;
+        s->calls = c;
+        s->cap = cap;
+    }
+    struct nsc_call *c = &s->calls[s->ncalls++];
+    memset(c, 0, sizeof(*c));
+    return c;
+}
+
+uint32_t nsc_script_thread(struct nsc_script *s, uint32_t tid, const char *name) {
+    for (size_t i = 0; i < s->nthreads; i++)
+        if (s->threads[i].tid == tid)
+            return (uint32_t)i;
+    struct nsc_script_thread *t = realloc(s->threads, (s->nthreads + 1) * sizeof(*t));
+    if (!t)
+        return 0;
+    s->threads = t;
+    memset(&t[s->nthreads], 0, sizeof(t[0]));
+    t[s->nthreads].tid = tid;
+    if (name && *name)
+        snprintf(t[s->nthreads].name, sizeof(t[0].name), "%s", name);
+    else
+        snprintf(t[s->nthreads].name, sizeof(t[0].name), "r%u", tid);
+    return (uint32_t)s->nthreads++;
+}
+
+/* ---- id -> handle map (open addressing; used by one thread at a time) ---- */
+
+struct hmap {
+    uint64_t *keys;
+    void **vals;
+    size_t mask;
+};
+
+static int hmap_init(struct hmap *m, size_t n) {
+    size_t cap = 1024;
+    while (cap < n * 2)
+        cap <<= 1;
+    m->keys = calloc(cap, sizeof(*m->keys));
+    m->vals = calloc(cap, sizeof(*m->vals));
+    m->mask = cap - 1;
+    return m->keys && m->vals ? 0 : -1;
+}
+
+static size_t hslot(const struct hmap *m, uint64_t k) {
+    size_t i = (size_t)((k * 0x9e3779b97f4a7c15ull) >> 20) & m->mask;
+    while (m->keys[i] && m->keys[i] != k)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+static void hmap_put(struct hmap *m, uint64_t k, void *v) {
+    size_t i = hslot(m, k);
+    m->keys[i] = k;
+    m->vals[i] = v;
+}
+
+static void *hmap_get(const struct hmap *m, uint64_t k) {
+    if (!k)
+        return NULL;
+    size_t i = hslot(m, k);
+    return m->keys[i] == k ? m->vals[i] : NULL;
+}
+
+/* ---- replay ---- */
+
+struct replay {
+    const struct nsc_host *h;
+    const struct nsc_script *s;
+    struct hmap handles;
+    void **ctx;
+    int *mask;
+    sem_t *turn;       /* one per thread: "your call is next" */
+    size_t *first;     /* first call of each thread (unused after start) */
+    struct nsc_replay_stats st;
+    int pid;
+};
+
+struct worker {
+    struct replay *r;
+    uint32_t index;
+};
+
+static void run_call(struct replay *r, const struct nsc_call *c) {
+    const struct nsc_host *h = r->h;
+    r->st.calls++;
+    switch (c->kind) {
+    case NSC_CALL_INIT: {
+        const struct nsc_script_comm *cm = &r->s->comms[c->comm];
+        int mask = 0;
+        if (nsc_host_init((struct nsc_host *)h, &r->ctx[c->comm], cm->comm_id, &mask, cm->name,
+                          cm->nnodes, cm->nranks, cm->rank) != 0)
+            r->ctx[c->comm] = NULL;
+        r->mask[c->comm] = mask;
+        break;
+    }
+    case NSC_CALL_START: {
+        r->st.starts++;
+        void *handle = NULL;
+        if (!r->ctx[c->comm] || !((uint64_t)r->mask[c->comm] & c->d.type)) {
+            r->st.skipped_by_mask++;
+        } else {
+            nsc_abi_descr_v6 d = c->d;
+            if (c->parent == NSC_FOREIGN_PARENT) {
+                d.parentObj = (void *)(uintptr_t)0x7e57;
+                d.proxyOp.pid = r->pid + 1; /* another process */
+            } else {
+                d.parentObj = hmap_get(&r->handles, c->parent);
+                if (d.type == NSC_ABI_PROXY_OP)
+                    d.proxyOp.pid = r->pid;
+            }
+            if (d.type == NSC_ABI_COLL)
+                d.coll.parentGroup = hmap_get(&r->handles, c->parent_group);
+            else if (d.type == NSC_ABI_P2P)
+                d.p2p.parentGroup = hmap_get(&r->handles, c->parent_group);
+            else if (d.type == NSC_ABI_NET_PLUGIN && d.netPlugin.data)
+                d.netPlugin.data = (void *)(uintptr_t)&c->net;
+            if (nsc_host_start(h, r->ctx[c->comm], &handle, &d)) {
+                r->st.delivered++;
+                if (!handle)
+                    r->st.null_handles++;
+            } else {
+                r->st.skipped_by_version++;
+            }
+        }
+        hmap_put(&r->handles, c->id, handle);
+        break;
+    }
+    case NSC_CALL_STOP:
+        nsc_host_stop(h, hmap_get(&r->handles, c->id));
+        break;
+    case NSC_CALL_STATE:
+        nsc_host_state(h, hmap_get(&r->handles, c->id), c->state, c->arg);
+        break;
+    case NSC_CALL_FINALIZE:
+        nsc_host_finalize(h, r->ctx[c->comm]);
+        r->ctx[c->comm] = NULL;
+        break;
+    }
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    struct replay *r = w->r;
+    const struct nsc_script *s = r->s;
+    pthread_setname_np(pthread_self(), s->threads[w->index].name);
+    for (size_t k = 0; k < s->ncalls; k++) {
+        if (s->calls[k].thread != w->index)
+            continue;
+        sem_wait(&r->turn[w->index]);
+        run_call(r, &s->calls[k]);
+        /* Hand the turn to the owner of the next call: sem_post/sem_wait
+         * order every call after the one before it, so the plugin sees the
+         * recorded interleaving and all map updates are visible. */
+        if (k + 1 < s->ncalls)
+            sem_post(&r->turn[s->calls[k + 1].thread]);
+    }
+    return NULL;
+}
+
+int nsc_replay_run(const struct nsc_host *h, const struct nsc_script *s,
+                   struct nsc_replay_stats *st, char *err, size_t errlen) {
+    struct replay r;
+    memset(&r, 0, sizeof(r));
+    r.h = h;
+    r.s = s;
+    r.pid = (int)getpid();
+    if (s->ncalls == 0 || s->nthreads == 0) {
+        snprintf(err, errlen, "nothing to replay");
+        return -1;
+    }
+    if (hmap_init(&r.handles, s->ncalls) != 0)
+        return snprintf(err, errlen, "out of memory"), -1;
+    r.ctx = calloc(s->ncomms + 1, sizeof(*r.ctx));
+    r.mask = calloc(s->ncomms + 1, sizeof(*r.mask));
+    r.turn = calloc(s->nthreads, sizeof(*r.turn));
+    pthread_t *tids = calloc(s->nthreads, sizeof(*tids));
+    struct worker *ws = calloc(s->nthreads, sizeof(*ws));
+    int rc = 0;
+    if (!r.ctx || !r.mask || !r.turn || !tids || !ws) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+        goto out;
+    }
+    for (size_t i = 0; i < s->nthreads; i++)
+        sem_init(&r.turn[i], 0, 0);
+    size_t started = 0;
+    for (; started < s->nthreads; started++) {
+        ws[started].r = &r;
+        ws[started].index = (uint32_t)started;
+        if (pthread_create(&tids[started], NULL, worker_main, &ws[started]) != 0) {
+            snprintf(err, errlen, "cannot create replay thread %zu", started);
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0)
+        sem_post(&r.turn[s->calls[0].thread]);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    for (size_t i = 0; i < s->nthreads; i++)
+        sem_destroy(&r.turn[i]);
+    /* Comms the recording never finalized are finalized now, as NCCL does at
+     * ncclCommDestroy, so the plugin writes everything out. */
+    for (size_t i = 0; i < s->ncomms; i++)
+        if (r.ctx[i])
+            nsc_host_finalize(h, r.ctx[i]);
+    if (st)
+        *st = r.st;
+out:
+    free(r.handles.keys);
+    free(r.handles.vals);
+    free(r.ctx);
+    free(r.mask);
+    free(r.turn);
+    free(tids);
+    free(ws);
+    return rc;
+}
+
+/* ---- scripts from ncclscope traces ---- */
+
+struct from_trace {
+    struct nsc_script *s;
+    uint32_t *thread_map; /* writer thread index -> script thread */
+    size_t nmap;
+    uint32_t *comm_map;   /* comm serial -> script comm + 1 */
+    size_t ncomm_map;
+    uint64_t *ticks;      /* per call, for sorting */
+    size_t nticks;
+    char err[512];
+    int failed;
+};
+
+static uint32_t map_comm(struct from_trace *ft, struct nsc_decoder *d, uint32_t serial) {
+    if (serial >= ft->ncomm_map) {
+        size_t n = serial + 64;
+        uint32_t *m = realloc(ft->comm_map, n * sizeof(*m));
+        if (!m)
+            return 0;
+        memset(m + ft->ncomm_map, 0, (n - ft->ncomm_map) * sizeof(*m));
+        ft->comm_map = m;
+        ft->ncomm_map = n;
+    }
+    if (!ft->comm_map[serial]) {
+        struct nsc_script *s = ft->s;
+        struct nsc_script_comm *c = realloc(s->comms, (s->ncomms + 1) * sizeof(*c));
+        if (!c)
+            return 0;
+        s->comms = c;
+        memset(&c[s->ncomms], 0, sizeof(c[0]));
+        const struct nsc_comm_info *ci = nsc_decoder_comm(d, serial);
+        if (ci) {
+            c[s->ncomms].comm_id = ci->comm_id;
+            snprintf(c[s->ncomms].name, sizeof(c[0].name), "%s", ci->name);
+            c[s->ncomms].nnodes = ci->nnodes;
+            c[s->ncomms].nranks = ci->nranks;
+            c[s->ncomms].rank = ci->rank;
+        } else {
+            c[s->ncomms].rank = -1;
+        }
+        ft->comm_map[serial] = (uint32_t)++s->ncomms;
+    }
+    return ft->comm_map[serial] - 1;
+}
+
+static const char *str(struct from_trace *ft, struct nsc_decoder *d, uint32_t id) {
+    return nsc_script_intern(ft->s, nsc_decoder_str(d, id));
+}
+
+static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_call *c,
+                    const struct nsc_rec *r, const struct nsc_rec *ext) {
+    nsc_abi_descr_v6 *d = &c->d;
+    const union nsc_desc *o = &r->u.start.d;
+    d->type = 1ull << r->h.etype;
+    const struct nsc_comm_info *ci = nsc_decoder_comm(dec, r->h.aux);
+    d->rank = ci && ci->rank >= 0 ? ci->rank : 0;
+    c->parent = (r->h.flags & NSC_RF_FOREIGN_PARENT) ? NSC_FOREIGN_PARENT : r->u.start.parent;
+    switch (r->h.etype) {
+    case NSC_ET_GROUP_API:
+        d->groupApi.groupDepth = o->group_api.depth;
+        d->groupApi.graphCaptured = o->group_api.graph;
+        break;
+    case NSC_ET_COLL_API:
+        d->collApi.func = str(ft, dec, o->coll_api.func);
+        d->collApi.count = o->coll_api.count;
+        d->collApi.datatype = str(ft, dec, o->coll_api.dtype);
+        d->collApi.root = o->coll_api.root;
+        d->collApi.stream = (void *)(uintptr_t)o->coll_api.stream;
+        d->collApi.graphCaptured = o->coll_api.graph;
+        break;
+    case NSC_ET_P2P_API:
+        d->p2pApi.func = str(ft, dec, o->p2p_api.func);
+        d->p2pApi.count = o->p2p_api.count;
+        d->p2pApi.datatype = str(ft, dec, o->p2p_api.dtype);
+        d->p2pApi.stream = (void *)(uintptr_t)o->p2p_api.stream;
+        d->p2pApi.graphCaptured = o->p2p_api.graph;
+        break;
+    case NSC_ET_KERNEL_LAUNCH:
+        d->kernelLaunch.stream = (void *)(uintptr_t)o->kernel_launch.stream;
+        break;
+    case NSC_ET_COLL:
+        d->coll.seqNumber = o->coll.seq;
+        d->coll.func = str(ft, dec, o->coll.func);
+        d->coll.count = o->coll.count;
+        d->coll.root = o->coll.root;
+        d->coll.datatype = str(ft, dec, o->coll.dtype);
+        d->coll.nChannels = o->coll.nch;
+        d->coll.nWarps = o->coll.nwarps;
+        d->coll.algo = str(ft, dec, o->coll.algo);
+        d->coll.proto = str(ft, dec, o->coll.proto);
+        if (ext) {
+            c->parent_group = ext->u.ext.coll.parent_group;
+            d->coll.sendBuff = (const void *)(uintptr_t)ext->u.ext.coll.send_buff;
+            d->coll.recvBuff = (void *)(uintptr_t)ext->u.ext.coll.recv_buff;
+        }
+        break;
+    case NSC_ET_P2P:
+        d->p2p.func = str(ft, dec, o->p2p.func);
+        d->p2p.count = o->p2p.count;
+        d->p2p.datatype = str(ft, dec, o->p2p.dtype);
+        d->p2p.peer = o->p2p.peer;
+        d->p2p.nChannels = o->p2p.nch;
+        if (ext) {
+            c->parent_group = ext->u.ext.p2p.parent_group;
+            d->p2p.buff = (void *)(uintptr_t)ext->u.ext.p2p.buff;
+        }
+        break;
+    case NSC_ET_PROXY_OP:
+        d->proxyOp.pid = o->proxy_op.pid;
+        d->proxyOp.channelId = o->proxy_op.ch;
+        d->proxyOp.peer = o->proxy_op.peer;
+        d->proxyOp.nSteps = o->proxy_op.nsteps;
+        d->proxyOp.chunkSize = o->proxy_op.chunk;
+        d->proxyOp.isSend = o->proxy_op.is_send;
+        break;
+    case NSC_ET_PROXY_STEP:
+        d->proxyStep.step = o->proxy_step.step;
+        break;
+    case NSC_ET_KERNEL_CH:
+        d->kernelCh.channelId = o->kernel_ch.ch;
+        d->kernelCh.pTimer = o->kernel_ch.ptimer;
+        break;
+    case NSC_ET_NET_PLUGIN:
+        d->netPlugin.id = (int64_t)o->net.plugin_id;
+        if (o->net.kind == 1) {
+            c->net.ib.type = o->net.ev_type;
+            c->net.ib.qp.device = o->net.a;
+            c->net.ib.qp.opcode = o->net.b;
+            c->net.ib.qp.length = o->net.length;
+            if (ext) {
+                c->net.ib.qp.wr_id = ext->u.ext.net_ib.wr_id;
+                c->net.ib.qp.qpNum = ext->u.ext.net_ib.qp;
+            }
+            d->netPlugin.data = &c->net;
+        } else if (o->net.kind == 2) {
+            c->net.sock.type = o->net.ev_type;
+            c->net.sock.sock.fd = o->net.a;
+            c->net.sock.sock.op = o->net.b;
+            c->net.sock.sock.length = o->net.length;
+            d->netPlugin.data = &c->net;
+        }
+        break;
+    case NSC_ET_CE_COLL:
+        d->ceColl.seqNumber = o->ce_coll.seq;
+        d->ceColl.func = str(ft, dec, o->ce_coll.func);
+        d->ceColl.count = o->ce_coll.count;
+        d->ceColl.root = o->ce_coll.root;
+        d->ceColl.datatype = str(ft, dec, o->ce_coll.dtype);
+        d->ceColl.syncStrategy = str(ft, dec, o->ce_coll.sync);
+        d->ceColl.intraBatchSync = o->ce_coll.intra;
+        if (ext) {
+            d->ceColl.sendBuff = (const void *)(uintptr_t)ext->u.ext.ce_coll.send_buff;
+            d->ceColl.recvBuff = (void *)(uintptr_t)ext->u.ext.ce_coll.recv_buff;
+            d->ceColl.stream = (void *)(uintptr_t)ext->u.ext.ce_coll.stream;
+            d->ceColl.batchSize = ext->u.ext.ce_coll.batch_size;
+            d->ceColl.numBatches = ext->u.ext.ce_coll.num_batches;
+            d->ceColl.ceSeqNum = ext->u.ext.ce_coll.ce_seq;
+        }
+        break;
+    case NSC_ET_CE_SYNC:
+        d->ceCollSync.isComplete = o->ce_sync.complete;
+        d->ceCollSync.nRanks = o->ce_sync.nranks;
+        break;
+    case NSC_ET_CE_BATCH:
+        d->ceCollBatch.numOps = o->ce_batch.num_ops;
+        d->ceCollBatch.totalBytes = o->ce_batch.total_bytes;
+        d->ceCollBatch.useIntraSync = o->ce_batch.intra;
+        break;
+    }
+}
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    struct from_trace *ft = ud;
+    struct nsc_script *s = ft->s;
+    if (thread >= ft->nmap) {
+        size_t n = thread + 16;
+        uint32_t *m = realloc(ft->thread_map, n * sizeof(*m));
+        if (!m)
+            return;
+        for (size_t i = ft->nmap; i < n; i++)
+            m[i] = UINT32_MAX;
+        ft->thread_map = m;
+        ft->nmap = n;
+    }
+    if (r->h.kind == NSC_REC_THREAD) {
+        char name[17];
+        memcpy(name, r->u.thread_name, 16);
+        name[16] = '\0';
+        ft->thread_map[thread] = nsc_script_thread(s, r->h.aux, name);
+        return;
+    }
+    if (ft->thread_map[thread] == UINT32_MAX) /* no THREAD record (damaged file) */
+        ft->thread_map[thread] = nsc_script_thread(s, 1000000 + thread, NULL);
+    struct nsc_call *c = nsc_script_add(s);
+    if (!c) {
+        ft->failed = 1;
+        return;
+    }
+    if (s->ncalls > ft->nticks) {
+        size_t n = s->cap;
+        uint64_t *t = realloc(ft->ticks, n * sizeof(*t));
+        if (!t) {
+            ft->failed = 1;
+            return;
+        }
+        ft->ticks = t;
+        ft->nticks = n;
+    }
+    ft->ticks[s->ncalls - 1] = r->h.ticks;
+    c->thread = ft->thread_map[thread];
+    c->t_ns = nsc_decoder_mono_ns(d, r->h.ticks);
+    c->id = r->h.id;
+    switch (r->h.kind) {
+    case NSC_REC_COMM_INIT:
+        c->kind = NSC_CALL_INIT;
+        c->comm = map_comm(ft, d, r->h.aux);
+        break;
+    case NSC_REC_COMM_FINALIZE:
+        c->kind = NSC_CALL_FINALIZE;
+        c->comm = map_comm(ft, d, r->h.aux);
+        break;
+    case NSC_REC_START:
+        c->kind = NSC_CALL_START;
+        c->comm = map_comm(ft, d, r->h.aux);
+        rebuild(ft, d, c, r, ext);
+        break;
+    case NSC_REC_STOP:
+        c->kind = NSC_CALL_STOP;
+        break;
+    case NSC_REC_STATE:
+        c->kind = NSC_CALL_STATE;
+        c->state = (int)r->h.aux;
+        c->arg = r->u.state.arg;
+        break;
+    default:
+        s->ncalls--;
+        break;
+    }
+}
+
+static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
+    (void)d;
+    struct from_trace *ft = ud;
+    if (!ft->err[0])
+        snprintf(ft->err, sizeof(ft->err), "%s", msg);
+}
+
+/* Sort calls by record clock; equal stamps keep file order (stable). */
+static uint64_t *sort_ticks;
+static int by_ticks(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    if (sort_ticks[i] != sort_ticks[j])
+        return sort_ticks[i] < sort_ticks[j] ? -1 : 1;
+    return i < j ? -1 : (i > j);
+}
+
+int nsc_script_from_trace(struct nsc_script *s, const char *path, char *err, size_t errlen) {
+    memset(s, 0, sizeof(*s));
+    struct nsc_decoder d;
+    if (nsc_decoder_open(&d, path) != NSC_OK) {
+        snprintf(err, errlen, "%s", d.rd.err);
+        return -1;
+    }
+    struct from_trace ft;
+    memset(&ft, 0, sizeof(ft));
+    ft.s = s;
+    struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
+    nsc_decoder_run(&d, &ops, &ft);
+    nsc_decoder_close(&d);
+    int rc = 0;
+    if (ft.failed) {
+        snprintf(err, errlen, "out of memory reading %s", path);
+        rc = -1;
+    } else if (s->ncalls) {
+        size_t *order = malloc(s->ncalls * sizeof(*order));
+        struct nsc_call *sorted = malloc(s->ncalls * sizeof(*sorted));
+        if (!order || !sorted) {
+            free(order);
+            free(sorted);
+            snprintf(err, errlen, "out of memory sorting %s", path);
+            rc = -1;
+        } else {
+            for (size_t i = 0; i < s->ncalls; i++)
+                order[i] = i;
+            sort_ticks = ft.ticks;
+            qsort(order, s->ncalls, sizeof(*order), by_ticks);
+            for (size_t i = 0; i < s->ncalls; i++)
+                sorted[i] = s->calls[order[i]];
+            /* NetPlugin data pointers point into the calls themselves. */
+            for (size_t i = 0; i < s->ncalls; i++)
+                if (sorted[i].kind == NSC_CALL_START && sorted[i].d.type == NSC_ABI_NET_PLUGIN &&
+                    sorted[i].d.netPlugin.data)
+                    sorted[i].d.netPlugin.data = &sorted[i].net;
+            free(s->calls);
+            s->calls = sorted;
+            s->cap = s->ncalls;
+            free(order);
+        }
+    }
+    if (rc == 0 && ft.err[0])
+        snprintf(err, errlen, "%s", ft.err); /* damage: script holds what was intact */
+    else if (rc == 0)
+        err[0] = '\0';
+    free(ft.thread_map);
+    free(ft.comm_map);
+    free(ft.ticks);
+    return rc;
+}

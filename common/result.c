@@ -1,0 +1,21 @@
+/* result.c - names of results. */
+#include "result.h"
+
+static const char *const names[NSC_E_COUNT] = {
+    [NSC_OK] = "ok",
+    [NSC_E_IO] = "I/O error",
+    [NSC_E_NOT_TRACE] = "not an ncclscope trace",
+    [NSC_E_VERSION] = "unsupported format version",
+    [NSC_E_TRUNCATED] = "truncated",
+    [NSC_E_BAD_BLOCK] = "damaged block header",
+    [NSC_E_DECOMPRESS] = "damaged compressed data",
+    [NSC_E_BAD_PAYLOAD] = "malformed block payload",
+    [NSC_E_SEQUENCE] = "blocks missing",
+    [NSC_E_USAGE] = "usage error",
+    [NSC_E_NOMEM] = "out of memory",
+    [NSC_E_PLUGIN] = "plugin error",
+};
+
+const char *nsc_result_str(enum nsc_result r) {
+    return (unsigned)r < NSC_E_COUNT && names[r] ? names[r] : "unknown error";
+}

@@ -1,0 +1,297 @@
+/* trace_decode.c - block payloads to records. */
+#include "trace_decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void init_common(struct nsc_decoder *d) {
+    d->ns_per_tick = 1.0;
+}
+
+enum nsc_result nsc_decoder_open(struct nsc_decoder *d, const char *path) {
+    memset(d, 0, sizeof(*d));
+    init_common(d);
+    return nsc_reader_open(&d->rd, path);
+}
+
+enum nsc_result nsc_decoder_open_memory(struct nsc_decoder *d, const void *data, size_t len,
+                                        const char *name) {
+    memset(d, 0, sizeof(*d));
+    init_common(d);
+    return nsc_reader_open_memory(&d->rd, data, len, name);
+}
+
+void nsc_decoder_close(struct nsc_decoder *d) {
+    for (uint32_t i = 0; i < d->nstrings; i++)
+        free(d->strings[i]);
+    free(d->strings);
+    free(d->comms);
+    free(d->threads);
+    nsc_reader_close(&d->rd);
+    memset(d, 0, sizeof(*d));
+}
+
+const char *nsc_decoder_str(const struct nsc_decoder *d, uint32_t id) {
+    if (id == 0)
+        return NULL;
+    if (id < d->nstrings && d->strings[id])
+        return d->strings[id];
+    return "?";
+}
+
+const struct nsc_comm_info *nsc_decoder_comm(const struct nsc_decoder *d, uint32_t serial) {
+    if (serial < d->ncomms && d->comms[serial].serial == serial && serial != 0)
+        return &d->comms[serial];
+    return NULL;
+}
+
+uint64_t nsc_decoder_mono_ns(const struct nsc_decoder *d, uint64_t ticks) {
+    double dt = (double)(int64_t)(ticks - d->hi.ticks) * d->ns_per_tick;
+    return (uint64_t)((double)d->hi.mono_ns + dt);
+}
+
+static void report(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                   const char *msg) {
+    if (ops->error)
+        ops->error(ud, d, msg);
+}
+
+static void bad_payload(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                        const struct nsc_block *b, const char *what) {
+    char msg[600];
+    snprintf(msg, sizeof(msg), "%s: offset %llu: %s: block %u: %s", d->rd.path,
+             (unsigned long long)b->offset, nsc_result_str(NSC_E_BAD_PAYLOAD), b->seq, what);
+    d->rd.errors++;
+    report(d, ops, ud, msg);
+}
+
+static void on_anchor(struct nsc_decoder *d, const struct nsc_anchor *a) {
+    d->lo = d->hi;
+    d->hi = *a;
+    /* Slope from two anchors at least 1 ms apart; otherwise the calibrated
+     * rate from the session block. */
+    if (a->ticks > d->lo.ticks && a->mono_ns > d->lo.mono_ns + 1000000ull)
+        d->ns_per_tick = (double)(a->mono_ns - d->lo.mono_ns) / (double)(a->ticks - d->lo.ticks);
+}
+
+static struct nsc_dthread *thread_of(struct nsc_decoder *d, uint32_t i) {
+    if (i >= 65536)
+        return NULL;
+    if (i >= d->nthreads) {
+        uint32_t n = i + 16;
+        struct nsc_dthread *t = realloc(d->threads, n * sizeof(*t));
+        if (!t)
+            return NULL;
+        memset(t + d->nthreads, 0, (n - d->nthreads) * sizeof(*t));
+        d->threads = t;
+        d->nthreads = n;
+    }
+    return &d->threads[i];
+}
+
+static void deliver(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                    uint32_t ti, const struct nsc_rec *r, const struct nsc_rec *ext) {
+    d->records++;
+    if (!d->have_ticks) {
+        d->first_ticks = r->h.ticks;
+        d->have_ticks = 1;
+    }
+    if (r->h.ticks > d->last_ticks)
+        d->last_ticks = r->h.ticks;
+    if (ops->record)
+        ops->record(ud, d, ti, r, ext);
+}
+
+static void flush_held(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                       uint32_t ti, struct nsc_dthread *t) {
+    if (t->held) {
+        t->held = 0;
+        deliver(d, ops, ud, ti, &t->start, NULL);
+    }
+}
+
+static void on_chunk(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                     const struct nsc_block *b) {
+    const unsigned char *p = b->data, *end = p + b->len;
+    d->chunks++;
+    while (p < end) {
+        struct nsc_segment seg;
+        if ((size_t)(end - p) < sizeof(seg)) {
+            bad_payload(d, ops, ud, b, "chunk ends inside a segment header");
+            return;
+        }
+        memcpy(&seg, p, sizeof(seg));
+        p += sizeof(seg);
+        if ((uint64_t)seg.nrecords * NSC_REC_SIZE > (uint64_t)(end - p)) {
+            bad_payload(d, ops, ud, b, "segment longer than its chunk");
+            return;
+        }
+        struct nsc_dthread *t = thread_of(d, seg.thread);
+        if (!t) {
+            bad_payload(d, ops, ud, b, "segment names an impossible thread index");
+            return;
+        }
+        for (uint32_t i = 0; i < seg.nrecords; i++, p += NSC_REC_SIZE) {
+            struct nsc_rec r;
+            memcpy(&r, p, sizeof(r));
+            t->records++;
+            if (r.h.kind == NSC_REC_THREAD) {
+                flush_held(d, ops, ud, seg.thread, t);
+                t->tid = r.h.aux;
+                memcpy(t->name, r.u.thread_name, 16);
+                t->name[16] = '\0';
+                t->known = 1;
+                deliver(d, ops, ud, seg.thread, &r, NULL);
+                continue;
+            }
+            if (r.h.kind == NSC_REC_EXT) {
+                if (t->held && t->start.h.id == r.h.id) {
+                    t->held = 0;
+                    deliver(d, ops, ud, seg.thread, &t->start, &r);
+                }
+                continue; /* an EXT without its START was dropped with it */
+            }
+            flush_held(d, ops, ud, seg.thread, t);
+            if (r.h.kind == NSC_REC_START && (r.h.flags & NSC_RF_HAS_EXT)) {
+                t->start = r;
+                t->held = 1;
+                continue;
+            }
+            deliver(d, ops, ud, seg.thread, &r, NULL);
+        }
+    }
+}
+
+static void on_strings(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                       const struct nsc_block *b) {
+    const unsigned char *p = b->data, *end = p + b->len;
+    while (p < end) {
+        uint32_t id;
+        uint16_t len;
+        if (end - p < 6) {
+            bad_payload(d, ops, ud, b, "string entry header cut short");
+            return;
+        }
+        memcpy(&id, p, 4);
+        memcpy(&len, p + 4, 2);
+        p += 6;
+        if ((size_t)(end - p) < len || id >= 65536) {
+            bad_payload(d, ops, ud, b, "string entry longer than its block");
+            return;
+        }
+        if (id >= d->nstrings) {
+            uint32_t n = id + 64;
+            char **s = realloc(d->strings, n * sizeof(*s));
+            if (!s)
+                return;
+            memset(s + d->nstrings, 0, (n - d->nstrings) * sizeof(*s));
+            d->strings = s;
+            d->nstrings = n;
+        }
+        free(d->strings[id]);
+        d->strings[id] = strndup((const char *)p, len);
+        p += len;
+    }
+}
+
+static void on_comms(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                     const struct nsc_block *b) {
+    if (b->len % sizeof(struct nsc_comm_info)) {
+        bad_payload(d, ops, ud, b, "comm table size is not a multiple of 128");
+        return;
+    }
+    for (size_t off = 0; off < b->len; off += sizeof(struct nsc_comm_info)) {
+        struct nsc_comm_info c;
+        memcpy(&c, (const char *)b->data + off, sizeof(c));
+        c.name[sizeof(c.name) - 1] = '\0';
+        if (c.serial == 0 || c.serial >= (1u << 24)) {
+            bad_payload(d, ops, ud, b, "comm serial out of range");
+            continue;
+        }
+        if (c.serial >= d->ncomms) {
+            uint32_t n = c.serial + 64;
+            struct nsc_comm_info *t = realloc(d->comms, n * sizeof(*t));
+            if (!t)
+                return;
+            memset(t + d->ncomms, 0, (n - d->ncomms) * sizeof(*t));
+            d->comms = t;
+            d->ncomms = n;
+        }
+        d->comms[c.serial] = c;
+        if (ops->comm)
+            ops->comm(ud, d, &d->comms[c.serial]);
+    }
+}
+
+int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud) {
+    struct nsc_block b;
+    for (;;) {
+        int before = d->rd.errors;
+        int rc = nsc_reader_next(&d->rd, &b);
+        if (d->rd.errors != before)
+            report(d, ops, ud, d->rd.err);
+        if (rc == 0)
+            break;
+        if (rc < 0)
+            continue;
+        d->blocks++;
+        switch (b.type) {
+        case NSC_BLK_SESSION:
+            if (b.len != sizeof(struct nsc_session)) {
+                bad_payload(d, ops, ud, &b, "session block has the wrong size");
+                break;
+            }
+            memcpy(&d->session, b.data, sizeof(d->session));
+            d->session.host[sizeof(d->session.host) - 1] = '\0';
+            d->session.plugin_version[sizeof(d->session.plugin_version) - 1] = '\0';
+            d->have_session = 1;
+            d->lo = d->hi = d->session.start;
+            if (d->session.ticks_per_sec)
+                d->ns_per_tick = 1e9 / (double)d->session.ticks_per_sec;
+            break;
+        case NSC_BLK_ANCHOR:
+            if (b.len != sizeof(struct nsc_anchor)) {
+                bad_payload(d, ops, ud, &b, "anchor block has the wrong size");
+                break;
+            }
+            on_anchor(d, b.data);
+            break;
+        case NSC_BLK_STRINGS:
+            on_strings(d, ops, ud, &b);
+            break;
+        case NSC_BLK_COMMS:
+            on_comms(d, ops, ud, &b);
+            break;
+        case NSC_BLK_CHUNK:
+            on_chunk(d, ops, ud, &b);
+            break;
+        case NSC_BLK_STATS: {
+            struct nsc_stats_header h;
+            if (b.len < sizeof(h)) {
+                bad_payload(d, ops, ud, &b, "stats block too short");
+                break;
+            }
+            memcpy(&h, b.data, sizeof(h));
+            if ((b.len - sizeof(h)) / sizeof(struct nsc_thread_stats) < h.nthreads) {
+                bad_payload(d, ops, ud, &b, "stats block shorter than its thread count");
+                break;
+            }
+            struct nsc_thread_stats *ts = malloc(h.nthreads * sizeof(*ts) + 1);
+            if (!ts)
+                break;
+            memcpy(ts, (const char *)b.data + sizeof(h), h.nthreads * sizeof(*ts));
+            if (ops->stats)
+                ops->stats(ud, d, &h, ts);
+            free(ts);
+            break;
+        }
+        case NSC_BLK_END:
+            d->ended = 1;
+            break;
+        }
+    }
+    for (uint32_t i = 0; i < d->nthreads; i++)
+        flush_held(d, ops, ud, i, &d->threads[i]);
+    return d->rd.errors;
+}

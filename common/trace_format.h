@@ -1,0 +1,215 @@
+/*
+ * trace_format.h - the ncclscope trace file, format version 1.
+ * docs/format.md is the written specification with byte tables and the
+ * changelog; this header is its C form and must agree with it.
+ *
+ *   file   := file_header block*
+ *   block  := block_header payload            (payload: zstd frame with checksum
+ *                                              when NSC_BLK_F_ZSTD, raw otherwise)
+ *
+ * Every block is self-delimiting and independently decodable, and the
+ * plugin writes each one with a single write(2), so a process killed at any
+ * point leaves a file whose every complete block converts; a reader that
+ * meets a damaged block reports its offset, resynchronises on the next
+ * block magic, and carries on.
+ *
+ * All integers are little-endian. Records are fixed 64-byte units (one cache
+ * line): a START record, optionally followed by one EXT record with the
+ * descriptor fields that do not fit, STOP, STATE, and a few markers.
+ */
+#ifndef NSC_TRACE_FORMAT_H
+#define NSC_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NSC_FILE_MAGIC "NCCLSCP1" /* 8 bytes, no terminator on disk */
+#define NSC_FORMAT_VERSION 1u
+#define NSC_BLOCK_MAGIC 0x4b4c4253u /* "SBLK" */
+#define NSC_FILE_SUFFIX ".nsc"
+
+struct nsc_file_header {
+    char magic[8];
+    uint32_t format_version;
+    uint32_t header_size; /* sizeof(struct nsc_file_header) */
+};
+_Static_assert(sizeof(struct nsc_file_header) == 16, "file header");
+
+enum nsc_block_type {
+    NSC_BLK_SESSION = 1, /* struct nsc_session, first block */
+    NSC_BLK_COMMS = 2,   /* struct nsc_comm_info[] */
+    NSC_BLK_STRINGS = 3, /* (u32 id, u16 len, bytes)[] */
+    NSC_BLK_ANCHOR = 4,  /* struct nsc_anchor */
+    NSC_BLK_CHUNK = 5,   /* (struct nsc_segment, records)[] */
+    NSC_BLK_STATS = 6,   /* struct nsc_stats_header, struct nsc_thread_stats[] */
+    NSC_BLK_END = 7,     /* empty: the session ended cleanly */
+    NSC_BLK_TYPE_MAX = 7
+};
+
+#define NSC_BLK_F_ZSTD 0x1
+
+struct nsc_block_header {
+    uint32_t magic;      /* NSC_BLOCK_MAGIC */
+    uint16_t type;       /* enum nsc_block_type */
+    uint16_t flags;      /* NSC_BLK_F_* */
+    uint32_t stored_len; /* payload bytes following this header */
+    uint32_t raw_len;    /* payload bytes after decompression */
+    uint32_t seq;        /* 0, 1, 2, ... within the file: a gap means lost blocks */
+    uint32_t check;      /* nsc_header_check() of the 20 bytes above */
+};
+_Static_assert(sizeof(struct nsc_block_header) == 24, "block header");
+
+/* Upper bound a reader accepts for raw_len/stored_len (plugin chunks are far
+ * smaller): a damaged length can never make a reader allocate more. */
+#define NSC_BLOCK_MAX_RAW (64u << 20)
+
+/* FNV-1a over the first 20 header bytes; catches torn and shifted headers. */
+static inline uint32_t nsc_header_check(const struct nsc_block_header *h) {
+    const unsigned char *p = (const unsigned char *)h;
+    uint32_t x = 2166136261u;
+    for (size_t i = 0; i < offsetof(struct nsc_block_header, check); i++)
+        x = (x ^ p[i]) * 16777619u;
+    return x;
+}
+
+enum nsc_clock_source { NSC_CLOCK_TSC = 1, NSC_CLOCK_MONOTONIC = 2 };
+
+struct nsc_anchor {
+    uint64_t ticks;   /* record clock */
+    uint64_t mono_ns; /* CLOCK_MONOTONIC */
+    uint64_t real_ns; /* CLOCK_REALTIME */
+};
+_Static_assert(sizeof(struct nsc_anchor) == 24, "anchor");
+
+struct nsc_session {
+    uint32_t format_version;
+    uint32_t api_version;   /* profiler ABI version NCCL chose: 1..6 */
+    uint32_t pid;
+    uint32_t clock_source;  /* enum nsc_clock_source */
+    uint64_t ticks_per_sec; /* calibrated estimate; anchors refine it */
+    struct nsc_anchor start;
+    uint32_t event_mask;    /* what we asked NCCL for */
+    uint32_t ring_records;  /* per-thread ring capacity */
+    uint32_t max_threads;
+    uint32_t flush_ms;
+    char host[64];
+    char plugin_version[32];
+};
+_Static_assert(sizeof(struct nsc_session) == 160, "session");
+
+struct nsc_comm_info {
+    uint32_t serial;   /* what START records name in `aux` */
+    int32_t rank;      /* from init; -1 when the API version does not say */
+    int32_t nranks;
+    int32_t nnodes;
+    uint64_t comm_id;  /* commHash */
+    uint64_t init_ticks;
+    char name[96];     /* commName, truncated, NUL-terminated */
+};
+_Static_assert(sizeof(struct nsc_comm_info) == 128, "comm info");
+
+struct nsc_segment {
+    uint32_t thread;   /* writer thread index within the process */
+    uint32_t nrecords; /* 64-byte records following */
+};
+
+struct nsc_stats_header {
+    uint32_t nthreads;          /* struct nsc_thread_stats entries following */
+    uint32_t reserved;
+    uint64_t drops_no_thread;   /* callbacks from threads beyond max_threads */
+    uint64_t invalid_context;   /* startEvent with a context we did not create */
+    uint64_t invalid_handle;    /* stop/state with a handle we did not return */
+    uint64_t string_overflow;   /* strings past the intern table's capacity */
+};
+
+struct nsc_thread_stats {
+    uint32_t thread;
+    uint32_t tid;
+    uint64_t records;       /* records written into the ring */
+    uint64_t drops_ring;    /* records dropped: ring full */
+    uint64_t drops_events;  /* events whose START was dropped (their STOP/STATE too) */
+};
+
+/* ---- records ---- */
+#define NSC_REC_SIZE 64
+
+enum nsc_rec_kind {
+    NSC_REC_START = 1,
+    NSC_REC_EXT = 2,   /* continues the START right before it, same id */
+    NSC_REC_STOP = 3,
+    NSC_REC_STATE = 4,
+    NSC_REC_THREAD = 5, /* first record of a writer thread: aux = tid, payload = name */
+    NSC_REC_COMM_INIT = 6,     /* aux = comm serial */
+    NSC_REC_COMM_FINALIZE = 7, /* aux = comm serial */
+};
+
+/* START flags */
+#define NSC_RF_FOREIGN_PARENT 0x1 /* PXN: parent belongs to process proxyOp.pid */
+#define NSC_RF_HAS_EXT 0x2        /* an EXT record follows */
+#define NSC_RF_BAD_PARENT 0x4     /* parentObj was not a handle we made */
+
+struct nsc_rec_hdr {
+    uint8_t kind;   /* enum nsc_rec_kind */
+    uint8_t etype;  /* enum nsc_etype */
+    uint16_t flags; /* NSC_RF_* */
+    uint32_t aux;   /* START: comm serial; STATE: state; THREAD: tid */
+    uint64_t ticks;
+    uint64_t id;    /* event id, unique in the process, never 0 */
+};
+
+/* Descriptor payloads (32 bytes after the parent id). String fields are ids
+ * from the file's string table (0 = NULL). */
+union nsc_desc {
+    struct { int32_t depth; uint8_t graph; } group_api;
+    struct { uint64_t count, stream; int32_t root; uint16_t func, dtype; uint8_t graph; } coll_api;
+    struct { uint64_t count, stream; uint16_t func, dtype; uint8_t graph; } p2p_api;
+    struct { uint64_t stream; } kernel_launch;
+    struct { uint64_t seq, count; int32_t root; uint16_t func, dtype, algo, proto; uint8_t nch, nwarps; } coll;
+    struct { uint64_t count; int32_t peer; uint16_t func, dtype; uint8_t nch; } p2p;
+    struct { int32_t pid, peer, nsteps, chunk; uint8_t ch, is_send; } proxy_op;
+    struct { int32_t step; } proxy_step;
+    struct { uint64_t ptimer; uint8_t ch; } kernel_ch;
+    /* net: kind 0 = unknown (raw data pointer in `a`), 1 = IB v1, 2 = socket v1 */
+    struct { uint64_t plugin_id, length; int32_t a, b; uint8_t kind, ev_type; } net;
+    struct { uint64_t seq, count; int32_t root; uint16_t func, dtype, sync; uint8_t intra; } ce_coll;
+    struct { int32_t nranks; uint8_t complete; } ce_sync;
+    struct { uint64_t total_bytes; int32_t num_ops; uint8_t intra; } ce_batch;
+    uint8_t raw[32];
+};
+_Static_assert(sizeof(union nsc_desc) == 32, "descriptor payload");
+
+union nsc_ext {
+    struct { uint64_t parent_group, send_buff, recv_buff; } coll;
+    struct { uint64_t parent_group, buff; } p2p;
+    struct { uint64_t wr_id; int32_t qp; } net_ib;
+    struct { uint64_t send_buff, recv_buff, stream; uint32_t batch_size, num_batches, ce_seq; } ce_coll;
+    uint8_t raw[40];
+};
+_Static_assert(sizeof(union nsc_ext) == 40, "ext payload");
+
+struct nsc_rec {
+    struct nsc_rec_hdr h;
+    union {
+        struct {
+            uint64_t parent; /* parent event id, 0 = none */
+            union nsc_desc d;
+        } start;
+        struct {
+            uint64_t arg; /* transSize, appendedProxyOps, pTimer or the net data pointer */
+        } state;
+        union nsc_ext ext;
+        char thread_name[40];
+    } u;
+};
+_Static_assert(sizeof(struct nsc_rec) == NSC_REC_SIZE, "record is one cache line");
+_Static_assert(offsetof(struct nsc_rec, u) == 24, "record header");
+
+/* Event ids are also the handles the plugin gives NCCL (see docs/design.md):
+ * bits 0..55 the id, 56..59 the type index, 63 set when the START record was
+ * dropped. */
+#define NSC_ID_BITS 56
+#define NSC_ID_MASK ((1ull << NSC_ID_BITS) - 1)
+#define NSC_HANDLE_ETYPE_SHIFT 56
+#define NSC_HANDLE_DROPPED (1ull << 63)
+
+#endif /* NSC_TRACE_FORMAT_H */

@@ -1,0 +1,14 @@
+/*
+ * tsv_recording.h - reads the NCCL callback recordings of ../shared/recordings
+ * (one line per callback, tab-separated; format in that folder's README)
+ * into a replay script.
+ */
+#ifndef NSC_TSV_RECORDING_H
+#define NSC_TSV_RECORDING_H
+
+#include "replay.h"
+
+/* Returns 0, or -1 with a message naming the file and line. */
+int nsc_script_from_tsv(struct nsc_script *s, const char *path, char *err, size_t errlen);
+
+#endif /* NSC_TSV_RECORDING_H */

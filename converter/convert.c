@@ -1,0 +1,836 @@
+/* convert.c - the Chrome trace JSON writer. */
+#include "convert.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_types.h"
+#include "json_writer.h"
+#include "trace_decode.h"
+
+#define MAX_STATES 32 /* per event; more are counted, not kept */
+
+struct state_rec {
+    uint64_t ns;
+    uint64_t arg;
+    uint32_t state;
+};
+
+struct open_ev {
+    uint64_t id;            /* local id; 0 = free slot */
+    struct nsc_rec start;
+    struct nsc_rec ext;
+    int has_start, has_ext, has_stop;
+    uint32_t start_thread, stop_thread;
+    uint64_t start_ns, stop_ns;
+    struct state_rec *states;
+    uint32_t nstates, states_dropped;
+    struct track *track;
+    struct open_ev *prev, *next; /* on the track, in start order */
+};
+
+struct track {
+    uint64_t key;           /* thread index << 32 | comm serial */
+    uint32_t tid;
+    int named;
+    struct open_ev *head, *tail;
+    struct track *hnext;
+};
+
+/* Events in flight of one file, by id: open addressing with pointers. */
+struct evmap {
+    struct open_ev **slots;
+    size_t cap, n;
+};
+
+struct file_ctx {
+    int index;
+    const char *path;
+    struct nsc_decoder dec;
+    struct evmap open;
+    struct track *tracks[256];
+    struct nsc_stats_header stats;
+    struct nsc_thread_stats *tstats;
+    uint32_t ntstats;
+    int have_stats;
+    uint64_t last_ns;
+    uint32_t *comm_named; /* per serial: process_name written */
+    size_t ncomm_named;
+};
+
+struct conv {
+    const struct nsc_convert_opts *o;
+    struct jw w;
+    int first;
+    int nfiles;
+    uint32_t *file_pids;       /* recorded pid per file, for PXN parents */
+    char (*file_hosts)[64];
+    struct file_ctx *f;
+    struct nsc_convert_result res;
+};
+
+/* ---- map ---- */
+
+static size_t hidx(uint64_t id, size_t cap) {
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+static struct open_ev *map_find(struct evmap *m, uint64_t id) {
+    if (!m->cap)
+        return NULL;
+    for (size_t i = hidx(id, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->slots[i])
+            return NULL;
+        if (m->slots[i]->id == id)
+            return m->slots[i];
+    }
+}
+
+static int map_grow(struct evmap *m) {
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    struct open_ev **s = calloc(cap, sizeof(*s));
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i]) {
+            size_t j = hidx(m->slots[i]->id, cap);
+            while (s[j])
+                j = (j + 1) & (cap - 1);
+            s[j] = m->slots[i];
+        }
+    free(m->slots);
+    m->slots = s;
+    m->cap = cap;
+    return 0;
+}
+
+static struct open_ev *map_get_or_add(struct evmap *m, uint64_t id) {
+    struct open_ev *e = map_find(m, id);
+    if (e)
+        return e;
+    if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
+        return NULL;
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->id = id;
+    size_t i = hidx(id, m->cap);
+    while (m->slots[i])
+        i = (i + 1) & (m->cap - 1);
+    m->slots[i] = e;
+    m->n++;
+    return e;
+}
+
+static void map_remove(struct evmap *m, struct open_ev *e) {
+    size_t i = hidx(e->id, m->cap);
+    while (m->slots[i] != e)
+        i = (i + 1) & (m->cap - 1);
+    m->slots[i] = NULL;
+    m->n--;
+    /* re-insert the rest of the cluster (linear probing deletion) */
+    for (size_t j = (i + 1) & (m->cap - 1); m->slots[j]; j = (j + 1) & (m->cap - 1)) {
+        struct open_ev *x = m->slots[j];
+        m->slots[j] = NULL;
+        size_t k = hidx(x->id, m->cap);
+        while (m->slots[k])
+            k = (k + 1) & (m->cap - 1);
+        m->slots[k] = x;
+    }
+    free(e->states);
+    free(e);
+}
+
+/* ---- ids, pids, names ---- */
+
+static uint64_t out_id(const struct conv *c, int file, uint64_t local) {
+    return local * (uint64_t)c->nfiles + (uint64_t)file;
+}
+
+static uint64_t out_pid(int file, uint32_t serial) { return (uint64_t)file * 65536 + serial; }
+
+static void begin_event(struct conv *c) {
+    jw_raw(&c->w, c->first ? "\n" : ",\n");
+    c->first = 0;
+}
+
+static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
+    if (serial >= f->ncomm_named) {
+        size_t n = serial + 64;
+        uint32_t *p = realloc(f->comm_named, n * sizeof(*p));
+        if (!p)
+            return;
+        memset(p + f->ncomm_named, 0, (n - f->ncomm_named) * sizeof(*p));
+        f->comm_named = p;
+        f->ncomm_named = n;
+    }
+    const struct nsc_comm_info *ci = nsc_decoder_comm(&f->dec, serial);
+    uint32_t want = ci ? (uint32_t)(ci->rank + 2) : 1; /* re-name once the rank is known */
+    if (f->comm_named[serial] == want)
+        return;
+    f->comm_named[serial] = want;
+    char name[256];
+    const struct nsc_session *s = &f->dec.session;
+    if (ci) {
+        char rank[16];
+        if (ci->rank >= 0)
+            snprintf(rank, sizeof(rank), "%d", ci->rank);
+        else
+            snprintf(rank, sizeof(rank), "?");
+        snprintf(name, sizeof(name), "%s pid %u rank %s/%d comm %s%s%016" PRIx64, s->host, s->pid,
+                 rank, ci->nranks, ci->name, ci->name[0] ? " " : "", ci->comm_id);
+    } else {
+        snprintf(name, sizeof(name), "%s pid %u comm #%u", s->host, s->pid, serial);
+    }
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, serial));
+    jw_raw(&c->w, ",\"args\":{\"name\":");
+    jw_str(&c->w, name);
+    jw_raw(&c->w, "}}");
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, serial));
+    jw_raw(&c->w, ",\"args\":{\"sort_index\":");
+    jw_u64(&c->w, (uint64_t)f->index * 100000 + (ci && ci->rank >= 0 ? (uint64_t)ci->rank : 99999));
+    jw_raw(&c->w, "}}");
+}
+
+static const char *role_of(unsigned etype) {
+    switch (etype) {
+    case NSC_ET_PROXY_OP:
+    case NSC_ET_PROXY_STEP:
+    case NSC_ET_PROXY_CTRL:
+    case NSC_ET_KERNEL_CH:
+        return "proxy thread";
+    case NSC_ET_NET_PLUGIN:
+        return "network thread";
+    default:
+        return "application thread";
+    }
+}
+
+static struct track *track_of(struct conv *c, struct file_ctx *f, uint32_t thread,
+                              uint32_t serial, unsigned etype) {
+    uint64_t key = ((uint64_t)thread << 32) | serial;
+    unsigned b = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 56);
+    struct track *t;
+    for (t = f->tracks[b]; t; t = t->hnext)
+        if (t->key == key)
+            break;
+    uint32_t tid = thread < f->dec.nthreads && f->dec.threads[thread].known
+                       ? f->dec.threads[thread].tid
+                       : 1000000 + thread;
+    if (!t) {
+        t = calloc(1, sizeof(*t));
+        if (!t)
+            return NULL;
+        t->key = key;
+        t->hnext = f->tracks[b];
+        f->tracks[b] = t;
+    }
+    if (!t->named || t->tid != tid) {
+        t->tid = tid;
+        t->named = 1;
+        name_process(c, f, serial);
+        char name[96];
+        const char *os = thread < f->dec.nthreads ? f->dec.threads[thread].name : "";
+        snprintf(name, sizeof(name), "%s %u%s%s%s", role_of(etype), tid, os[0] ? " (" : "", os,
+                 os[0] ? ")" : "");
+        begin_event(c);
+        jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+        jw_u64(&c->w, out_pid(f->index, serial));
+        jw_raw(&c->w, ",\"tid\":");
+        jw_u64(&c->w, tid);
+        jw_raw(&c->w, ",\"args\":{\"name\":");
+        jw_str(&c->w, name);
+        jw_raw(&c->w, "}}");
+    }
+    return t;
+}
+
+/* ---- event output ---- */
+
+static const char *event_name(const struct file_ctx *f, const struct nsc_rec *r) {
+    const union nsc_desc *d = &r->u.start.d;
+    const char *s = NULL;
+    switch (r->h.etype) {
+    case NSC_ET_COLL_API: s = nsc_decoder_str(&f->dec, d->coll_api.func); break;
+    case NSC_ET_P2P_API: s = nsc_decoder_str(&f->dec, d->p2p_api.func); break;
+    case NSC_ET_COLL: s = nsc_decoder_str(&f->dec, d->coll.func); break;
+    case NSC_ET_P2P: s = nsc_decoder_str(&f->dec, d->p2p.func); break;
+    case NSC_ET_CE_COLL: s = nsc_decoder_str(&f->dec, d->ce_coll.func); break;
+    default: break;
+    }
+    return s ? s : nsc_etype_name(r->h.etype);
+}
+
+static void arg_str(struct conv *c, struct file_ctx *f, const char *k, uint32_t id) {
+    jw_key(&c->w, k);
+    jw_str(&c->w, nsc_decoder_str(&f->dec, id));
+}
+static void arg_u(struct conv *c, const char *k, uint64_t v) {
+    jw_key(&c->w, k);
+    jw_u64(&c->w, v);
+}
+static void arg_i(struct conv *c, const char *k, int64_t v) {
+    jw_key(&c->w, k);
+    jw_i64(&c->w, v);
+}
+static void arg_p(struct conv *c, const char *k, uint64_t v) {
+    jw_key(&c->w, k);
+    jw_hex(&c->w, v);
+}
+
+static int file_of_pid(const struct conv *c, const struct file_ctx *f, uint32_t pid) {
+    for (int i = 0; i < c->nfiles; i++)
+        if (c->file_pids[i] == pid && strcmp(c->file_hosts[i], f->dec.session.host) == 0)
+            return i;
+    return -1;
+}
+
+static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
+    const struct nsc_rec *r = &e->start;
+    const union nsc_desc *d = &r->u.start.d;
+    const union nsc_ext *x = e->has_ext ? &e->ext.u.ext : NULL;
+    jw_raw(&c->w, "\"id\":");
+    jw_u64(&c->w, out_id(c, f->index, e->id));
+    uint64_t parent = r->u.start.parent;
+    if (parent && (r->h.flags & NSC_RF_FOREIGN_PARENT)) {
+        int pf = file_of_pid(c, f, (uint32_t)d->proxy_op.pid);
+        if (pf >= 0) {
+            arg_u(c, "parent", out_id(c, pf, parent));
+        } else {
+            jw_raw(&c->w, ",\"foreign_parent\":{\"pid\":");
+            jw_i64(&c->w, d->proxy_op.pid);
+            jw_raw(&c->w, ",\"id\":");
+            jw_u64(&c->w, parent);
+            jw_raw(&c->w, "}");
+        }
+    } else if (parent) {
+        arg_u(c, "parent", out_id(c, f->index, parent));
+    }
+    if (r->h.flags & NSC_RF_BAD_PARENT)
+        jw_raw(&c->w, ",\"bad_parent\":true");
+    const struct nsc_comm_info *ci = nsc_decoder_comm(&f->dec, r->h.aux);
+    if (ci)
+        arg_i(c, "rank", ci->rank);
+    switch (r->h.etype) {
+    case NSC_ET_GROUP_API:
+        arg_i(c, "groupDepth", d->group_api.depth);
+        arg_u(c, "graphCaptured", d->group_api.graph);
+        break;
+    case NSC_ET_COLL_API:
+        arg_str(c, f, "func", d->coll_api.func);
+        arg_u(c, "count", d->coll_api.count);
+        arg_str(c, f, "datatype", d->coll_api.dtype);
+        arg_i(c, "root", d->coll_api.root);
+        arg_p(c, "stream", d->coll_api.stream);
+        arg_u(c, "graphCaptured", d->coll_api.graph);
+        break;
+    case NSC_ET_P2P_API:
+        arg_str(c, f, "func", d->p2p_api.func);
+        arg_u(c, "count", d->p2p_api.count);
+        arg_str(c, f, "datatype", d->p2p_api.dtype);
+        arg_p(c, "stream", d->p2p_api.stream);
+        arg_u(c, "graphCaptured", d->p2p_api.graph);
+        break;
+    case NSC_ET_KERNEL_LAUNCH:
+        arg_p(c, "stream", d->kernel_launch.stream);
+        break;
+    case NSC_ET_COLL:
+        arg_u(c, "seqNumber", d->coll.seq);
+        arg_str(c, f, "func", d->coll.func);
+        arg_u(c, "count", d->coll.count);
+        arg_i(c, "root", d->coll.root);
+        arg_str(c, f, "datatype", d->coll.dtype);
+        arg_u(c, "nChannels", d->coll.nch);
+        arg_u(c, "nWarps", d->coll.nwarps);
+        arg_str(c, f, "algo", d->coll.algo);
+        arg_str(c, f, "proto", d->coll.proto);
+        if (x) {
+            if (x->coll.parent_group)
+                arg_u(c, "parentGroup", out_id(c, f->index, x->coll.parent_group));
+            arg_p(c, "sendBuff", x->coll.send_buff);
+            arg_p(c, "recvBuff", x->coll.recv_buff);
+        }
+        if (ci)
+            arg_p(c, "commHash", ci->comm_id);
+        break;
+    case NSC_ET_P2P:
+        arg_str(c, f, "func", d->p2p.func);
+        arg_u(c, "count", d->p2p.count);
+        arg_str(c, f, "datatype", d->p2p.dtype);
+        arg_i(c, "peer", d->p2p.peer);
+        arg_u(c, "nChannels", d->p2p.nch);
+        if (x) {
+            if (x->p2p.parent_group)
+                arg_u(c, "parentGroup", out_id(c, f->index, x->p2p.parent_group));
+            arg_p(c, "buff", x->p2p.buff);
+        }
+        break;
+    case NSC_ET_PROXY_OP:
+        arg_i(c, "pid", d->proxy_op.pid);
+        arg_u(c, "channelId", d->proxy_op.ch);
+        arg_i(c, "peer", d->proxy_op.peer);
+        arg_i(c, "nSteps", d->proxy_op.nsteps);
+        arg_i(c, "chunkSize", d->proxy_op.chunk);
+        arg_u(c, "isSend", d->proxy_op.is_send);
+        break;
+    case NSC_ET_PROXY_STEP:
+        arg_i(c, "step", d->proxy_step.step);
+        break;
+    case NSC_ET_KERNEL_CH:
+        arg_u(c, "channelId", d->kernel_ch.ch);
+        arg_u(c, "pTimer", d->kernel_ch.ptimer);
+        break;
+    case NSC_ET_NET_PLUGIN:
+        arg_p(c, "netPluginId", d->net.plugin_id);
+        if (d->net.kind == 1) {
+            jw_raw(&c->w, ",\"net\":\"ib\"");
+            arg_u(c, "qpEventType", d->net.ev_type);
+            arg_i(c, "device", d->net.a);
+            arg_i(c, "opcode", d->net.b);
+            arg_u(c, "length", d->net.length);
+            if (x) {
+                arg_u(c, "wr_id", x->net_ib.wr_id);
+                arg_i(c, "qpNum", x->net_ib.qp);
+            }
+        } else if (d->net.kind == 2) {
+            jw_raw(&c->w, ",\"net\":\"socket\"");
+            arg_u(c, "sockEventType", d->net.ev_type);
+            arg_i(c, "fd", d->net.a);
+            arg_i(c, "op", d->net.b);
+            arg_u(c, "length", d->net.length);
+        } else {
+            arg_p(c, "data", d->net.length);
+        }
+        break;
+    case NSC_ET_CE_COLL:
+        arg_u(c, "seqNumber", d->ce_coll.seq);
+        arg_str(c, f, "func", d->ce_coll.func);
+        arg_u(c, "count", d->ce_coll.count);
+        arg_i(c, "root", d->ce_coll.root);
+        arg_str(c, f, "datatype", d->ce_coll.dtype);
+        arg_str(c, f, "syncStrategy", d->ce_coll.sync);
+        arg_u(c, "intraBatchSync", d->ce_coll.intra);
+        if (x) {
+            arg_p(c, "sendBuff", x->ce_coll.send_buff);
+            arg_p(c, "recvBuff", x->ce_coll.recv_buff);
+            arg_p(c, "stream", x->ce_coll.stream);
+            arg_u(c, "batchSize", x->ce_coll.batch_size);
+            arg_u(c, "numBatches", x->ce_coll.num_batches);
+            arg_u(c, "ceSeqNum", x->ce_coll.ce_seq);
+        }
+        break;
+    case NSC_ET_CE_SYNC:
+        arg_u(c, "isComplete", d->ce_sync.complete);
+        arg_i(c, "nRanks", d->ce_sync.nranks);
+        break;
+    case NSC_ET_CE_BATCH:
+        arg_i(c, "numOps", d->ce_batch.num_ops);
+        arg_u(c, "totalBytes", d->ce_batch.total_bytes);
+        arg_u(c, "useIntraSync", d->ce_batch.intra);
+        break;
+    }
+    if (e->nstates) {
+        jw_raw(&c->w, ",\"states\":[");
+        for (uint32_t i = 0; i < e->nstates; i++) {
+            const struct state_rec *s = &e->states[i];
+            const char *sn = nsc_state_name(s->state);
+            jw_raw(&c->w, i ? ",{\"state\":" : "{\"state\":");
+            if (sn)
+                jw_str(&c->w, sn);
+            else
+                jw_u64(&c->w, s->state);
+            jw_raw(&c->w, ",\"ts\":");
+            jw_us(&c->w, s->ns);
+            if (s->state == 22 /* KernelChStop */)
+                arg_u(c, "pTimer", s->arg);
+            else if (s->arg)
+                arg_u(c, "value", s->arg);
+            jw_raw(&c->w, "}");
+        }
+        jw_raw(&c->w, "]");
+    }
+    if (e->states_dropped)
+        arg_u(c, "states_not_shown", e->states_dropped);
+}
+
+static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfinished) {
+    const struct nsc_rec *r = &e->start;
+    struct track *t = e->track;
+    uint64_t end = unfinished ? f->last_ns : e->stop_ns;
+    if (end < e->start_ns)
+        end = e->start_ns;
+    /* Nests on its thread's track only if nothing started after it is still
+     * open and it stopped on the thread that started it; otherwise it is an
+     * async slice (Perfetto draws those on their own rows). */
+    int async = e->next != NULL || (!unfinished && e->stop_thread != e->start_thread);
+    uint64_t pid = out_pid(f->index, r->h.aux);
+    const char *name = event_name(f, r);
+    const char *cat = nsc_etype_name(r->h.etype);
+    uint64_t oid = out_id(c, f->index, e->id);
+    begin_event(c);
+    if (!async) {
+        jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":");
+        jw_str(&c->w, cat);
+        jw_raw(&c->w, ",\"name\":");
+        jw_str(&c->w, name);
+        jw_raw(&c->w, ",\"pid\":");
+        jw_u64(&c->w, pid);
+        jw_raw(&c->w, ",\"tid\":");
+        jw_u64(&c->w, t ? t->tid : 0);
+        jw_raw(&c->w, ",\"ts\":");
+        jw_us(&c->w, e->start_ns);
+        jw_raw(&c->w, ",\"dur\":");
+        jw_us(&c->w, end - e->start_ns);
+        jw_raw(&c->w, ",\"args\":{");
+        write_args(c, f, e);
+        if (unfinished)
+            jw_raw(&c->w, ",\"unfinished\":true");
+        jw_raw(&c->w, "}}");
+    } else {
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass)
+                begin_event(c);
+            jw_raw(&c->w, pass ? "{\"ph\":\"e\",\"cat\":" : "{\"ph\":\"b\",\"cat\":");
+            jw_str(&c->w, cat);
+            jw_raw(&c->w, ",\"name\":");
+            jw_str(&c->w, name);
+            jw_raw(&c->w, ",\"id\":");
+            jw_u64(&c->w, oid);
+            jw_raw(&c->w, ",\"pid\":");
+            jw_u64(&c->w, pid);
+            jw_raw(&c->w, ",\"tid\":");
+            jw_u64(&c->w, t ? t->tid : 0);
+            jw_raw(&c->w, ",\"ts\":");
+            jw_us(&c->w, pass ? end : e->start_ns);
+            if (!pass) {
+                jw_raw(&c->w, ",\"args\":{");
+                write_args(c, f, e);
+                if (unfinished)
+                    jw_raw(&c->w, ",\"unfinished\":true");
+                jw_raw(&c->w, "}");
+            }
+            jw_raw(&c->w, "}");
+        }
+    }
+    c->res.events++;
+    if (unfinished)
+        c->res.unfinished++;
+    if (t) {
+        if (e->prev)
+            e->prev->next = e->next;
+        else
+            t->head = e->next;
+        if (e->next)
+            e->next->prev = e->prev;
+        else
+            t->tail = e->prev;
+    }
+    map_remove(&f->open, e);
+}
+
+static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const struct nsc_rec *r,
+                   const char *name) {
+    struct track *t = track_of(c, f, thread, r->h.aux, NSC_ET_GROUP_API);
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
+    jw_str(&c->w, name);
+    jw_raw(&c->w, ",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, r->h.aux));
+    jw_raw(&c->w, ",\"tid\":");
+    jw_u64(&c->w, t ? t->tid : 0);
+    jw_raw(&c->w, ",\"ts\":");
+    jw_us(&c->w, nsc_decoder_mono_ns(&f->dec, r->h.ticks));
+    jw_raw(&c->w, "}");
+}
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    struct conv *c = ud;
+    struct file_ctx *f = c->f;
+    uint64_t ns = nsc_decoder_mono_ns(d, r->h.ticks);
+    if (ns > f->last_ns && r->h.kind != NSC_REC_THREAD)
+        f->last_ns = ns;
+    switch (r->h.kind) {
+    case NSC_REC_START: {
+        if (r->h.etype >= NSC_ET_COUNT)
+            return;
+        struct open_ev *e = map_get_or_add(&f->open, r->h.id);
+        if (!e)
+            return;
+        if (e->has_start) { /* duplicate id: cannot happen in an intact file */
+            c->res.orphan_records++;
+            return;
+        }
+        e->start = *r;
+        e->has_start = 1;
+        if (ext) {
+            e->ext = *ext;
+            e->has_ext = 1;
+        }
+        e->start_thread = thread;
+        e->start_ns = ns;
+        struct track *t = track_of(c, f, thread, r->h.aux, r->h.etype);
+        e->track = t;
+        if (t) {
+            e->prev = t->tail;
+            e->next = NULL;
+            if (t->tail)
+                t->tail->next = e;
+            else
+                t->head = e;
+            t->tail = e;
+        }
+        if (e->has_stop)
+            emit(c, f, e, 0);
+        break;
+    }
+    case NSC_REC_STOP: {
+        struct open_ev *e = map_get_or_add(&f->open, r->h.id);
+        if (!e)
+            return;
+        e->has_stop = 1;
+        e->stop_ns = ns;
+        e->stop_thread = thread;
+        if (e->has_start)
+            emit(c, f, e, 0);
+        /* else: the START is in a later chunk (another thread's ring was
+         * drained later) or was dropped; it waits here. */
+        break;
+    }
+    case NSC_REC_STATE: {
+        struct open_ev *e = map_get_or_add(&f->open, r->h.id);
+        if (!e)
+            return;
+        if (e->nstates >= MAX_STATES) {
+            e->states_dropped++;
+            return;
+        }
+        if (!e->states) {
+            e->states = malloc(MAX_STATES * sizeof(*e->states));
+            if (!e->states)
+                return;
+        }
+        e->states[e->nstates].ns = ns;
+        e->states[e->nstates].arg = r->u.state.arg;
+        e->states[e->nstates].state = r->h.aux;
+        e->nstates++;
+        break;
+    }
+    case NSC_REC_COMM_INIT:
+        marker(c, f, thread, r, "ncclscope: comm init");
+        break;
+    case NSC_REC_COMM_FINALIZE:
+        marker(c, f, thread, r, "ncclscope: comm finalize");
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_comm(void *ud, struct nsc_decoder *d, const struct nsc_comm_info *ci) {
+    (void)d;
+    struct conv *c = ud;
+    name_process(c, c->f, ci->serial);
+}
+
+static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
+                     const struct nsc_thread_stats *t) {
+    (void)d;
+    struct conv *c = ud;
+    struct file_ctx *f = c->f;
+    f->stats = *h;
+    free(f->tstats);
+    f->tstats = malloc((h->nthreads + 1) * sizeof(*t));
+    if (f->tstats)
+        memcpy(f->tstats, t, h->nthreads * sizeof(*t));
+    f->ntstats = f->tstats ? h->nthreads : 0;
+    f->have_stats = 1;
+}
+
+static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
+    (void)d;
+    struct conv *c = ud;
+    c->res.damaged++;
+    fprintf(stderr, "ncclscope convert: %s\n", msg);
+}
+
+/* Per-file summary: drop counters as a counter track and metadata. */
+static void file_summary(struct conv *c, struct file_ctx *f, uint64_t *drops_out) {
+    uint64_t drops = f->stats.drops_no_thread;
+    for (uint32_t i = 0; i < f->ntstats; i++)
+        drops += f->tstats[i].drops_ring;
+    *drops_out = drops;
+    uint64_t pid = out_pid(f->index, 0);
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    jw_u64(&c->w, pid);
+    jw_raw(&c->w, ",\"args\":{\"name\":");
+    char name[160];
+    snprintf(name, sizeof(name), "ncclscope %s pid %u", f->dec.session.host, f->dec.session.pid);
+    jw_str(&c->w, name);
+    jw_raw(&c->w, "}}");
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"C\",\"name\":\"ncclscope dropped records\",\"pid\":");
+    jw_u64(&c->w, pid);
+    jw_raw(&c->w, ",\"tid\":0,\"ts\":");
+    jw_us(&c->w, f->last_ns);
+    jw_raw(&c->w, ",\"args\":{\"dropped\":");
+    jw_u64(&c->w, drops);
+    jw_raw(&c->w, "}}");
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
+    snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
+    jw_str(&c->w, name);
+    jw_raw(&c->w, ",\"pid\":");
+    jw_u64(&c->w, pid);
+    jw_raw(&c->w, ",\"tid\":0,\"ts\":");
+    jw_us(&c->w, f->last_ns);
+    jw_raw(&c->w, ",\"args\":{\"drops_no_thread\":");
+    jw_u64(&c->w, f->stats.drops_no_thread);
+    arg_u(c, "invalid_context", f->stats.invalid_context);
+    arg_u(c, "invalid_handle", f->stats.invalid_handle);
+    jw_raw(&c->w, "}}");
+}
+
+static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, int idx) {
+    const struct nsc_session *s = &f->dec.session;
+    jw_raw(&c->w, idx ? ",\n{" : "\n{");
+    jw_raw(&c->w, "\"file\":");
+    jw_str(&c->w, f->path);
+    jw_raw(&c->w, ",\"host\":");
+    jw_str(&c->w, s->host);
+    arg_u(c, "pid", s->pid);
+    arg_u(c, "format_version", s->format_version);
+    arg_u(c, "api_version", s->api_version);
+    jw_key(&c->w, "plugin_version");
+    jw_str(&c->w, s->plugin_version);
+    char mask[256];
+    jw_key(&c->w, "event_mask");
+    jw_str(&c->w, nsc_mask_format(s->event_mask, mask, sizeof(mask)));
+    jw_key(&c->w, "clock");
+    jw_str(&c->w, s->clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic");
+    arg_u(c, "ring_records", s->ring_records);
+    arg_u(c, "records", f->dec.records);
+    arg_u(c, "dropped_records", drops);
+    arg_u(c, "complete", (uint64_t)f->dec.ended);
+    jw_raw(&c->w, ",\"threads\":[");
+    for (uint32_t i = 0; i < f->ntstats; i++) {
+        const struct nsc_thread_stats *t = &f->tstats[i];
+        jw_raw(&c->w, i ? ",{\"thread\":" : "{\"thread\":");
+        jw_u64(&c->w, t->thread);
+        arg_u(c, "tid", t->tid);
+        arg_u(c, "records", t->records);
+        arg_u(c, "drops_ring", t->drops_ring);
+        arg_u(c, "drops_events", t->drops_events);
+        jw_raw(&c->w, "}");
+    }
+    jw_raw(&c->w, "]}");
+}
+
+int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res) {
+    struct conv c;
+    memset(&c, 0, sizeof(c));
+    c.o = o;
+    c.first = 1;
+    c.nfiles = o->nfiles;
+    c.file_pids = calloc((size_t)o->nfiles + 1, sizeof(*c.file_pids));
+    c.file_hosts = calloc((size_t)o->nfiles + 1, sizeof(*c.file_hosts));
+    struct file_ctx *files = calloc((size_t)o->nfiles + 1, sizeof(*files));
+    uint64_t *drops = calloc((size_t)o->nfiles + 1, sizeof(*drops));
+    if (!c.file_pids || !c.file_hosts || !files || !drops || jw_open(&c.w, o->out) != 0) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        return 3;
+    }
+    /* First pass over headers only: which pid each file holds, so PXN
+     * parents from another process can be linked. */
+    for (int i = 0; i < o->nfiles; i++) {
+        struct nsc_decoder d;
+        if (nsc_decoder_open(&d, o->files[i]) == NSC_OK) {
+            struct nsc_block b;
+            if (nsc_reader_next(&d.rd, &b) == 1 && b.type == NSC_BLK_SESSION &&
+                b.len == sizeof(struct nsc_session)) {
+                struct nsc_session s;
+                memcpy(&s, b.data, sizeof(s));
+                c.file_pids[i] = s.pid;
+                memcpy(c.file_hosts[i], s.host, 63);
+            }
+            nsc_decoder_close(&d);
+        }
+    }
+    jw_raw(&c.w, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+    int opened = 0;
+    for (int i = 0; i < o->nfiles; i++) {
+        struct file_ctx *f = &files[i];
+        f->index = i;
+        f->path = o->files[i];
+        c.f = f;
+        if (nsc_decoder_open(&f->dec, f->path) != NSC_OK) {
+            fprintf(stderr, "ncclscope convert: %s\n", f->dec.rd.err);
+            c.res.damaged++;
+            continue;
+        }
+        opened++;
+        struct nsc_decode_ops ops = {
+            .record = on_record, .comm = on_comm, .stats = on_stats, .error = on_error};
+        nsc_decoder_run(&f->dec, &ops, &c);
+        /* Whatever is still open never stopped: shown up to the file's last
+         * timestamp, marked unfinished (what a hung job looks like). */
+        for (size_t k = 0; k < f->open.cap; k++) {
+            struct open_ev *e = f->open.slots[k];
+            if (!e)
+                continue;
+            if (e->has_start) {
+                emit(&c, f, e, 1);
+                k = (size_t)-1; /* the table was rearranged: rescan */
+            } else {
+                c.res.orphan_records++;
+                map_remove(&f->open, e);
+                k = (size_t)-1;
+            }
+        }
+        file_summary(&c, f, &drops[i]);
+        c.res.drops += drops[i];
+    }
+    jw_raw(&c.w, "\n],\"metadata\":{\"ncclscope\":{\"files\":[");
+    int idx = 0;
+    for (int i = 0; i < o->nfiles; i++)
+        if (files[i].dec.have_session)
+            file_metadata(&c, &files[i], drops[i], idx++);
+    jw_raw(&c.w, "]");
+    jw_raw(&c.w, ",\"unfinished_events\":");
+    jw_u64(&c.w, c.res.unfinished);
+    jw_raw(&c.w, ",\"orphan_records\":");
+    jw_u64(&c.w, c.res.orphan_records);
+    jw_raw(&c.w, ",\"damaged\":");
+    jw_u64(&c.w, c.res.damaged);
+    jw_raw(&c.w, "}}}\n");
+    int out_err = jw_close(&c.w);
+    for (int i = 0; i < o->nfiles; i++) {
+        struct file_ctx *f = &files[i];
+        for (int b = 0; b < 256; b++)
+            for (struct track *t = f->tracks[b], *n; t; t = n) {
+                n = t->hnext;
+                free(t);
+            }
+        free(f->open.slots);
+        free(f->tstats);
+        free(f->comm_named);
+        if (f->dec.rd.f || f->dec.strings)
+            nsc_decoder_close(&f->dec);
+    }
+    free(files);
+    free(drops);
+    free(c.file_pids);
+    free(c.file_hosts);
+    if (res)
+        *res = c.res;
+    (void)opened;
+    if (out_err)
+        return 3;
+    return c.res.damaged ? 2 : 0;
+}

@@ -1,0 +1,28 @@
+/*
+ * convert.h - ncclscope traces to Chrome trace JSON (Perfetto loads it).
+ *
+ * Streaming: each file is read once, block by block; the converter keeps
+ * only the events that have started and not yet stopped, so memory follows
+ * the number of events in flight, not the trace's length.
+ */
+#ifndef NSC_CONVERT_H
+#define NSC_CONVERT_H
+
+#include <stdio.h>
+
+struct nsc_convert_opts {
+    const char *const *files; /* trace files, already expanded from directories */
+    int nfiles;
+    FILE *out;
+    int quiet;
+};
+
+struct nsc_convert_result {
+    unsigned long long events, unfinished, orphan_records, damaged, drops;
+};
+
+/* Returns 0 when every file was intact, 2 when damage was found (everything
+ * intact was still converted), 3 on an output error. */
+int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res);
+
+#endif /* NSC_CONVERT_H */

@@ -1,0 +1,125 @@
+/* info.c - trace file summary. */
+#include "info.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_types.h"
+#include "trace_decode.h"
+
+struct info {
+    FILE *out;
+    uint64_t per_type[NSC_ET_COUNT];
+    uint64_t kinds[8];
+    struct nsc_stats_header stats;
+    struct nsc_thread_stats *ts;
+    uint32_t nts;
+    int errors;
+};
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    (void)d;
+    (void)thread;
+    (void)ext;
+    struct info *in = ud;
+    if (r->h.kind < 8)
+        in->kinds[r->h.kind]++;
+    if (r->h.kind == NSC_REC_START && r->h.etype < NSC_ET_COUNT)
+        in->per_type[r->h.etype]++;
+}
+
+static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
+                     const struct nsc_thread_stats *t) {
+    (void)d;
+    struct info *in = ud;
+    in->stats = *h;
+    free(in->ts);
+    in->ts = malloc((h->nthreads + 1) * sizeof(*t));
+    in->nts = in->ts ? h->nthreads : 0;
+    if (in->ts)
+        memcpy(in->ts, t, h->nthreads * sizeof(*t));
+}
+
+static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
+    (void)d;
+    struct info *in = ud;
+    in->errors++;
+    fprintf(stderr, "ncclscope info: %s\n", msg);
+}
+
+int nsc_info(const char *path, FILE *out) {
+    struct nsc_decoder d;
+    if (nsc_decoder_open(&d, path) != NSC_OK) {
+        fprintf(stderr, "ncclscope info: %s\n", d.rd.err);
+        return 2;
+    }
+    struct info in;
+    memset(&in, 0, sizeof(in));
+    in.out = out;
+    struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error};
+    nsc_decoder_run(&d, &ops, &in);
+    const struct nsc_session *s = &d.session;
+    char mask[256];
+    fprintf(out, "file            %s (%" PRIu64 " bytes, %" PRIu64 " blocks, %" PRIu64 " chunks)\n",
+            path, d.rd.size, d.blocks, d.chunks);
+    if (d.have_session) {
+        fprintf(out, "format          version %u, written by ncclscope %s\n", s->format_version,
+                s->plugin_version);
+        fprintf(out, "process         host %s pid %u\n", s->host, s->pid);
+        fprintf(out, "NCCL API        v%u\n", s->api_version);
+        fprintf(out, "events          %s\n", nsc_mask_format(s->event_mask, mask, sizeof(mask)));
+        fprintf(out, "clock           %s, %" PRIu64 " ticks/s\n",
+                s->clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", s->ticks_per_sec);
+        fprintf(out, "ring            %u records/thread, max %u threads, flush every %u ms\n",
+                s->ring_records, s->max_threads, s->flush_ms);
+    } else {
+        fprintf(out, "session         (no session block)\n");
+    }
+    fprintf(out, "closed cleanly  %s\n", d.ended ? "yes" : "no (process ended without finalize, or killed)");
+    fprintf(out, "comms           %s\n", d.ncomms ? "" : "none");
+    for (uint32_t i = 1; i < d.ncomms; i++) {
+        const struct nsc_comm_info *c = nsc_decoder_comm(&d, i);
+        if (c)
+            fprintf(out, "  #%u rank %d of %d, %d node(s), commId %016" PRIx64 " name \"%s\"\n",
+                    c->serial, c->rank, c->nranks, c->nnodes, c->comm_id, c->name);
+    }
+    fprintf(out, "records         %" PRIu64 " (start %" PRIu64 ", stop %" PRIu64 ", state %" PRIu64 ")\n",
+            d.records, in.kinds[NSC_REC_START], in.kinds[NSC_REC_STOP], in.kinds[NSC_REC_STATE]);
+    fprintf(out, "events by type ");
+    int any = 0;
+    for (unsigned i = 0; i < NSC_ET_COUNT; i++)
+        if (in.per_type[i]) {
+            fprintf(out, " %s=%" PRIu64, nsc_etype_name(i), in.per_type[i]);
+            any = 1;
+        }
+    fprintf(out, "%s\n", any ? "" : " none");
+    fprintf(out, "threads\n");
+    uint64_t drops = in.stats.drops_no_thread;
+    for (uint32_t i = 0; i < d.nthreads; i++) {
+        const struct nsc_dthread *t = &d.threads[i];
+        if (!t->known && !t->records)
+            continue;
+        const struct nsc_thread_stats *st = NULL;
+        for (uint32_t k = 0; k < in.nts; k++)
+            if (in.ts[k].thread == i)
+                st = &in.ts[k];
+        fprintf(out, "  #%u tid %u \"%s\": %" PRIu64 " records in file", i, t->tid, t->name,
+                t->records);
+        if (st) {
+            fprintf(out, ", %" PRIu64 " written, %" PRIu64 " dropped (%" PRIu64 " events lost)",
+                    st->records, st->drops_ring, st->drops_events);
+            drops += st->drops_ring;
+        }
+        fprintf(out, "\n");
+    }
+    fprintf(out, "dropped         %" PRIu64 " records (%" PRIu64 " from threads over the limit)\n",
+            drops, in.stats.drops_no_thread);
+    fprintf(out, "invalid calls   %" PRIu64 " unknown contexts, %" PRIu64 " unknown handles\n",
+            in.stats.invalid_context, in.stats.invalid_handle);
+    fprintf(out, "damage          %s\n", in.errors ? "yes (see messages above)" : "none");
+    free(in.ts);
+    nsc_decoder_close(&d);
+    return in.errors ? 2 : 0;
+}

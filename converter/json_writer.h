@@ -1,0 +1,31 @@
+/*
+ * json_writer.h - a small buffered writer for Chrome trace JSON: escaping,
+ * integers and microsecond timestamps without printf on the hot path.
+ */
+#ifndef NSC_JSON_WRITER_H
+#define NSC_JSON_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct jw {
+    FILE *f;
+    char *buf;
+    size_t len, cap;
+    int error;
+};
+
+int jw_open(struct jw *w, FILE *f);
+int jw_close(struct jw *w); /* flushes; returns -1 if any write failed */
+void jw_raw(struct jw *w, const char *s);
+void jw_rawn(struct jw *w, const char *s, size_t n);
+void jw_str(struct jw *w, const char *s);     /* "escaped" (null -> null) */
+void jw_u64(struct jw *w, uint64_t v);
+void jw_i64(struct jw *w, int64_t v);
+void jw_us(struct jw *w, uint64_t ns);        /* ns as microseconds, 3 decimals */
+void jw_hex(struct jw *w, uint64_t v);        /* "0x..." as a string */
+/* ,"key": */
+void jw_key(struct jw *w, const char *key);
+
+#endif /* NSC_JSON_WRITER_H */

@@ -1,0 +1,231 @@
+/*
+ * main.c - the ncclscope command: convert, info, replay.
+ * Exit codes: 0 ok, 1 usage, 2 damaged input (everything intact was still
+ * converted), 3 output or plugin error.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "convert.h"
+#include "info.h"
+#include "replay.h"
+#include "trace_format.h"
+#include "tsv_recording.h"
+#include "version.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "ncclscope %s - NCCL profiler traces\n"
+            "\n"
+            "usage:\n"
+            "  ncclscope convert <files or directories...> -o trace.json\n"
+            "      Chrome trace JSON for Perfetto (ui.perfetto.dev) or chrome://tracing.\n"
+            "      '-o -' writes to standard output.\n"
+            "  ncclscope info <file>\n"
+            "      header, comms, per-thread record and drop counts.\n"
+            "  ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
+            "      plays a recorded callback stream into any profiler plugin, with the\n"
+            "      recorded threads, order, descriptors and parent links.\n"
+            "  ncclscope version\n",
+            NSC_VERSION);
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Expands directories into their *.nsc files (sorted). */
+static int expand(char **in, int n, char ***out, int *nout) {
+    int cap = 16, k = 0;
+    char **v = malloc((size_t)cap * sizeof(*v));
+    if (!v)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        if (stat(in[i], &st) != 0) {
+            fprintf(stderr, "ncclscope: %s: %s\n", in[i], strerror(errno));
+            free(v);
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            if (k == cap && !(v = realloc(v, (size_t)(cap *= 2) * sizeof(*v))))
+                return -1;
+            v[k++] = strdup(in[i]);
+            continue;
+        }
+        DIR *d = opendir(in[i]);
+        if (!d) {
+            fprintf(stderr, "ncclscope: %s: %s\n", in[i], strerror(errno));
+            free(v);
+            return -1;
+        }
+        int start = k;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!ends_with(de->d_name, NSC_FILE_SUFFIX))
+                continue;
+            if (k == cap && !(v = realloc(v, (size_t)(cap *= 2) * sizeof(*v))))
+                return -1;
+            size_t len = strlen(in[i]) + strlen(de->d_name) + 2;
+            v[k] = malloc(len);
+            snprintf(v[k], len, "%s/%s", in[i], de->d_name);
+            k++;
+        }
+        closedir(d);
+        qsort(v + start, (size_t)(k - start), sizeof(*v), cmp_str);
+        if (k == start)
+            fprintf(stderr, "ncclscope: %s: no %s files in this directory\n", in[i],
+                    NSC_FILE_SUFFIX);
+    }
+    *out = v;
+    *nout = k;
+    return 0;
+}
+
+static int cmd_convert(int argc, char **argv) {
+    const char *out_path = NULL;
+    char **inputs = malloc((size_t)argc * sizeof(*inputs));
+    int nin = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out_path = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ncclscope convert: unknown option %s\n", argv[i]);
+            free(inputs);
+            return 1;
+        } else
+            inputs[nin++] = argv[i];
+    }
+    if (!out_path || nin == 0) {
+        fprintf(stderr, "ncclscope convert: expected input files and -o <output.json>\n");
+        free(inputs);
+        return 1;
+    }
+    char **files;
+    int nfiles;
+    if (expand(inputs, nin, &files, &nfiles) != 0) {
+        free(inputs);
+        return 3;
+    }
+    free(inputs);
+    if (nfiles == 0) {
+        fprintf(stderr, "ncclscope convert: no trace files to convert\n");
+        free(files);
+        return 1;
+    }
+    FILE *out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w");
+    if (!out) {
+        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", out_path, strerror(errno));
+        return 3;
+    }
+    struct nsc_convert_opts o = {.files = (const char *const *)files, .nfiles = nfiles, .out = out};
+    struct nsc_convert_result res;
+    int rc = nsc_convert(&o, &res);
+    if (out != stdout && fclose(out) != 0)
+        rc = 3;
+    fprintf(stderr,
+            "ncclscope convert: %d file(s), %llu events (%llu unfinished), %llu records dropped "
+            "by the plugin%s -> %s\n",
+            nfiles, res.events, res.unfinished, res.drops,
+            rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path);
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    return rc;
+}
+
+static int cmd_replay(int argc, char **argv) {
+    const char *plugin = NULL, *input = NULL;
+    int version = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
+            plugin = argv[++i];
+        else if (strcmp(argv[i], "--version") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            version = atoi(v[0] == 'v' ? v + 1 : v);
+            if (version < 1 || version > 6) {
+                fprintf(stderr, "ncclscope replay: --version takes 1..6 (or v1..v6)\n");
+                return 1;
+            }
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "ncclscope replay: unknown option %s\n", argv[i]);
+            return 1;
+        } else
+            input = argv[i];
+    }
+    if (!plugin || !input) {
+        fprintf(stderr, "ncclscope replay: expected --plugin <so> and one input file\n");
+        return 1;
+    }
+    char err[1024];
+    struct nsc_script s;
+    int rc = ends_with(input, ".tsv") ? nsc_script_from_tsv(&s, input, err, sizeof(err))
+                                      : nsc_script_from_trace(&s, input, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "ncclscope replay: %s\n", err);
+        return 2;
+    }
+    int damaged = err[0] != '\0';
+    if (damaged)
+        fprintf(stderr, "ncclscope replay: %s (replaying what was intact)\n", err);
+    struct nsc_host h;
+    if (nsc_host_load(&h, plugin, version, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ncclscope replay: %s\n", err);
+        nsc_script_free(&s);
+        return 3;
+    }
+    struct nsc_replay_stats st;
+    rc = nsc_replay_run(&h, &s, &st, err, sizeof(err));
+    if (rc != 0)
+        fprintf(stderr, "ncclscope replay: %s\n", err);
+    else
+        fprintf(stderr,
+                "ncclscope replay: %zu calls on %zu threads into %s (API v%d): %llu events "
+                "started, %llu delivered, %llu not in this API version, %llu not in the "
+                "plugin's mask, %llu NULL handles\n",
+                s.ncalls, s.nthreads, plugin, h.version, (unsigned long long)st.starts,
+                (unsigned long long)st.delivered, (unsigned long long)st.skipped_by_version,
+                (unsigned long long)st.skipped_by_mask, (unsigned long long)st.null_handles);
+    nsc_host_unload(&h);
+    nsc_script_free(&s);
+    return rc != 0 ? 3 : damaged ? 2 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "convert") == 0)
+        return cmd_convert(argc - 2, argv + 2);
+    if (strcmp(cmd, "info") == 0) {
+        if (argc != 3) {
+            fprintf(stderr, "ncclscope info: expected one trace file\n");
+            return 1;
+        }
+        return nsc_info(argv[2], stdout);
+    }
+    if (strcmp(cmd, "replay") == 0)
+        return cmd_replay(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("ncclscope %s (trace format %u)\n", NSC_VERSION, NSC_FORMAT_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "ncclscope: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 1;
+}

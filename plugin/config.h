@@ -1,0 +1,27 @@
+/*
+ * config.h - ncclscope's settings, read from NCCLSCOPE_* environment
+ * variables once per session (docs/config.md has the table).
+ */
+#ifndef NSC_CONFIG_H
+#define NSC_CONFIG_H
+
+#include <stdint.h>
+
+struct nsc_config {
+    int enabled;             /* NCCLSCOPE_ENABLE (default 1) */
+    char dir[1024];          /* NCCLSCOPE_DIR (default ./ncclscope-trace) */
+    uint32_t event_mask;     /* NCCLSCOPE_EVENTS (default NSC_MASK_DEFAULT) */
+    uint32_t ring_records;   /* NCCLSCOPE_RING_KB * 1024 / 64, power of two */
+    uint32_t max_threads;    /* NCCLSCOPE_MAX_THREADS */
+    uint32_t flush_ms;       /* NCCLSCOPE_FLUSH_MS: longest a record waits for the disk */
+    uint32_t drain_us;       /* NCCLSCOPE_DRAIN_US: how often the flusher empties rings */
+    uint32_t chunk_records;  /* NCCLSCOPE_CHUNK_KB * 1024 / 64 */
+    int zstd_level;          /* NCCLSCOPE_ZSTD_LEVEL */
+    char clock[16];          /* NCCLSCOPE_CLOCK: auto, tsc, monotonic */
+};
+
+/* Fills cfg from the environment. Returns 0, or -1 with a message in err
+ * for a malformed setting (the plugin then disables itself and says why). */
+int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen);
+
+#endif /* NSC_CONFIG_H */

@@ -1,0 +1,57 @@
+/*
+ * intern.h - strings (func, datatype, algo, proto, syncStrategy) become
+ * 16-bit ids, so records stay fixed-size and a string is written to the
+ * trace once per session, not once per event.
+ *
+ * Contract:
+ *   - nsc_intern() is called by a writer thread with its own cache; the
+ *     fast path is a direct-mapped lookup keyed by the string's address
+ *     (NCCL passes pointers to static tables) and touches no shared memory;
+ *   - a miss takes the table's mutex (slow path, once per distinct pointer
+ *     per thread) and looks the string up by content, so two addresses of
+ *     equal text share an id;
+ *   - the flusher reads entries [0, nsc_intern_count()) without a lock:
+ *     entries never change once published (see intern.c for the ordering).
+ * Id 0 is NULL. Past NSC_INTERN_MAX distinct strings, new ones map to
+ * NSC_INTERN_OVERFLOW ("?") and are counted.
+ */
+#ifndef NSC_INTERN_H
+#define NSC_INTERN_H
+
+#include <stdint.h>
+
+#define NSC_INTERN_MAX 4096
+#define NSC_INTERN_OVERFLOW 1 /* id of "?" */
+#define NSC_INTERN_CACHE 64
+
+struct nsc_intern_cache {
+    const char *ptr[NSC_INTERN_CACHE];
+    uint16_t id[NSC_INTERN_CACHE];
+};
+
+uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s);
+
+static inline unsigned nsc_intern_slot(const char *s) {
+    uint64_t x = (uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull;
+    return (unsigned)(x >> 58); /* top 6 bits: 64 slots */
+}
+
+static inline uint16_t nsc_intern(struct nsc_intern_cache *c, const char *s) {
+    if (!s)
+        return 0;
+    unsigned i = nsc_intern_slot(s);
+    if (__builtin_expect(c->ptr[i] == s, 1))
+        return c->id[i];
+    return nsc_intern_slow(c, s);
+}
+
+/* Number of published entries (ids 1..count-1 are valid). */
+uint32_t nsc_intern_count(void);
+/* Text of a published id (NUL-terminated, at most 255 bytes). */
+const char *nsc_intern_text(uint32_t id);
+/* Strings that did not fit. */
+uint64_t nsc_intern_overflows(void);
+/* Frees the table (library unload only). */
+void nsc_intern_free_all(void);
+
+#endif /* NSC_INTERN_H */

@@ -1,0 +1,440 @@
+/*
+ * nccl_api.c - the six exported ncclProfiler_vN tables, each a thin adapter
+ * from its version's descriptor into the one internal event model.
+ *
+ * v5 and v6 descriptors are read directly (v6 extends v5 without moving a
+ * field). v1..v4 descriptors are first lifted into a v6 descriptor on the
+ * stack, the same translation NCCL's own adapters make in reverse; those
+ * NCCL versions are old and the copy costs a few nanoseconds.
+ *
+ * Every callback returns success. Only init can fail, which makes NCCL run
+ * that communicator without us.
+ */
+#include <string.h>
+
+#include "log.h"
+#include "nccl_abi.h"
+#include "recorder.h"
+#include "session.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- descriptor -> records ---- */
+
+static inline int net_is_ib(int64_t id) {
+    return ((uint64_t)id & NSC_ABI_NET_TYPE_MASK) == NSC_ABI_NET_TYPE_IB &&
+           ((uint64_t)id & NSC_ABI_NET_VER_MASK) == 1;
+}
+static inline int net_is_sock(int64_t id) {
+    return ((uint64_t)id & NSC_ABI_NET_TYPE_MASK) == NSC_ABI_NET_TYPE_SOCK &&
+           ((uint64_t)id & NSC_ABI_NET_VER_MASK) == 1;
+}
+
+static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned et) {
+    union nsc_desc *o = &s->rec->u.start.d;
+    struct nsc_intern_cache *sc = &s->t->strings;
+    switch (et) {
+    case NSC_ET_GROUP_API:
+        o->group_api.depth = d->groupApi.groupDepth;
+        o->group_api.graph = d->groupApi.graphCaptured;
+        break;
+    case NSC_ET_COLL_API:
+        o->coll_api.count = d->collApi.count;
+        o->coll_api.stream = (uint64_t)(uintptr_t)d->collApi.stream;
+        o->coll_api.root = d->collApi.root;
+        o->coll_api.func = nsc_intern(sc, d->collApi.func);
+        o->coll_api.dtype = nsc_intern(sc, d->collApi.datatype);
+        o->coll_api.graph = d->collApi.graphCaptured;
+        break;
+    case NSC_ET_P2P_API:
+        o->p2p_api.count = d->p2pApi.count;
+        o->p2p_api.stream = (uint64_t)(uintptr_t)d->p2pApi.stream;
+        o->p2p_api.func = nsc_intern(sc, d->p2pApi.func);
+        o->p2p_api.dtype = nsc_intern(sc, d->p2pApi.datatype);
+        o->p2p_api.graph = d->p2pApi.graphCaptured;
+        break;
+    case NSC_ET_KERNEL_LAUNCH:
+        o->kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
+        break;
+    case NSC_ET_COLL:
+        o->coll.seq = d->coll.seqNumber;
+        o->coll.count = d->coll.count;
+        o->coll.root = d->coll.root;
+        o->coll.func = nsc_intern(sc, d->coll.func);
+        o->coll.dtype = nsc_intern(sc, d->coll.datatype);
+        o->coll.algo = nsc_intern(sc, d->coll.algo);
+        o->coll.proto = nsc_intern(sc, d->coll.proto);
+        o->coll.nch = d->coll.nChannels;
+        o->coll.nwarps = d->coll.nWarps;
+        s->ext->u.ext.coll.parent_group = nsc_parent_id(d->coll.parentGroup, &s->rec->h.flags);
+        s->ext->u.ext.coll.send_buff = (uint64_t)(uintptr_t)d->coll.sendBuff;
+        s->ext->u.ext.coll.recv_buff = (uint64_t)(uintptr_t)d->coll.recvBuff;
+        break;
+    case NSC_ET_P2P:
+        o->p2p.count = d->p2p.count;
+        o->p2p.peer = d->p2p.peer;
+        o->p2p.func = nsc_intern(sc, d->p2p.func);
+        o->p2p.dtype = nsc_intern(sc, d->p2p.datatype);
+        o->p2p.nch = d->p2p.nChannels;
+        s->ext->u.ext.p2p.parent_group = nsc_parent_id(d->p2p.parentGroup, &s->rec->h.flags);
+        s->ext->u.ext.p2p.buff = (uint64_t)(uintptr_t)d->p2p.buff;
+        break;
+    case NSC_ET_PROXY_OP:
+        o->proxy_op.pid = d->proxyOp.pid;
+        o->proxy_op.peer = d->proxyOp.peer;
+        o->proxy_op.nsteps = d->proxyOp.nSteps;
+        o->proxy_op.chunk = d->proxyOp.chunkSize;
+        o->proxy_op.ch = d->proxyOp.channelId;
+        o->proxy_op.is_send = (uint8_t)d->proxyOp.isSend;
+        break;
+    case NSC_ET_PROXY_STEP:
+        o->proxy_step.step = d->proxyStep.step;
+        break;
+    case NSC_ET_KERNEL_CH:
+        o->kernel_ch.ptimer = d->kernelCh.pTimer;
+        o->kernel_ch.ch = d->kernelCh.channelId;
+        break;
+    case NSC_ET_NET_PLUGIN:
+        o->net.plugin_id = (uint64_t)d->netPlugin.id;
+        if (d->netPlugin.data && net_is_ib(d->netPlugin.id)) {
+            const nsc_abi_net_ib_v1 *ib = d->netPlugin.data;
+            o->net.kind = 1;
+            o->net.ev_type = ib->type;
+            o->net.a = ib->qp.device;
+            o->net.b = ib->qp.opcode;
+            o->net.length = ib->qp.length;
+            s->ext->u.ext.net_ib.wr_id = ib->qp.wr_id;
+            s->ext->u.ext.net_ib.qp = ib->qp.qpNum;
+        } else if (d->netPlugin.data && net_is_sock(d->netPlugin.id)) {
+            const nsc_abi_net_sock_v1 *sk = d->netPlugin.data;
+            o->net.kind = 2;
+            o->net.ev_type = sk->type;
+            o->net.a = sk->sock.fd;
+            o->net.b = sk->sock.op;
+            o->net.length = sk->sock.length;
+        } else {
+            o->net.kind = 0; /* unknown plugin: keep the pointer value only */
+            o->net.length = (uint64_t)(uintptr_t)d->netPlugin.data;
+        }
+        break;
+    case NSC_ET_CE_COLL:
+        o->ce_coll.seq = d->ceColl.seqNumber;
+        o->ce_coll.count = d->ceColl.count;
+        o->ce_coll.root = d->ceColl.root;
+        o->ce_coll.func = nsc_intern(sc, d->ceColl.func);
+        o->ce_coll.dtype = nsc_intern(sc, d->ceColl.datatype);
+        o->ce_coll.sync = nsc_intern(sc, d->ceColl.syncStrategy);
+        o->ce_coll.intra = d->ceColl.intraBatchSync;
+        s->ext->u.ext.ce_coll.send_buff = (uint64_t)(uintptr_t)d->ceColl.sendBuff;
+        s->ext->u.ext.ce_coll.recv_buff = (uint64_t)(uintptr_t)d->ceColl.recvBuff;
+        s->ext->u.ext.ce_coll.stream = (uint64_t)(uintptr_t)d->ceColl.stream;
+        s->ext->u.ext.ce_coll.batch_size = d->ceColl.batchSize;
+        s->ext->u.ext.ce_coll.num_batches = d->ceColl.numBatches;
+        s->ext->u.ext.ce_coll.ce_seq = d->ceColl.ceSeqNum;
+        break;
+    case NSC_ET_CE_SYNC:
+        o->ce_sync.complete = d->ceCollSync.isComplete;
+        o->ce_sync.nranks = d->ceCollSync.nRanks;
+        break;
+    case NSC_ET_CE_BATCH:
+        o->ce_batch.num_ops = d->ceCollBatch.numOps;
+        o->ce_batch.total_bytes = d->ceCollBatch.totalBytes;
+        o->ce_batch.intra = d->ceCollBatch.useIntraSync;
+        break;
+    default: /* Group, ProxyCtrl: nothing but the header */
+        break;
+    }
+}
+
+/* The shared startEvent. `d` is a v6-layout descriptor; `type` its NCCL type
+ * bit (v1..v4 store it in 8 bits). */
+static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v6 *d,
+                               uint64_t type, int learn_rank) {
+    uint64_t ticks = nsc_clock_ticks();
+    *eHandle = NULL;
+    struct nsc_comm *c = nsc_comm_from_context(ctx);
+    if (__builtin_expect(!c, 0)) {
+        nsc_flusher_count_invalid_context();
+        return;
+    }
+    int et = nsc_etype_from_bit(type);
+    if (__builtin_expect(et < 0, 0))
+        return;
+    if (learn_rank)
+        nsc_comm_learn_rank(c, d->rank);
+    uint16_t flags = 0;
+    uint64_t parent;
+    if (et == NSC_ET_PROXY_OP && d->proxyOp.pid != nsc_session_pid) {
+        /* PXN: the parent lives in another process. Its handle is an id
+         * there; keep it as a number for the converter, flag it. */
+        flags |= NSC_RF_FOREIGN_PARENT;
+        parent = (uint64_t)(uintptr_t)d->parentObj & NSC_ID_MASK;
+    } else {
+        parent = nsc_parent_id(d->parentObj, &flags);
+    }
+    int with_ext = et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_CE_COLL ||
+                   (et == NSC_ET_NET_PLUGIN && d->netPlugin.data && net_is_ib(d->netPlugin.id));
+    struct nsc_start s;
+    s.t = nsc_thread_get();
+    if (nsc_start_begin(&s, c, (unsigned)et, parent, flags, with_ext, ticks, eHandle) != 0)
+        return;
+    fill(&s, d, (unsigned)et);
+    nsc_start_commit(&s);
+}
+
+/* State arguments sit at offset 0 in every version's union; ProxyCtrl
+ * states carry an int, the others a 64-bit value. */
+static inline nsc_abi_result record_state(void *eHandle, int eState, const void *args) {
+    uint64_t arg = 0;
+    if (args) {
+        if (eState >= NSC_ABI_PROXY_CTRL_IDLE && eState <= NSC_ABI_PROXY_CTRL_APPEND_END) {
+            int v;
+            memcpy(&v, args, sizeof(v));
+            arg = (uint64_t)(int64_t)v;
+        } else {
+            memcpy(&arg, args, sizeof(arg));
+        }
+    }
+    nsc_record_state(eHandle, eState, arg);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result stop_event(void *eHandle) {
+    nsc_record_stop(eHandle);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result finalize(void *ctx) {
+    struct nsc_comm *c = nsc_comm_from_context(ctx);
+    if (c)
+        nsc_session_comm_close(c);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result init_common(int version, void **ctx, int *mask, uint64_t comm_id,
+                                  const char *name, int nnodes, int nranks, int rank,
+                                  nsc_abi_logger logfn) {
+    *ctx = NULL;
+    uint32_t m = 0;
+    struct nsc_comm *c =
+        nsc_session_comm_open(version, comm_id, name, nnodes, nranks, rank, logfn, &m);
+    if (!c)
+        return NSC_ABI_INTERNAL_ERROR;
+    *ctx = c;
+    *mask = (int)m;
+    return NSC_ABI_SUCCESS;
+}
+
+/* ---- v6 / v5 ---- */
+static nsc_abi_result start_v6(void *ctx, void **eHandle, void *eDescr) {
+    const nsc_abi_descr_v6 *d = eDescr;
+    start_event(ctx, eHandle, d, d->type, 0);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result start_v5(void *ctx, void **eHandle, void *eDescr) {
+    /* A v5 descriptor is a v6 one without the CE members; NCCL never sends
+     * CE types through v5. */
+    const nsc_abi_descr_v5 *d5 = eDescr;
+    if (d5->type >= NSC_ABI_CE_COLL) {
+        *eHandle = NULL;
+        return NSC_ABI_SUCCESS;
+    }
+    start_event(ctx, eHandle, (const nsc_abi_descr_v6 *)eDescr, d5->type, 0);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result state_any(void *eHandle, int eState, void *args) {
+    return record_state(eHandle, eState, args);
+}
+
+static nsc_abi_result init_v6(void **ctx, uint64_t commId, int *mask, const char *commName,
+                              int nNodes, int nranks, int rank, nsc_abi_logger logfn) {
+    return init_common(6, ctx, mask, commId, commName, nNodes, nranks, rank, logfn);
+}
+static nsc_abi_result init_v5(void **ctx, uint64_t commId, int *mask, const char *commName,
+                              int nNodes, int nranks, int rank, nsc_abi_logger logfn) {
+    return init_common(5, ctx, mask, commId, commName, nNodes, nranks, rank, logfn);
+}
+
+/* ---- v4 ---- */
+static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
+    const nsc_abi_descr_v4 *o = eDescr;
+    nsc_abi_descr_v6 d;
+    memset(&d, 0, sizeof(d));
+    d.type = o->type;
+    d.parentObj = o->parentObj; /* v4: a Coll's/P2p's parent is its Group */
+    d.rank = o->rank;
+    switch (o->type) {
+    case NSC_ABI_COLL:
+        d.coll.seqNumber = o->coll.seqNumber;
+        d.coll.func = o->coll.func;
+        d.coll.sendBuff = o->coll.sendBuff;
+        d.coll.recvBuff = o->coll.recvBuff;
+        d.coll.count = o->coll.count;
+        d.coll.root = o->coll.root;
+        d.coll.datatype = o->coll.datatype;
+        d.coll.nChannels = o->coll.nChannels;
+        d.coll.nWarps = o->coll.nWarps;
+        d.coll.algo = o->coll.algo;
+        d.coll.proto = o->coll.proto;
+        break;
+    case NSC_ABI_P2P:
+        d.p2p.func = o->p2p.func;
+        d.p2p.buff = o->p2p.buff;
+        d.p2p.datatype = o->p2p.datatype;
+        d.p2p.count = o->p2p.count;
+        d.p2p.peer = o->p2p.peer;
+        d.p2p.nChannels = o->p2p.nChannels;
+        break;
+    case NSC_ABI_PROXY_OP:
+        memcpy(&d.proxyOp, &o->proxyOp, sizeof(o->proxyOp));
+        break;
+    case NSC_ABI_PROXY_STEP:
+        d.proxyStep.step = o->proxyStep.step;
+        break;
+    case NSC_ABI_KERNEL_CH:
+        d.kernelCh.channelId = o->kernelCh.channelId;
+        d.kernelCh.pTimer = o->kernelCh.pTimer;
+        break;
+    case NSC_ABI_NET_PLUGIN:
+        d.netPlugin.id = o->netPlugin.id;
+        d.netPlugin.data = o->netPlugin.data;
+        break;
+    default:
+        break;
+    }
+    start_event(ctx, eHandle, &d, o->type, 0);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result init_v4(void **ctx, int *mask, const char *commName, uint64_t commHash,
+                              int nNodes, int nranks, int rank, nsc_abi_logger logfn) {
+    return init_common(4, ctx, mask, commHash, commName, nNodes, nranks, rank, logfn);
+}
+
+/* ---- v1..v3: no comm information at init; rank from descriptors ---- */
+static const char *const v1_funcs[NSC_ABI_V1_NFUNCS] = {
+    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
+    "Send",      "Recv",   "AlltoAll",  "Scatter",       "Gather"};
+static const char *const v1_dtypes[NSC_ABI_V1_NDTYPES] = {
+    "ncclInt8",    "ncclUint8",   "ncclInt32",    "ncclUint32",     "ncclInt64",     "ncclUint64",
+    "ncclFloat16", "ncclFloat32", "ncclFloat64",  "ncclBfloat16",   "ncclFloat8e4m3", "ncclFloat8e5m2"};
+static const char *const v1_algos[NSC_ABI_V1_NALGOS] = {
+    "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+static const char *const v1_protos[NSC_ABI_V1_NPROTOS] = {"LL", "LL128", "SIMPLE"};
+
+#define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
+
+/* Fields common to v1..v3 besides coll/p2p. */
+#define LIFT_COMMON(o, d)                                                                      \
+    do {                                                                                       \
+        (d).type = (o)->type;                                                                  \
+        (d).parentObj = (o)->parentObj;                                                        \
+        (d).rank = (o)->rank;                                                                  \
+        if ((o)->type == NSC_ABI_PROXY_OP)                                                     \
+            memcpy(&(d).proxyOp, &(o)->proxyOp, sizeof((o)->proxyOp));                         \
+        else if ((o)->type == NSC_ABI_PROXY_STEP)                                              \
+            (d).proxyStep.step = (o)->proxyStep.step;                                          \
+    } while (0)
+
+static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
+    const nsc_abi_descr_v1 *o = eDescr;
+    nsc_abi_descr_v6 d;
+    memset(&d, 0, sizeof(d));
+    LIFT_COMMON(o, d);
+    if (o->type == NSC_ABI_COLL) {
+        d.coll.seqNumber = o->coll.seqNumber;
+        d.coll.func = NAME_OF(v1_funcs, o->coll.func);
+        d.coll.sendBuff = o->coll.sendBuff;
+        d.coll.recvBuff = o->coll.recvBuff;
+        d.coll.count = o->coll.count;
+        d.coll.root = o->coll.root;
+        d.coll.datatype = NAME_OF(v1_dtypes, o->coll.datatype);
+        d.coll.nChannels = o->coll.nMaxChannels;
+        d.coll.nWarps = o->coll.nWarps;
+        d.coll.algo = NAME_OF(v1_algos, o->coll.algo);
+        d.coll.proto = NAME_OF(v1_protos, o->coll.proto);
+    } else if (o->type == NSC_ABI_P2P) {
+        d.p2p.func = NAME_OF(v1_funcs, o->p2p.func);
+        d.p2p.buff = o->p2p.buff;
+        d.p2p.datatype = NAME_OF(v1_dtypes, o->p2p.datatype);
+        d.p2p.count = o->p2p.count;
+        d.p2p.peer = o->p2p.peer;
+    }
+    start_event(ctx, eHandle, &d, o->type, 1);
+    return NSC_ABI_SUCCESS;
+}
+
+/* v2 and v3 name their fields alike; only offsets differ. */
+#define LIFT_V2V3(o, d)                                                                        \
+    do {                                                                                       \
+        LIFT_COMMON(o, d);                                                                     \
+        if ((o)->type == NSC_ABI_COLL) {                                                       \
+            (d).coll.seqNumber = (o)->coll.seqNumber;                                          \
+            (d).coll.func = (o)->coll.func;                                                    \
+            (d).coll.sendBuff = (o)->coll.sendBuff;                                            \
+            (d).coll.recvBuff = (o)->coll.recvBuff;                                            \
+            (d).coll.count = (o)->coll.count;                                                  \
+            (d).coll.root = (o)->coll.root;                                                    \
+            (d).coll.datatype = (o)->coll.datatype;                                            \
+            (d).coll.nChannels = (o)->coll.nMaxChannels;                                       \
+            (d).coll.nWarps = (o)->coll.nWarps;                                                \
+            (d).coll.algo = (o)->coll.algo;                                                    \
+            (d).coll.proto = (o)->coll.proto;                                                  \
+        } else if ((o)->type == NSC_ABI_P2P) {                                                 \
+            (d).p2p.func = (o)->p2p.func;                                                      \
+            (d).p2p.buff = (o)->p2p.buff;                                                      \
+            (d).p2p.datatype = (o)->p2p.datatype;                                              \
+            (d).p2p.count = (o)->p2p.count;                                                    \
+            (d).p2p.peer = (o)->p2p.peer;                                                      \
+        }                                                                                      \
+    } while (0)
+
+static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
+    const nsc_abi_descr_v2 *o = eDescr;
+    nsc_abi_descr_v6 d;
+    memset(&d, 0, sizeof(d));
+    LIFT_V2V3(o, d);
+    start_event(ctx, eHandle, &d, o->type, 1);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
+    const nsc_abi_descr_v3 *o = eDescr;
+    nsc_abi_descr_v6 d;
+    memset(&d, 0, sizeof(d));
+    LIFT_V2V3(o, d);
+    if (o->type == NSC_ABI_KERNEL_CH) {
+        d.kernelCh.channelId = o->kernelCh.channelId;
+    } else if (o->type == NSC_ABI_NET_PLUGIN) {
+        d.netPlugin.id = o->netPlugin.id;
+        d.netPlugin.data = o->netPlugin.data;
+    }
+    start_event(ctx, eHandle, &d, o->type, 1);
+    return NSC_ABI_SUCCESS;
+}
+
+static nsc_abi_result init_v1(void **ctx, int *mask) {
+    return init_common(1, ctx, mask, 0, "", -1, -1, -1, NULL);
+}
+static nsc_abi_result init_v2(void **ctx, int *mask) {
+    return init_common(2, ctx, mask, 0, "", -1, -1, -1, NULL);
+}
+static nsc_abi_result init_v3(void **ctx, int *mask) {
+    return init_common(3, ctx, mask, 0, "", -1, -1, -1, NULL);
+}
+
+/* ---- exported tables: the only symbols the .so exports ---- */
+EXPORT const nsc_abi_profiler_v5 ncclProfiler_v6 = {
+    "ncclscope", init_v6, start_v6, stop_event, state_any, finalize};
+EXPORT const nsc_abi_profiler_v5 ncclProfiler_v5 = {
+    "ncclscope", init_v5, start_v5, stop_event, state_any, finalize};
+EXPORT const nsc_abi_profiler_v4 ncclProfiler_v4 = {
+    "ncclscope", init_v4, start_v4, stop_event, state_any, finalize};
+EXPORT const nsc_abi_profiler_v1 ncclProfiler_v3 = {
+    "ncclscope", init_v3, start_v3, stop_event, state_any, finalize};
+EXPORT const nsc_abi_profiler_v1 ncclProfiler_v2 = {
+    "ncclscope", init_v2, start_v2, stop_event, state_any, finalize};
+EXPORT const nsc_abi_profiler_v1 ncclProfiler_v1 = {
+    "ncclscope", init_v1, start_v1, stop_event, state_any, finalize};

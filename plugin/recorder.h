@@ -1,0 +1,176 @@
+/*
+ * recorder.h - the fast path shared by every API version's callbacks:
+ * turning a start, stop or state call into records in the calling thread's
+ * ring. Inline on purpose (habit: fast path in the header, slow paths in
+ * .c files): no lock, no syscall, no allocation once the thread's state
+ * exists.
+ *
+ * Handles given to NCCL are event ids with the type in bits 56..59 and
+ * NSC_HANDLE_DROPPED in bit 63 (trace_format.h): nothing is ever
+ * dereferenced through a handle or a parentObj, so a handle stays a valid
+ * parent forever after its stop, and a parentObj from another process (PXN)
+ * is just a number. docs/design.md explains why no slot is recycled.
+ */
+#ifndef NSC_RECORDER_H
+#define NSC_RECORDER_H
+
+#include <string.h>
+
+#include "clock.h"
+#include "comm_table.h"
+#include "event_types.h"
+#include "flusher.h"
+#include "thread_state.h"
+#include "trace_format.h"
+
+/* Bits a handle of ours may have set. */
+#define NSC_HANDLE_VALID_BITS (NSC_HANDLE_DROPPED | (0xfull << NSC_HANDLE_ETYPE_SHIFT) | NSC_ID_MASK)
+
+static inline int nsc_handle_valid(uint64_t h) {
+    return h != 0 && (h & ~NSC_HANDLE_VALID_BITS) == 0 &&
+           ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) < NSC_ET_COUNT && (h & NSC_ID_MASK) != 0;
+}
+
+/* Parent id of a parentObj of ours (0 for NULL). A value we could not have
+ * made is flagged, not followed. */
+static inline uint64_t nsc_parent_id(const void *parent_obj, uint16_t *flags) {
+    uint64_t p = (uint64_t)(uintptr_t)parent_obj;
+    if (!p)
+        return 0;
+    if (!nsc_handle_valid(p)) {
+        *flags |= NSC_RF_BAD_PARENT;
+        return 0;
+    }
+    return p & NSC_ID_MASK;
+}
+
+/* A START being built: the record(s) reserved in the ring. */
+struct nsc_start {
+    struct nsc_thread *t;
+    struct nsc_rec *rec;
+    struct nsc_rec *ext; /* NULL unless requested */
+    uint64_t pos;
+    uint64_t id;
+    unsigned n;
+};
+
+/* Reserves 1 or 2 records for a START of type etype and fills the header.
+ * Returns 0, or -1 when the ring is full (the drop is counted; *handle is
+ * still a valid, unique id marked dropped, so children keep their link). */
+static inline int nsc_start_begin(struct nsc_start *s, struct nsc_comm *c, unsigned etype,
+                                  uint64_t parent, uint16_t flags, int with_ext,
+                                  uint64_t ticks, void **handle) {
+    struct nsc_thread *t = s->t;
+    uint64_t id = nsc_thread_next_id(t);
+    uint64_t h = id | ((uint64_t)etype << NSC_HANDLE_ETYPE_SHIFT);
+    unsigned n = with_ext ? 2u : 1u;
+    uint64_t pos = ring_reserve(&t->ring, n);
+    if (__builtin_expect(pos == UINT64_MAX, 0)) {
+        nsc_thread_count_drop(t, n, 1);
+        *handle = (void *)(uintptr_t)(h | NSC_HANDLE_DROPPED);
+        return -1;
+    }
+    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    memset(r, 0, sizeof(*r));
+    r->h.kind = NSC_REC_START;
+    r->h.etype = (uint8_t)etype;
+    r->h.flags = (uint16_t)(flags | (with_ext ? NSC_RF_HAS_EXT : 0));
+    r->h.aux = c->serial;
+    r->h.ticks = ticks;
+    r->h.id = id;
+    r->u.start.parent = parent;
+    s->rec = r;
+    s->ext = NULL;
+    if (with_ext) {
+        struct nsc_rec *e = ring_slot(&t->ring, pos + 1);
+        memset(e, 0, sizeof(*e));
+        e->h.kind = NSC_REC_EXT;
+        e->h.etype = (uint8_t)etype;
+        e->h.id = id;
+        s->ext = e;
+    }
+    s->pos = pos;
+    s->id = id;
+    s->n = n;
+    *handle = (void *)(uintptr_t)h;
+    return 0;
+}
+
+static inline void nsc_start_commit(struct nsc_start *s) { ring_commit(&s->t->ring, s->pos, s->n); }
+
+/* stopEvent and recordEventState for every version. */
+static inline void nsc_record_stop(void *handle) {
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    if (!h)
+        return;
+    uint64_t ticks = nsc_clock_ticks();
+    if (__builtin_expect(!nsc_handle_valid(h), 0)) {
+        nsc_flusher_count_invalid_handle();
+        return;
+    }
+    struct nsc_thread *t = nsc_thread_get();
+    if (__builtin_expect(h & NSC_HANDLE_DROPPED, 0)) {
+        nsc_thread_count_drop(t, 1, 0);
+        return;
+    }
+    uint64_t pos = ring_reserve(&t->ring, 1);
+    if (__builtin_expect(pos == UINT64_MAX, 0)) {
+        nsc_thread_count_drop(t, 1, 0);
+        return;
+    }
+    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    memset(r, 0, sizeof(*r));
+    r->h.kind = NSC_REC_STOP;
+    r->h.etype = (uint8_t)((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf);
+    r->h.ticks = ticks;
+    r->h.id = h & NSC_ID_MASK;
+    ring_commit(&t->ring, pos, 1);
+}
+
+static inline void nsc_record_state(void *handle, int state, uint64_t arg) {
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    if (!h)
+        return;
+    uint64_t ticks = nsc_clock_ticks();
+    if (__builtin_expect(!nsc_handle_valid(h), 0)) {
+        nsc_flusher_count_invalid_handle();
+        return;
+    }
+    struct nsc_thread *t = nsc_thread_get();
+    if (__builtin_expect(h & NSC_HANDLE_DROPPED, 0)) {
+        nsc_thread_count_drop(t, 1, 0);
+        return;
+    }
+    uint64_t pos = ring_reserve(&t->ring, 1);
+    if (__builtin_expect(pos == UINT64_MAX, 0)) {
+        nsc_thread_count_drop(t, 1, 0);
+        return;
+    }
+    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    memset(r, 0, sizeof(*r));
+    r->h.kind = NSC_REC_STATE;
+    r->h.etype = (uint8_t)((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf);
+    r->h.aux = (uint32_t)state;
+    r->h.ticks = ticks;
+    r->h.id = h & NSC_ID_MASK;
+    r->u.state.arg = arg;
+    ring_commit(&t->ring, pos, 1);
+}
+
+/* A marker record (comm init/finalize) from the calling thread. */
+static inline void nsc_record_marker(enum nsc_rec_kind kind, uint32_t aux) {
+    struct nsc_thread *t = nsc_thread_get();
+    uint64_t pos = ring_reserve(&t->ring, 1);
+    if (pos == UINT64_MAX) {
+        nsc_thread_count_drop(t, 1, 0);
+        return;
+    }
+    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    memset(r, 0, sizeof(*r));
+    r->h.kind = (uint8_t)kind;
+    r->h.aux = aux;
+    r->h.ticks = nsc_clock_ticks();
+    ring_commit(&t->ring, pos, 1);
+}
+
+#endif /* NSC_RECORDER_H */

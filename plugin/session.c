@@ -1,0 +1,140 @@
+/* session.c - init/finalize bookkeeping, fork and unload handling. */
+#include "session.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "event_types.h"
+#include "flusher.h"
+#include "intern.h"
+#include "log.h"
+#include "recorder.h"
+#include "thread_state.h"
+#include "version.h"
+
+int nsc_session_pid;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int session_open;
+static int forked_child;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static struct nsc_config cfg;
+
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_child(void) {
+    forked_child = 1;
+    nsc_thread_disable_after_fork();
+    pthread_mutex_unlock(&lock);
+}
+static void register_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
+
+/* Event types each API version can deliver (NCCL's own adapters filter the
+ * rest out; we do not ask for what cannot come). */
+static uint32_t version_mask(int api_version) {
+    switch (api_version) {
+    case 1:
+    case 2:
+        return (1u << (NSC_ET_PROXY_CTRL + 1)) - 1;
+    case 3:
+    case 4:
+        return (1u << (NSC_ET_NET_PLUGIN + 1)) - 1;
+    case 5:
+        return (1u << (NSC_ET_KERNEL_LAUNCH + 1)) - 1;
+    default:
+        return NSC_MASK_ALL;
+    }
+}
+
+static int open_session(int api_version) {
+    char err[512];
+    if (nsc_config_load(&cfg, err, sizeof(err)) != 0) {
+        nsc_log_warn("ncclscope disabled: %s", err);
+        return -1;
+    }
+    if (!cfg.enabled) {
+        nsc_log_info("ncclscope disabled by NCCLSCOPE_ENABLE=0");
+        return -1;
+    }
+    pthread_once(&atfork_once, register_atfork);
+    struct nsc_session s;
+    memset(&s, 0, sizeof(s));
+    s.clock_source = nsc_clock_init(cfg.clock);
+    s.ticks_per_sec = nsc_clock_ticks_per_sec();
+    nsc_clock_anchor(&s.start);
+    s.format_version = NSC_FORMAT_VERSION;
+    s.api_version = (uint32_t)api_version;
+    s.pid = (uint32_t)getpid();
+    s.event_mask = cfg.event_mask & version_mask(api_version);
+    s.ring_records = cfg.ring_records;
+    s.max_threads = cfg.max_threads;
+    s.flush_ms = cfg.flush_ms;
+    if (gethostname(s.host, sizeof(s.host) - 1) != 0)
+        snprintf(s.host, sizeof(s.host), "unknown");
+    snprintf(s.plugin_version, sizeof(s.plugin_version), "%s", NSC_VERSION);
+    nsc_thread_configure(cfg.max_threads, cfg.ring_records);
+    nsc_comm_reset_pending();
+    nsc_session_pid = (int)s.pid;
+    if (nsc_flusher_start(&cfg, &s, err, sizeof(err)) != 0) {
+        nsc_log_warn("ncclscope disabled: %s", err);
+        return -1;
+    }
+    char names[256];
+    nsc_log_info("ncclscope %s: NCCL profiler API v%d, events %s, clock %s, writing %s",
+                 NSC_VERSION, api_version, nsc_mask_format(s.event_mask, names, sizeof(names)),
+                 s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_flusher_path());
+    session_open = 1;
+    return 0;
+}
+
+struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const char *name,
+                                       int nnodes, int nranks, int rank, nsc_abi_logger logfn,
+                                       uint32_t *mask) {
+    nsc_log_set_logger(logfn);
+    pthread_mutex_lock(&lock);
+    struct nsc_comm *c = NULL;
+    if (!forked_child && (session_open || open_session(api_version) == 0)) {
+        c = nsc_comm_open(comm_id, name, nnodes, nranks, rank, nsc_clock_ticks());
+        if (!c)
+            nsc_log_warn("ncclscope: more than %d communicators at once; not profiling comm %llx",
+                         NSC_MAX_COMMS, (unsigned long long)comm_id);
+        else
+            *mask = cfg.event_mask & version_mask(api_version);
+    }
+    pthread_mutex_unlock(&lock);
+    if (c)
+        nsc_record_marker(NSC_REC_COMM_INIT, c->serial);
+    return c;
+}
+
+void nsc_session_comm_close(struct nsc_comm *c) {
+    nsc_record_marker(NSC_REC_COMM_FINALIZE, c->serial);
+    pthread_mutex_lock(&lock);
+    nsc_comm_close(c);
+    if (session_open && !forked_child && nsc_comm_active_count() == 0) {
+        nsc_flusher_stop();
+        session_open = 0;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* Runs at dlclose, and at exit for a process that never finalized its
+ * communicators: write out what the rings hold and stop the flusher. Memory
+ * is freed only when no session was open (NCCL finalized everything and is
+ * unloading us); at exit other threads may still be inside a callback. */
+__attribute__((destructor)) static void on_unload(void) {
+    pthread_mutex_lock(&lock);
+    int was_open = session_open;
+    if (session_open && !forked_child) {
+        nsc_flusher_stop();
+        session_open = 0;
+    }
+    pthread_mutex_unlock(&lock);
+    nsc_thread_free_all(!was_open && !forked_child);
+    if (!was_open && !forked_child)
+        nsc_intern_free_all();
+}

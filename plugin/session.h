@@ -1,0 +1,27 @@
+/*
+ * session.h - from the first init to the last finalize: the configuration,
+ * the trace file and the flusher thread. All functions here are slow paths
+ * serialised by one mutex.
+ */
+#ifndef NSC_SESSION_H
+#define NSC_SESSION_H
+
+#include <stdint.h>
+
+#include "comm_table.h"
+#include "nccl_abi.h"
+
+/* Our pid, for the PXN check on ProxyOp descriptors. Written under the
+ * session mutex before any context exists, read-only afterwards. */
+extern int nsc_session_pid;
+
+/* init: opens the session on first use and a comm slot. Returns the comm,
+ * or NULL (the plugin is then disabled for this comm; init fails). */
+struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const char *name,
+                                       int nnodes, int nranks, int rank, nsc_abi_logger logfn,
+                                       uint32_t *mask);
+
+/* finalize: closes the comm, and the session after the last one. */
+void nsc_session_comm_close(struct nsc_comm *c);
+
+#endif /* NSC_SESSION_H */

@@ -1,0 +1,105 @@
+/*
+ * thread_state.h - per-writer-thread state: its ring, its block of event
+ * ids, its string cache and its drop counters.
+ *
+ * Contract:
+ *   - nsc_thread_get() returns the calling thread's state; the first call on
+ *     a thread attaches one (slow path: takes the registry mutex, may
+ *     allocate the ring); later calls are one TLS load;
+ *   - a state is written only by the thread it is attached to; the flusher
+ *     reads rings (ring.h contract) and the counters (relaxed loads: they
+ *     are statistics);
+ *   - when the thread exits, its state is marked dead and may be adopted by
+ *     a new thread once the flusher has emptied its ring; `incarnation`
+ *     tells the flusher the owner changed (see thread_state.c);
+ *   - threads beyond NCCLSCOPE_MAX_THREADS, and threads of a forked child,
+ *     get a shared sentinel whose ring is always full: their records are
+ *     dropped and counted, nothing else happens.
+ *   - states live until the library is unloaded; at most max_threads exist.
+ */
+#ifndef NSC_THREAD_STATE_H
+#define NSC_THREAD_STATE_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "intern.h"
+#include "ring.h"
+
+#define NSC_MAX_THREADS_HARD 4096
+#define NSC_ID_BLOCK 4096
+
+struct nsc_thread {
+    struct nsc_ring ring; /* two cache lines: producer, consumer */
+
+    /* producer-private and producer-written */
+    alignas(NSC_CACHELINE) uint64_t id_next;
+    uint64_t id_end;
+    _Atomic uint64_t drops_ring;   /* records not written: ring full */
+    _Atomic uint64_t drops_events; /* events whose START was not written */
+    uint32_t index;
+    int shared;                    /* the sentinel: counters shared by many threads */
+    struct nsc_intern_cache strings;
+
+    /* owner description: written at attach before `incarnation` (RELEASE) */
+    alignas(NSC_CACHELINE) _Atomic uint32_t incarnation;
+    _Atomic int dead;
+    uint32_t tid;
+    char name[16];
+};
+
+extern __thread struct nsc_thread *nsc_tls_thread __attribute__((tls_model("initial-exec")));
+
+struct nsc_thread *nsc_thread_attach(void);
+
+static inline struct nsc_thread *nsc_thread_get(void) {
+    struct nsc_thread *t = nsc_tls_thread;
+    if (__builtin_expect(t != 0, 1))
+        return t;
+    return nsc_thread_attach();
+}
+
+uint64_t nsc_thread_refill_ids(struct nsc_thread *t);
+
+/* A fresh event id, never 0, unique in the process. */
+static inline uint64_t nsc_thread_next_id(struct nsc_thread *t) {
+    if (__builtin_expect(t->id_next < t->id_end, 1))
+        return t->id_next++;
+    return nsc_thread_refill_ids(t);
+}
+
+/* Counts n records dropped because the ring was full. */
+static inline void nsc_thread_count_drop(struct nsc_thread *t, unsigned n, int event_lost) {
+    /* Single writer per counter except on the sentinel: a relaxed
+     * load+store is exact for the owner and costs no locked instruction. */
+    if (__builtin_expect(t->shared, 0)) {
+        atomic_fetch_add_explicit(&t->drops_ring, n, memory_order_relaxed);
+        if (event_lost)
+            atomic_fetch_add_explicit(&t->drops_events, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&t->drops_ring,
+                          atomic_load_explicit(&t->drops_ring, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+    if (event_lost)
+        atomic_store_explicit(&t->drops_events,
+                              atomic_load_explicit(&t->drops_events, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+}
+
+/* Registry, for the flusher: number of states ever created, and state i.
+ * ACQUIRE on the count pairs with the RELEASE that published state i. */
+uint32_t nsc_thread_count(void);
+struct nsc_thread *nsc_thread_at(uint32_t i);
+/* The sentinel (drops of threads without a state). */
+struct nsc_thread *nsc_thread_sentinel(void);
+
+/* Session control (slow paths). */
+void nsc_thread_configure(uint32_t max_threads, uint32_t ring_records);
+void nsc_thread_disable_after_fork(void);
+/* Library unload: deletes the thread-exit key; frees every state when
+ * free_memory is set (no callback can run any more). */
+void nsc_thread_free_all(int free_memory);
+
+#endif /* NSC_THREAD_STATE_H */
