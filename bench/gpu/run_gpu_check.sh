@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The plugin under a real NCCL run (issue 2's GPU check). Runs on a GPU
+# machine from the repository root; writes logs and small traces to $OUT.
+#   NCCL_HOME   prefix with include/nccl.h and lib/libnccl.so* (default: the
+#               PyTorch wheel's copy on the device machines)
+#   DEPS        prefix with zstd headers/library when the machine lacks -dev packages
+#   ITERS       operations per kind for the long run (default 25000: 4 kinds
+#               = 100k operations per rank)
+set -euo pipefail
+OUT=${OUT:-/tmp/ncclscope-gpu}
+NCCL_HOME=${NCCL_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
+ITERS=${ITERS:-25000}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0
+export LD_LIBRARY_PATH="$NCCL_HOME/lib:${DEPS:+$DEPS/lib:}${LD_LIBRARY_PATH:-}"
+opts=(-Dnccl_root="$NCCL_HOME" -Dgpu=enabled)
+[ -n "${DEPS:-}" ] && opts+=(-Ddeps_prefix="$DEPS")
+MESON=meson; command -v meson >/dev/null || MESON="python3 -m mesonbuild.mesonmain"
+NINJA=ninja; command -v ninja >/dev/null || NINJA="python3 -m ninja"
+$MESON setup build-gpu "${opts[@]}" >"$OUT/setup.log" 2>&1 || { cat "$OUT/setup.log"; exit 1; }
+$NINJA -C build-gpu >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+PLUGIN=$PWD/build-gpu/plugin/libnccl-profiler-ncclscope.so
+CLI=$PWD/build-gpu/converter/ncclscope
+DRIVER=$PWD/build-gpu/bench/gpu/nccl-driver
+NG=$(nvidia-smi -L | wc -l)
+
+run() { # name, env..., -- driver args
+    local name=$1; shift
+    local dir=/tmp/nsc-$name
+    rm -rf "$dir"
+    echo "== $name: $*"
+    env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLSCOPE_DIR="$dir" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT "$@" \
+        >"$OUT/$name.log" 2>&1 || { tail -20 "$OUT/$name.log"; return 1; }
+    grep -E "us/op|ncclscope" "$OUT/$name.log" | head -8
+    for f in "$dir"/*.nsc; do "$CLI" info "$f"; done | grep -E "NCCL API|events by type|dropped|closed|records " | tee "$OUT/$name.info"
+    "$CLI" convert "$dir" -o "/tmp/$name.json" 2>&1 | tail -1
+}
+
+# Small recordings shipped in tests/data (every event type NCCL produces here).
+run small env NCCLSCOPE_EVENTS=all "$DRIVER" --gpus "$NG" --iters 20 --bytes 65536
+cp /tmp/nsc-small/*.nsc "$OUT/small.nsc"
+run small_net env NCCLSCOPE_EVENTS=all NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$DRIVER" --gpus "$NG" --iters 5 --bytes 1048576
+cp /tmp/nsc-small_net/*.nsc "$OUT/small_net.nsc"
+# The long run: >= 100k operations per rank, every event type, no drops allowed.
+run long env NCCLSCOPE_EVENTS=all "$DRIVER" --gpus "$NG" --iters "$ITERS" --bytes 64
+run long_default "$DRIVER" --gpus "$NG" --iters "$ITERS" --bytes 64
+run net env NCCLSCOPE_EVENTS=all NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$DRIVER" --gpus "$NG" --iters 2000 --bytes 1048576
+ls -la /tmp/nsc-*/ | tee "$OUT/sizes.txt"
