@@ -160,7 +160,9 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v6
     int et = nsc_etype_from_bit(type);
     if (__builtin_expect(et < 0, 0))
         return;
-    if (learn_rank)
+    /* Group descriptors carry rank 0 whatever the rank; Coll, P2p and proxy
+     * descriptors carry the real one. */
+    if (learn_rank && (et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_PROXY_OP))
         nsc_comm_learn_rank(c, d->rank);
     uint16_t flags = 0;
     uint64_t parent;

@@ -1,0 +1,85 @@
+"""Helpers for ncclscope's command-line tests: run the tools, read traces back
+as JSON, and compare them with NCCL callback recordings."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77  # meson's exit code for a skipped test
+
+
+def env_paths():
+    return os.environ["NSC_CLI"], os.environ["NSC_PLUGIN"], os.environ["NSC_FAKE"]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def run(cmd, env=None, ok=(0,)):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True)
+    if p.returncode not in ok:
+        fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def trace_files(d):
+    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".nsc"))
+
+
+def convert(inputs, out, ok=(0,)):
+    cli, _, _ = env_paths()
+    p = run([cli, "convert", *inputs, "-o", out], ok=ok)
+    with open(out) as f:
+        return json.load(f), p
+
+
+def events(doc):
+    """Slices: X events, and b events (their e partners are checked to exist)."""
+    ends = {(e["cat"], e["id"]) for e in doc["traceEvents"] if e["ph"] == "e"}
+    out = []
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            out.append(e)
+        elif e["ph"] == "b":
+            check((e["cat"], e["id"]) in ends, "async slice %s without its end" % e["args"]["id"])
+            out.append(e)
+    return out
+
+
+def thread_names(doc):
+    names = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "M" and e["name"] == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+    return names
+
+
+def tmpdir():
+    return tempfile.mkdtemp(prefix="nsc-test-")
+
+
+def shared_recordings():
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.normpath(os.path.join(here, "..", "..", "..", "shared", "recordings"))
+    if not os.path.isdir(root):
+        return None
+    out = []
+    for d in sorted(os.listdir(root)):
+        p = os.path.join(root, d)
+        if os.path.isdir(p):
+            out += [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith(".tsv")]
+    return out
+
+
+def data_dir():
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
