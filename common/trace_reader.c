@@ -50,6 +50,7 @@ static enum nsc_result finish_open(struct nsc_reader *r) {
     if (!r->dctx) {
         snprintf(r->err, sizeof(r->err), "%s: %s", r->path, nsc_result_str(NSC_E_NOMEM));
         fclose(r->f);
+        r->f = NULL;
         return NSC_E_NOMEM;
     }
     if (fseeko(r->f, 0, SEEK_END) == 0)
@@ -59,6 +60,8 @@ static enum nsc_result finish_open(struct nsc_reader *r) {
     if (rc != NSC_OK) {
         ZSTD_freeDCtx(r->dctx);
         fclose(r->f);
+        r->dctx = NULL;
+        r->f = NULL;
     }
     return rc;
 }
@@ -84,6 +87,7 @@ enum nsc_result nsc_reader_open_memory(struct nsc_reader *r, const void *data, s
         return NSC_E_NOMEM;
     if (len == 0) {
         fclose(r->f);
+        r->f = NULL;
         snprintf(r->err, sizeof(r->err), "%s: offset 0: %s: empty file", name,
                  nsc_result_str(NSC_E_NOT_TRACE));
         return NSC_E_NOT_TRACE;

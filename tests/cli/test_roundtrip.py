@@ -1,0 +1,54 @@
+"""Round trip: tracing a replay of a trace gives the same events, types,
+fields, threads and parent links. Uses the real NCCL traces shipped in
+tests/data (and a recording from ../shared when present)."""
+import os
+import sys
+
+from nsctest import *
+
+IGNORE = {"id", "parent", "parentGroup", "pid", "states"}
+
+
+def canon(doc):
+    names = thread_names(doc)
+    evs = sorted(events(doc), key=lambda e: (e["ts"], e["args"]["id"]))
+    index = {e["args"]["id"]: i for i, e in enumerate(evs)}
+    out = []
+    for e in evs:
+        a = e["args"]
+        out.append((e["cat"], e["name"], names.get((e["pid"], e["tid"]), "").split(" (")[-1],
+                    tuple(sorted((k, str(v)) for k, v in a.items() if k not in IGNORE)),
+                    index.get(a.get("parent")), index.get(a.get("parentGroup")),
+                    tuple((s["state"], s.get("value", s.get("pTimer"))) for s in a.get("states", []))))
+    return out
+
+
+def main():
+    cli, plugin, fake = env_paths()
+    inputs = [os.path.join(data_dir(), f) for f in sorted(os.listdir(data_dir())) if f.endswith(".nsc")]
+    recs = shared_recordings() or []
+    check(inputs, "no traces in tests/data")
+    for src in inputs + [r for r in recs if "net_allreduce" in r]:
+        work = tmpdir()
+        a_dir, b_dir = os.path.join(work, "a"), os.path.join(work, "b")
+        run([cli, "replay", "--plugin", plugin, src], env={"NCCLSCOPE_DIR": a_dir, "NCCLSCOPE_EVENTS": "all"})
+        a = trace_files(a_dir)
+        run([cli, "replay", "--plugin", plugin, a[0]], env={"NCCLSCOPE_DIR": b_dir, "NCCLSCOPE_EVENTS": "all"})
+        b = trace_files(b_dir)
+        ja, _ = convert(a, os.path.join(work, "a.json"))
+        jb, _ = convert(b, os.path.join(work, "b.json"))
+        ca, cb = canon(ja), canon(jb)
+        check(len(ca) > 100, "%s: only %d events" % (src, len(ca)))
+        check(len(ca) == len(cb), "%s: %d events, then %d" % (src, len(ca), len(cb)))
+        for i, (x, y) in enumerate(zip(ca, cb)):
+            check(x == y, "%s: event %d differs:\n  %s\n  %s" % (src, i, x, y))
+        if src.endswith(".nsc"):  # the source itself converts to the same events
+            js, _ = convert([src], os.path.join(work, "s.json"))
+            cs = canon(js)
+            check(len(cs) == len(ca), "%s: source has %d events, replay %d" % (src, len(cs), len(ca)))
+            for i, (x, y) in enumerate(zip(cs, ca)):
+                check(x[0:2] == y[0:2] and x[3:] == y[3:], "%s: event %d differs from the source:\n  %s\n  %s" % (src, i, x, y))
+        print("ok %s: %d events round-trip" % (os.path.basename(src), len(ca)))
+
+
+main()
