@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The main job. On a machine with NVIDIA GPUs and NCCL: the plugin under a real
+# NCCL run (bench/gpu/run_gpu_check.sh). Without a GPU: the real NCCL traces
+# recorded on 2 x H200 (tests/data) replayed through the real plugin, exactly
+# as NCCL would call it, then converted to Chrome trace JSON for Perfetto.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+for p in meson ninja-build libzstd-dev liburcu-dev pkg-config; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    exec bash bench/gpu/run_gpu_check.sh
+fi
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+OUT=${OUT:-ncclscope-demo}
+rm -rf "$OUT" && mkdir -p "$OUT"
+echo "No GPU here: replaying real NCCL 2.28.9 callback streams (2 x H200) through the plugin."
+for t in tests/data/*.nsc; do
+    name=$(basename "$t" .nsc)
+    NCCLSCOPE_DIR="$OUT/$name" NCCLSCOPE_EVENTS=all \
+        build/converter/ncclscope replay --plugin build/plugin/libnccl-profiler-ncclscope.so "$t"
+    build/converter/ncclscope info "$OUT/$name"/*.nsc
+    build/converter/ncclscope convert "$OUT/$name" -o "$OUT/$name.json"
+done
+echo "Open $OUT/*.json in https://ui.perfetto.dev (or chrome://tracing)."
