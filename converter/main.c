@@ -166,7 +166,7 @@ static int cmd_replay(int argc, char **argv) {
         fprintf(stderr, "ncclscope replay: expected --plugin <so> and one input file\n");
         return 1;
     }
-    char err[1024];
+    char err[1024] = "";
     struct nsc_script s;
     int rc = ends_with(input, ".tsv") ? nsc_script_from_tsv(&s, input, err, sizeof(err))
                                       : nsc_script_from_trace(&s, input, err, sizeof(err));

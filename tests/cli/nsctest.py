@@ -26,7 +26,7 @@ def check(cond, msg):
 def run(cmd, env=None, ok=(0,)):
     e = dict(os.environ)
     e.update(env or {})
-    p = subprocess.run(cmd, env=e, capture_output=True, text=True)
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, errors="replace")
     if p.returncode not in ok:
         fail("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
     return p
