@@ -1,6 +1,8 @@
 /* host.c - an NCCL stand-in for loading and driving profiler plugins. */
 #include "host.h"
 
+#include "nccl_v1_names.h"
+
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,26 +87,6 @@ int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, c
             ->init(ctx, mask, name, comm_id, nnodes, nranks, rank, host_logger);
     return ((const nsc_abi_profiler_v1 *)h->table)->init(ctx, mask);
 }
-
-/* Reverse of the plugin's v1 string tables, as NCCL's v1 adapter does. */
-static uint8_t v1_index(const char *s, const char *const *names, unsigned n, uint8_t dflt) {
-    if (s)
-        for (unsigned i = 0; i < n; i++)
-            if (strcmp(s, names[i]) == 0)
-                return (uint8_t)i;
-    return dflt;
-}
-static const char *const funcs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                    "AllReduce", "SendRecv", "Send", "Recv", "AlltoAll",
-                                    "Scatter", "Gather"};
-static const char *const dtypes[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",
-                                     "ncclInt64",   "ncclUint64",  "ncclFloat16", "ncclFloat32",
-                                     "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
-                                     "ncclFloat8e5m2"};
-static const char *const algos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                    "NVLS", "NVLS_TREE", "PAT"};
-static const char *const protos[] = {"LL", "LL128", "SIMPLE"};
-#define N(a) (sizeof(a) / sizeof(a[0]))
 
 /* Fields v2 and v3 share by name. */
 #define DOWN_V2V3(o, d)                                                                        \
@@ -228,21 +210,21 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
         if (d->type == NSC_ABI_COLL) {
             o.parentObj = d->coll.parentGroup;
             o.coll.seqNumber = d->coll.seqNumber;
-            o.coll.func = v1_index(d->coll.func, funcs, N(funcs), 6);
+            o.coll.func = nsc_v1_value(NSC_V1_FUNC, d->coll.func, 6);
             o.coll.sendBuff = d->coll.sendBuff;
             o.coll.recvBuff = d->coll.recvBuff;
             o.coll.count = d->coll.count;
             o.coll.root = d->coll.root;
-            o.coll.datatype = v1_index(d->coll.datatype, dtypes, N(dtypes), 8);
+            o.coll.datatype = nsc_v1_value(NSC_V1_DTYPE, d->coll.datatype, 8);
             o.coll.nMaxChannels = d->coll.nChannels;
             o.coll.nWarps = d->coll.nWarps;
-            o.coll.algo = v1_index(d->coll.algo, algos, N(algos), 6);
-            o.coll.proto = v1_index(d->coll.proto, protos, N(protos), 2);
+            o.coll.algo = nsc_v1_value(NSC_V1_ALGO, d->coll.algo, 6);
+            o.coll.proto = nsc_v1_value(NSC_V1_PROTO, d->coll.proto, 2);
         } else if (d->type == NSC_ABI_P2P) {
             o.parentObj = d->p2p.parentGroup;
-            o.p2p.func = v1_index(d->p2p.func, funcs, N(funcs), 6);
+            o.p2p.func = nsc_v1_value(NSC_V1_FUNC, d->p2p.func, 6);
             o.p2p.buff = d->p2p.buff;
-            o.p2p.datatype = v1_index(d->p2p.datatype, dtypes, N(dtypes), 8);
+            o.p2p.datatype = nsc_v1_value(NSC_V1_DTYPE, d->p2p.datatype, 8);
             o.p2p.count = d->p2p.count;
             o.p2p.peer = d->p2p.peer;
         } else if (d->type == NSC_ABI_PROXY_OP) {

@@ -207,11 +207,8 @@ int nsc_reader_next(struct nsc_reader *r, struct nsc_block *b) {
     b->offset = off;
     b->data = data;
     b->len = len;
-    if (gap) {
-        /* Report, but still hand out this block: the caller asks again. */
+    if (gap) /* reported, but the block is still handed out */
         fail(r, NSC_E_SEQUENCE, off, "expected block %u, found block %u (%d blocks lost)",
              expected, h.seq, (int)(h.seq - expected));
-        return 1;
-    }
     return 1;
 }

@@ -763,7 +763,6 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         }
     }
     jw_raw(&c.w, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-    int opened = 0;
     for (int i = 0; i < o->nfiles; i++) {
         struct file_ctx *f = &files[i];
         f->index = i;
@@ -774,7 +773,6 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             c.res.damaged++;
             continue;
         }
-        opened++;
         struct nsc_decode_ops ops = {
             .record = on_record, .comm = on_comm, .stats = on_stats, .error = on_error};
         nsc_decoder_run(&f->dec, &ops, &c);
@@ -829,7 +827,6 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(c.file_hosts);
     if (res)
         *res = c.res;
-    (void)opened;
     if (out_err)
         return 3;
     return c.res.damaged ? 2 : 0;

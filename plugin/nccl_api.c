@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "nccl_abi.h"
+#include "nccl_v1_names.h"
 #include "recorder.h"
 #include "session.h"
 
@@ -316,18 +317,6 @@ static nsc_abi_result init_v4(void **ctx, int *mask, const char *commName, uint6
 }
 
 /* ---- v1..v3: no comm information at init; rank from descriptors ---- */
-static const char *const v1_funcs[NSC_ABI_V1_NFUNCS] = {
-    "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
-    "Send",      "Recv",   "AlltoAll",  "Scatter",       "Gather"};
-static const char *const v1_dtypes[NSC_ABI_V1_NDTYPES] = {
-    "ncclInt8",    "ncclUint8",   "ncclInt32",    "ncclUint32",     "ncclInt64",     "ncclUint64",
-    "ncclFloat16", "ncclFloat32", "ncclFloat64",  "ncclBfloat16",   "ncclFloat8e4m3", "ncclFloat8e5m2"};
-static const char *const v1_algos[NSC_ABI_V1_NALGOS] = {
-    "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
-static const char *const v1_protos[NSC_ABI_V1_NPROTOS] = {"LL", "LL128", "SIMPLE"};
-
-#define NAME_OF(table, v) ((unsigned)(v) < sizeof(table) / sizeof(table[0]) ? table[v] : "?")
-
 /* Fields common to v1..v3 besides coll/p2p. */
 #define LIFT_COMMON(o, d)                                                                      \
     do {                                                                                       \
@@ -347,20 +336,20 @@ static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
     LIFT_COMMON(o, d);
     if (o->type == NSC_ABI_COLL) {
         d.coll.seqNumber = o->coll.seqNumber;
-        d.coll.func = NAME_OF(v1_funcs, o->coll.func);
+        d.coll.func = nsc_v1_name(NSC_V1_FUNC, o->coll.func);
         d.coll.sendBuff = o->coll.sendBuff;
         d.coll.recvBuff = o->coll.recvBuff;
         d.coll.count = o->coll.count;
         d.coll.root = o->coll.root;
-        d.coll.datatype = NAME_OF(v1_dtypes, o->coll.datatype);
+        d.coll.datatype = nsc_v1_name(NSC_V1_DTYPE, o->coll.datatype);
         d.coll.nChannels = o->coll.nMaxChannels;
         d.coll.nWarps = o->coll.nWarps;
-        d.coll.algo = NAME_OF(v1_algos, o->coll.algo);
-        d.coll.proto = NAME_OF(v1_protos, o->coll.proto);
+        d.coll.algo = nsc_v1_name(NSC_V1_ALGO, o->coll.algo);
+        d.coll.proto = nsc_v1_name(NSC_V1_PROTO, o->coll.proto);
     } else if (o->type == NSC_ABI_P2P) {
-        d.p2p.func = NAME_OF(v1_funcs, o->p2p.func);
+        d.p2p.func = nsc_v1_name(NSC_V1_FUNC, o->p2p.func);
         d.p2p.buff = o->p2p.buff;
-        d.p2p.datatype = NAME_OF(v1_dtypes, o->p2p.datatype);
+        d.p2p.datatype = nsc_v1_name(NSC_V1_DTYPE, o->p2p.datatype);
         d.p2p.count = o->p2p.count;
         d.p2p.peer = o->p2p.peer;
     }
