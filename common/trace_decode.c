@@ -1,6 +1,8 @@
 /* trace_decode.c - block payloads to records. */
 #include "trace_decode.h"
 
+#include "record_pack.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +113,36 @@ static void flush_held(struct nsc_decoder *d, const struct nsc_decode_ops *ops, 
     }
 }
 
+/* One record of writer thread ti: THREAD updates the thread, an EXT joins
+ * the START held for it, everything else is delivered. */
+static void on_record(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                      uint32_t ti, struct nsc_dthread *t, const struct nsc_rec *r) {
+    t->records++;
+    if (r->h.kind == NSC_REC_THREAD) {
+        flush_held(d, ops, ud, ti, t);
+        t->tid = r->h.aux;
+        memcpy(t->name, r->u.thread_name, 16);
+        t->name[16] = '\0';
+        t->known = 1;
+        deliver(d, ops, ud, ti, r, NULL);
+        return;
+    }
+    if (r->h.kind == NSC_REC_EXT) {
+        if (t->held && t->start.h.id == r->h.id) {
+            t->held = 0;
+            deliver(d, ops, ud, ti, &t->start, r);
+        }
+        return; /* an EXT without its START was dropped with it */
+    }
+    flush_held(d, ops, ud, ti, t);
+    if (r->h.kind == NSC_REC_START && (r->h.flags & NSC_RF_HAS_EXT)) {
+        t->start = *r;
+        t->held = 1;
+        return;
+    }
+    deliver(d, ops, ud, ti, r, NULL);
+}
+
 static void on_chunk(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
                      const struct nsc_block *b) {
     const unsigned char *p = b->data, *end = p + b->len;
@@ -135,31 +167,47 @@ static void on_chunk(struct nsc_decoder *d, const struct nsc_decode_ops *ops, vo
         for (uint32_t i = 0; i < seg.nrecords; i++, p += NSC_REC_SIZE) {
             struct nsc_rec r;
             memcpy(&r, p, sizeof(r));
-            t->records++;
-            if (r.h.kind == NSC_REC_THREAD) {
-                flush_held(d, ops, ud, seg.thread, t);
-                t->tid = r.h.aux;
-                memcpy(t->name, r.u.thread_name, 16);
-                t->name[16] = '\0';
-                t->known = 1;
-                deliver(d, ops, ud, seg.thread, &r, NULL);
-                continue;
-            }
-            if (r.h.kind == NSC_REC_EXT) {
-                if (t->held && t->start.h.id == r.h.id) {
-                    t->held = 0;
-                    deliver(d, ops, ud, seg.thread, &t->start, &r);
-                }
-                continue; /* an EXT without its START was dropped with it */
-            }
-            flush_held(d, ops, ud, seg.thread, t);
-            if (r.h.kind == NSC_REC_START && (r.h.flags & NSC_RF_HAS_EXT)) {
-                t->start = r;
-                t->held = 1;
-                continue;
-            }
-            deliver(d, ops, ud, seg.thread, &r, NULL);
+            on_record(d, ops, ud, seg.thread, t, &r);
         }
+    }
+}
+
+static void on_packed(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
+                      const struct nsc_block *b) {
+    const unsigned char *p = b->data, *end = p + b->len;
+    d->chunks++;
+    while (p < end) {
+        struct nsc_packed_segment seg;
+        if ((size_t)(end - p) < sizeof(seg)) {
+            bad_payload(d, ops, ud, b, "chunk ends inside a segment header");
+            return;
+        }
+        memcpy(&seg, p, sizeof(seg));
+        p += sizeof(seg);
+        if (seg.nbytes > (size_t)(end - p)) {
+            bad_payload(d, ops, ud, b, "segment longer than its chunk");
+            return;
+        }
+        struct nsc_dthread *t = thread_of(d, seg.thread);
+        if (!t) {
+            bad_payload(d, ops, ud, b, "segment names an impossible thread index");
+            return;
+        }
+        const unsigned char *q = p, *seg_end = p + seg.nbytes;
+        struct nsc_pack_state ps;
+        nsc_pack_reset(&ps);
+        for (uint32_t i = 0; i < seg.nrecords; i++) {
+            struct nsc_rec r;
+            if (nsc_unpack_record(&ps, &q, seg_end, &r) != 0) {
+                char what[128];
+                snprintf(what, sizeof(what), "segment of thread %u: record %u of %u is not a packed record",
+                         seg.thread, i, seg.nrecords);
+                bad_payload(d, ops, ud, b, what);
+                break; /* the next segment starts at a known place */
+            }
+            on_record(d, ops, ud, seg.thread, t, &r);
+        }
+        p = seg_end;
     }
 }
 
@@ -265,6 +313,9 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
             break;
         case NSC_BLK_CHUNK:
             on_chunk(d, ops, ud, &b);
+            break;
+        case NSC_BLK_PACKED:
+            on_packed(d, ops, ud, &b);
             break;
         case NSC_BLK_STATS: {
             struct nsc_stats_header h;

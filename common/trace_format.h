@@ -1,5 +1,5 @@
 /*
- * trace_format.h - the ncclscope trace file, format version 1.
+ * trace_format.h - the ncclscope trace file, format version 2.
  * docs/format.md is the written specification with byte tables and the
  * changelog; this header is its C form and must agree with it.
  *
@@ -24,7 +24,8 @@
 #include <stdint.h>
 
 #define NSC_FILE_MAGIC "NCCLSCP1" /* 8 bytes, no terminator on disk */
-#define NSC_FORMAT_VERSION 1u
+#define NSC_FORMAT_VERSION 2u     /* written */
+#define NSC_FORMAT_VERSION_MIN 1u /* still read: v1 has no PACKED chunks */
 #define NSC_BLOCK_MAGIC 0x4b4c4253u /* "SBLK" */
 #define NSC_FILE_SUFFIX ".nsc"
 
@@ -43,7 +44,8 @@ enum nsc_block_type {
     NSC_BLK_CHUNK = 5,   /* (struct nsc_segment, records)[] */
     NSC_BLK_STATS = 6,   /* struct nsc_stats_header, struct nsc_thread_stats[] */
     NSC_BLK_END = 7,     /* empty: the session ended cleanly */
-    NSC_BLK_TYPE_MAX = 7
+    NSC_BLK_PACKED = 8,  /* (struct nsc_packed_segment, packed records)[] (v2) */
+    NSC_BLK_TYPE_MAX = 8
 };
 
 #define NSC_BLK_F_ZSTD 0x1
@@ -111,6 +113,14 @@ _Static_assert(sizeof(struct nsc_comm_info) == 128, "comm info");
 struct nsc_segment {
     uint32_t thread;   /* writer thread index within the process */
     uint32_t nrecords; /* 64-byte records following */
+};
+
+/* A PACKED chunk's segment: nrecords records of one writer thread in
+ * nbytes of record_pack.h's encoding. */
+struct nsc_packed_segment {
+    uint32_t thread;
+    uint32_t nrecords;
+    uint32_t nbytes;
 };
 
 struct nsc_stats_header {

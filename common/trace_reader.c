@@ -31,10 +31,11 @@ static enum nsc_result check_header(struct nsc_reader *r) {
                  r->path, nsc_result_str(NSC_E_NOT_TRACE), NSC_FILE_MAGIC);
         return NSC_E_NOT_TRACE;
     }
-    if (fh.format_version != NSC_FORMAT_VERSION || fh.header_size < sizeof(fh) ||
+    if (fh.format_version < NSC_FORMAT_VERSION_MIN || fh.format_version > NSC_FORMAT_VERSION ||
+        fh.header_size < sizeof(fh) ||
         fh.header_size > 4096) {
         snprintf(r->err, sizeof(r->err),
-                 "%s: offset 8: %s: format version %u (this reader knows version %u); "
+                 "%s: offset 8: %s: format version %u (this reader knows versions 1 to %u); "
                  "use a newer ncclscope",
                  r->path, nsc_result_str(NSC_E_VERSION), fh.format_version, NSC_FORMAT_VERSION);
         return NSC_E_VERSION;

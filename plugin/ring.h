@@ -40,6 +40,7 @@
 #include "trace_format.h"
 
 #define NSC_CACHELINE 64
+#define NSC_RING_PREFETCH 8 /* records ahead of the writer prefetched for writing */
 
 struct nsc_ring {
     /* producer-hot: written by the producer on every commit */
@@ -69,6 +70,10 @@ static inline uint64_t ring_reserve(struct nsc_ring *r, unsigned n) {
         if (head + n - r->cached_tail > cap)
             return UINT64_MAX;
     }
+    /* The slots ahead were last read by the flusher on another core: ask
+     * for them in exclusive state now, so the stores of the records to come
+     * do not wait for that core to let go of the line. */
+    __builtin_prefetch(&r->slots[(head + NSC_RING_PREFETCH) & r->mask], 1, 3);
     return head;
 }
 
