@@ -128,11 +128,11 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
     const nsc_abi_profiler_v5 *t = h->table; /* startEvent sits at the same offset in all */
     switch (h->version) {
     case 6:
-    case 5: {
-        nsc_abi_descr_v6 c = *d;
-        t->startEvent(ctx, handle, &c);
+    case 5:
+        /* NCCL hands its own descriptor over as is; so do we (a copy would
+         * add its cost to every benchmarked start). Plugins only read it. */
+        t->startEvent(ctx, handle, (void *)(uintptr_t)d);
         return 1;
-    }
     case 4: {
         nsc_abi_descr_v4 o;
         memset(&o, 0, sizeof(o));

@@ -118,6 +118,7 @@ struct replay {
     size_t *first;     /* first call of each thread (unused after start) */
     struct nsc_replay_stats st;
     int pid;
+    const struct nsc_replay_probe *probe;
 };
 
 struct worker {
@@ -159,7 +160,11 @@ static void run_call(struct replay *r, const struct nsc_call *c) {
                 d.p2p.parentGroup = hmap_get(&r->handles, c->parent_group);
             else if (d.type == NSC_ABI_NET_PLUGIN && d.netPlugin.data)
                 d.netPlugin.data = (void *)(uintptr_t)&c->net;
-            if (nsc_host_start(h, r->ctx[c->comm], &handle, &d)) {
+            uint64_t t0 = r->probe ? r->probe->clock() : 0;
+            int delivered = nsc_host_start(h, r->ctx[c->comm], &handle, &d);
+            if (r->probe && delivered)
+                r->probe->sample(r->probe->ud, c->thread, NSC_CALL_START, r->probe->clock() - t0);
+            if (delivered) {
                 r->st.delivered++;
                 if (!handle)
                     r->st.null_handles++;
@@ -171,11 +176,21 @@ static void run_call(struct replay *r, const struct nsc_call *c) {
         break;
     }
     case NSC_CALL_STOP:
-        nsc_host_stop(h, hmap_get(&r->handles, c->id));
+    case NSC_CALL_STATE: {
+        void *handle = hmap_get(&r->handles, c->id);
+        if (!handle)
+            break; /* NCCL makes no call for an event the plugin did not take */
+        uint64_t t0 = r->probe ? r->probe->clock() : 0;
+        int delivered = 1;
+        if (c->kind == NSC_CALL_STOP)
+            nsc_host_stop(h, handle);
+        else
+            delivered = nsc_host_state(h, handle, c->state, c->arg);
+        if (r->probe && delivered)
+            r->probe->sample(r->probe->ud, c->thread, (enum nsc_call_kind)c->kind,
+                             r->probe->clock() - t0);
         break;
-    case NSC_CALL_STATE:
-        nsc_host_state(h, hmap_get(&r->handles, c->id), c->state, c->arg);
-        break;
+    }
     case NSC_CALL_FINALIZE:
         nsc_host_finalize(h, r->ctx[c->comm]);
         r->ctx[c->comm] = NULL;
@@ -204,8 +219,15 @@ static void *worker_main(void *arg) {
 
 int nsc_replay_run(const struct nsc_host *h, const struct nsc_script *s,
                    struct nsc_replay_stats *st, char *err, size_t errlen) {
+    return nsc_replay_run_probed(h, s, NULL, st, err, errlen);
+}
+
+int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
+                          const struct nsc_replay_probe *probe, struct nsc_replay_stats *st,
+                          char *err, size_t errlen) {
     struct replay r;
     memset(&r, 0, sizeof(r));
+    r.probe = probe;
     r.h = h;
     r.s = s;
     r.pid = (int)getpid();

@@ -77,4 +77,17 @@ struct nsc_replay_stats {
 int nsc_replay_run(const struct nsc_host *h, const struct nsc_script *s,
                    struct nsc_replay_stats *st, char *err, size_t errlen);
 
+/* For the benchmark: times every start, stop and state call delivered to
+ * the plugin. `clock` is read right before and right after the plugin call
+ * (nothing else of the engine's work is inside), then `sample` gets the
+ * difference, on the calling replay thread. */
+struct nsc_replay_probe {
+    uint64_t (*clock)(void);
+    void (*sample)(void *ud, uint32_t thread, enum nsc_call_kind kind, uint64_t elapsed);
+    void *ud;
+};
+int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
+                          const struct nsc_replay_probe *probe, struct nsc_replay_stats *st,
+                          char *err, size_t errlen);
+
 #endif /* NSC_REPLAY_H */

@@ -1,28 +1,15 @@
 #!/usr/bin/env bash
 # The plugin under a real NCCL run (issue 2's GPU check). Runs on a GPU
 # machine from the repository root; writes logs and small traces to $OUT.
-#   NCCL_HOME   prefix with include/nccl.h and lib/libnccl.so* (default: the
-#               PyTorch wheel's copy on the device machines)
-#   DEPS        prefix with zstd headers/library when the machine lacks -dev packages
+#   NCCL_HOME, DEPS as in build_gpu.sh
 #   ITERS       operations per kind for the long run (default 25000: 4 kinds
 #               = 100k operations per rank)
 set -euo pipefail
 OUT=${OUT:-/tmp/ncclscope-gpu}
-NCCL_HOME=${NCCL_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
 ITERS=${ITERS:-25000}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0
-export LD_LIBRARY_PATH="$NCCL_HOME/lib:${DEPS:+$DEPS/lib:}${LD_LIBRARY_PATH:-}"
-opts=(-Dnccl_root="$NCCL_HOME" -Dgpu=enabled)
-[ -n "${DEPS:-}" ] && opts+=(-Ddeps_prefix="$DEPS")
-MESON=meson; command -v meson >/dev/null || MESON="python3 -m mesonbuild.mesonmain"
-NINJA=ninja; command -v ninja >/dev/null || NINJA="python3 -m ninja"
-$MESON setup build-gpu "${opts[@]}" >"$OUT/setup.log" 2>&1 || { cat "$OUT/setup.log"; exit 1; }
-$NINJA -C build-gpu >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-PLUGIN=$PWD/build-gpu/plugin/libnccl-profiler-ncclscope.so
-CLI=$PWD/build-gpu/converter/ncclscope
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/build_gpu.sh"
 DRIVER=$PWD/build-gpu/bench/gpu/nccl-driver
-NG=$(nvidia-smi -L | wc -l)
 
 run() { # name, env..., -- driver args
     local name=$1; shift

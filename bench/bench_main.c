@@ -1,0 +1,360 @@
+/*
+ * bench_main.c - ncclscope-bench: the callback-latency benchmark.
+ *
+ *   ncclscope-bench [--plugin SO]... [--mix NAME[,NAME]... | --replay DIR]
+ *                   [--threads N] [--seconds S] [--version vN] [--events MASK]
+ *                   [--rate EV_PER_S] [--json FILE] [--keep-traces]
+ *
+ * Plugins default to the reference empty plugin and ncclscope from this
+ * build, side by side. Thread counts run 1, 2, 4, ... up to N (default 16).
+ * docs/benchmarks.md explains the timing method.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_run.h"
+#include "cycle_timer.h"
+#include "replay.h"
+#include "tsv_recording.h"
+#include "version.h"
+
+#define MAX_PLUGINS 8
+#define MAX_MIXES 8
+#define MAX_SCRIPTS 64
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: ncclscope-bench [--plugin SO]... [--mix NAME[,NAME...] | --replay DIR]\n"
+            "                       [--threads N] [--seconds S] [--version vN] [--events MASK]\n"
+            "                       [--rate EV_PER_S] [--json FILE] [--keep-traces]\n"
+            "  --plugin SO     profiler plugin to load like NCCL does (repeatable;\n"
+            "                  default: the empty reference plugin and ncclscope)\n"
+            "  --mix NAME      allreduce64, allreduce1m, network (default: all three)\n"
+            "  --replay DIR    replay every recording (*.tsv) and ncclscope trace (*.nsc)\n"
+            "                  under DIR with its threads, descriptors and parent links\n"
+            "  --threads N     writer threads: runs 1, 2, 4, ... and N (default 16)\n"
+            "  --thread-counts A,B,...  exactly these writer thread counts\n"
+            "  --seconds S     per configuration (default 2)\n"
+            "  --version vN    force ncclProfiler_vN (default: newest the plugin has)\n"
+            "  --events MASK   NCCLSCOPE_EVENTS for both plugins (default: all)\n"
+            "  --rate R        events per second per writer thread (default: flat out)\n"
+            "  --json FILE     one object per (plugin, workload, kind, threads)\n"
+            "  --keep-traces   leave ncclscope's trace files in /tmp\n");
+}
+
+/* The plugins next to this executable in the build tree. */
+static void default_plugins(const char **plugins, int *n) {
+    static char empty[PATH_MAX + 64], scope[PATH_MAX + 64];
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (len <= 0)
+        return;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    snprintf(empty, sizeof(empty), "%s/libnccl-profiler-empty.so", exe);
+    snprintf(scope, sizeof(scope), "%s/../plugin/libnccl-profiler-ncclscope.so", exe);
+    plugins[(*n)++] = empty;
+    plugins[(*n)++] = scope;
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+struct script_entry {
+    char name[256];
+    struct nsc_script s;
+};
+
+/* Every *.tsv / *.nsc directly in dir or one level below (recordings keep
+ * one folder per run). */
+static int load_scripts(const char *dir, int depth, struct script_entry *out, int *n) {
+    DIR *dp = opendir(dir);
+    if (!dp) {
+        fprintf(stderr, "ncclscope-bench: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *de;
+    char **names = NULL;
+    size_t nn = 0;
+    while ((de = readdir(dp))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char **m = realloc(names, (nn + 1) * sizeof(*m));
+        if (!m)
+            break;
+        names = m;
+        names[nn++] = strdup(de->d_name);
+    }
+    closedir(dp);
+    /* sorted, so tables come out in a stable order */
+    for (size_t i = 1; i < nn; i++)
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    int rc = 0;
+    for (size_t i = 0; i < nn; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        DIR *sub = depth == 0 ? opendir(path) : NULL;
+        if (sub) {
+            closedir(sub);
+            if (load_scripts(path, 1, out, n) != 0)
+                rc = -1;
+        } else if ((ends_with(names[i], ".tsv") || ends_with(names[i], ".nsc")) && *n < MAX_SCRIPTS) {
+            struct script_entry *e = &out[*n];
+            char err[1024];
+            int r = ends_with(names[i], ".tsv") ? nsc_script_from_tsv(&e->s, path, err, sizeof(err))
+                                                : nsc_script_from_trace(&e->s, path, err, sizeof(err));
+            if (r != 0 || e->s.ncalls == 0) {
+                fprintf(stderr, "ncclscope-bench: %s: %s\n", path, r ? err : "no calls");
+                rc = -1;
+            } else {
+                const char *base = strrchr(dir, '/');
+                snprintf(e->name, sizeof(e->name), "%s/%s", depth ? (base ? base + 1 : dir) : ".",
+                         names[i]);
+                (*n)++;
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+static double q_ns(const struct lat_hist *h, double q) { return (double)lat_hist_quantile(h, q) / 16.0; }
+
+static void print_header(const char *workload, const struct bench_result *r) {
+    printf("\n== %s ==  floor: rdtsc %.1f ns, clock_gettime %.1f ns, empty call through a table %.1f ns\n",
+           workload, r->floor_tsc_ns, r->floor_clock_gettime_ns, r->floor_call_ns);
+    printf("%-10s %3s %4s %-6s %9s %9s %9s %9s %9s %7s %7s %11s %14s %8s %7s %9s %6s\n", "plugin",
+           "ver", "thr", "kind", "p50(ns)", "p50/tsc", "p99(ns)", "p99/tsc", "p99.9(ns)", "max(us)",
+           "worst50", "Mev/s/thr", "kept/offered", "B/event", "RSS MiB", "bg cores", "");
+}
+
+static void print_rows(const struct bench_config *cfg, const struct bench_result *r) {
+    uint64_t kept = r->events_offered - r->events_null -
+                    (r->have_trace ? r->trace_drop_events : 0);
+    double mev = (double)r->events_offered / r->wall_s / 1e6 / (cfg->script ? 1 : cfg->threads);
+    for (int k = 0; k < MIX_KINDS; k++) {
+        if (!r->calls[k])
+            continue;
+        /* Mixes: the median is the batch method's; replays have single-call
+         * samples only. */
+        const struct lat_hist *med = cfg->script ? &r->single[k] : &r->batch[k];
+        double p50 = q_ns(med, 0.5), p99 = q_ns(&r->single[k], 0.99);
+        char ratio[32];
+        snprintf(ratio, sizeof(ratio), "%llu/%llu", (unsigned long long)kept,
+                 (unsigned long long)r->events_offered);
+        char bpe[16] = "-";
+        if (r->have_trace && kept)
+            snprintf(bpe, sizeof(bpe), "%.2f", (double)r->trace_bytes / (double)kept);
+        printf("%-10s %3d %4d %-6s %9.1f %9.2f %9.1f %9.2f %9.1f %7.1f %7.1f %11.2f %14s %8s %7.1f %9.2f %6s\n",
+               r->plugin_name, r->version, cfg->script ? 0 : cfg->threads, mix_kind_name[k], p50,
+               p50 / r->floor_tsc_ns, p99, p99 / r->floor_tsc_ns, q_ns(&r->single[k], 0.999),
+               (double)r->single[k].max / 16.0 / 1000.0,
+               cfg->script ? p50 : r->worst_thread_p50_ns[k], mev, ratio, bpe,
+               (double)r->rss_growth_kib / 1024.0, r->background_cores,
+               kept == r->events_offered && !r->trace_damage ? "" : "LOSS");
+    }
+}
+
+static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const char *workload,
+                      const struct bench_result *r) {
+    uint64_t dropped = r->events_null + (r->have_trace ? r->trace_drop_events : 0);
+    uint64_t kept = r->events_offered - dropped;
+    for (int k = 0; k < MIX_KINDS; k++) {
+        if (!r->calls[k])
+            continue;
+        const struct lat_hist *med = cfg->script ? &r->single[k] : &r->batch[k];
+        fprintf(f,
+                "%s\n  {\"plugin\": \"%s\", \"plugin_path\": \"%s\", \"version\": %d, \"workload\": \"%s\", "
+                "\"kind\": \"%s\", \"threads\": %d, \"p50_ns\": %.2f, \"p99_ns\": %.2f, "
+                "\"p999_ns\": %.2f, \"max_ns\": %.2f, \"single_p50_ns\": %.2f, "
+                "\"worst_thread_p50_ns\": %.2f, \"calls\": %llu, "
+                "\"events_per_s\": %.0f, \"events_offered\": %llu, \"events_kept\": %llu, "
+                "\"drops\": %llu, \"floor_ns\": %.2f, \"floor_clock_gettime_ns\": %.2f, "
+                "\"floor_call_ns\": %.2f, \"rss_growth_kib\": %ld, \"background_cores\": %.3f, "
+                "\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"trace_damage\": %llu}",
+                *first ? "" : ",", r->plugin_name, cfg->plugin, r->version, workload,
+                mix_kind_name[k], cfg->script ? 0 : cfg->threads, q_ns(med, 0.5),
+                q_ns(&r->single[k], 0.99), q_ns(&r->single[k], 0.999),
+                (double)r->single[k].max / 16.0, q_ns(&r->single[k], 0.5),
+                cfg->script ? q_ns(med, 0.5) : r->worst_thread_p50_ns[k],
+                (unsigned long long)r->calls[k],
+                (double)r->events_offered / r->wall_s / (cfg->script ? 1 : cfg->threads),
+                (unsigned long long)r->events_offered, (unsigned long long)kept,
+                (unsigned long long)dropped, r->floor_tsc_ns, r->floor_clock_gettime_ns,
+                r->floor_call_ns, r->rss_growth_kib, r->background_cores,
+                (unsigned long long)r->trace_bytes,
+                r->have_trace && kept ? (double)r->trace_bytes / (double)kept : 0.0,
+                (unsigned long long)r->trace_damage);
+        *first = 0;
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *plugins[MAX_PLUGINS];
+    int nplugins = 0;
+    const char *mixes[MAX_MIXES];
+    int nmixes = 0;
+    const char *replay_dir = NULL, *json_path = NULL, *events = "all";
+    int max_threads = 16, version = 0, keep = 0;
+    int counts[32], ncounts = 0;
+    double seconds = 2.0, rate = 0;
+    static char mixbuf[256];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--keep-traces")) {
+            keep = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "ncclscope-bench: %s needs a value\n", a);
+            usage(stderr);
+            return 1;
+        }
+        i++;
+        if (!strcmp(a, "--plugin")) {
+            if (nplugins < MAX_PLUGINS)
+                plugins[nplugins++] = v;
+        } else if (!strcmp(a, "--mix")) {
+            snprintf(mixbuf, sizeof(mixbuf), "%s", v);
+            for (char *t = strtok(mixbuf, ","); t && nmixes < MAX_MIXES; t = strtok(NULL, ","))
+                mixes[nmixes++] = t;
+        } else if (!strcmp(a, "--replay")) {
+            replay_dir = v;
+        } else if (!strcmp(a, "--threads")) {
+            max_threads = atoi(v);
+        } else if (!strcmp(a, "--thread-counts")) {
+            char buf[256];
+            snprintf(buf, sizeof(buf), "%s", v);
+            for (char *t = strtok(buf, ","); t && ncounts < 32; t = strtok(NULL, ","))
+                counts[ncounts++] = atoi(t);
+        } else if (!strcmp(a, "--seconds")) {
+            seconds = atof(v);
+        } else if (!strcmp(a, "--version")) {
+            version = atoi(v[0] == 'v' ? v + 1 : v);
+        } else if (!strcmp(a, "--events")) {
+            events = v;
+        } else if (!strcmp(a, "--rate")) {
+            rate = atof(v);
+        } else if (!strcmp(a, "--json")) {
+            json_path = v;
+        } else {
+            fprintf(stderr, "ncclscope-bench: unknown option %s\n", a);
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (max_threads < 1 || max_threads > 1024 || seconds <= 0 || version < 0 || version > 6) {
+        fprintf(stderr, "ncclscope-bench: --threads 1..1024, --seconds > 0, --version v1..v6\n");
+        return 1;
+    }
+    for (int i = 0; i < ncounts; i++)
+        if (counts[i] < 1 || counts[i] > 1024) {
+            fprintf(stderr, "ncclscope-bench: --thread-counts: 1..1024 each\n");
+            return 1;
+        }
+    if (ncounts == 0) {
+        for (int t = 1; t < max_threads; t *= 2)
+            counts[ncounts++] = t;
+        counts[ncounts++] = max_threads;
+    }
+    if (nplugins == 0)
+        default_plugins(plugins, &nplugins);
+    if (nplugins == 0) {
+        fprintf(stderr, "ncclscope-bench: --plugin is required (no build-tree plugins found)\n");
+        return 1;
+    }
+    if (nmixes == 0 && !replay_dir) {
+        mixes[nmixes++] = "allreduce64";
+        mixes[nmixes++] = "allreduce1m";
+        mixes[nmixes++] = "network";
+    }
+    for (int i = 0; i < nmixes; i++) {
+        struct mix_op probe;
+        if (mix_build(&probe, mixes[i]) != 0) {
+            fprintf(stderr, "ncclscope-bench: unknown mix '%s' (allreduce64, allreduce1m, network)\n",
+                    mixes[i]);
+            return 1;
+        }
+    }
+    static struct script_entry scripts[MAX_SCRIPTS];
+    int nscripts = 0;
+    if (replay_dir && (load_scripts(replay_dir, 0, scripts, &nscripts) != 0 || nscripts == 0)) {
+        fprintf(stderr, "ncclscope-bench: %s: no usable recording or trace\n", replay_dir);
+        return 1;
+    }
+    setenv("NCCLSCOPE_EVENTS", events, 1);
+    cycle_calibrate();
+
+    FILE *jf = NULL;
+    if (json_path && !(jf = fopen(json_path, "w"))) {
+        fprintf(stderr, "ncclscope-bench: %s: %s\n", json_path, strerror(errno));
+        return 3;
+    }
+    if (jf)
+        fprintf(jf, "[");
+    int first = 1, failures = 0;
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    printf("ncclscope-bench %s on %s, %ld CPUs online, TSC %.3f GHz, fenced-read overhead %.1f ns, "
+           "events=%s, %.1f s per configuration\n",
+           NSC_VERSION, host, sysconf(_SC_NPROCESSORS_ONLN), 1.0 / cycle_ns_per_tick(),
+           (double)cycle_fence_overhead() * cycle_ns_per_tick(), events, seconds);
+
+    int nworkloads = replay_dir ? nscripts : nmixes;
+    for (int w = 0; w < nworkloads; w++) {
+        const char *wname = replay_dir ? scripts[w].name : mixes[w];
+        int header = 0;
+        int ntc = replay_dir ? 1 : ncounts;
+        for (int c = 0; c < ntc; c++)
+            for (int p = 0; p < nplugins; p++) {
+                struct bench_config cfg = {
+                    .plugin = plugins[p], .version = version, .threads = counts[c],
+                    .seconds = seconds, .rate = rate, .keep_traces = keep,
+                    .mix = replay_dir ? NULL : mixes[w],
+                    .script = replay_dir ? &scripts[w].s : NULL, .script_name = wname};
+                struct bench_result res;
+                char err[1024];
+                if (bench_run(&cfg, &res, err, sizeof(err)) != 0) {
+                    fprintf(stderr, "ncclscope-bench: %s, %s, %d threads: %s\n", plugins[p], wname,
+                            counts[c], err);
+                    failures++;
+                    continue;
+                }
+                if (!header) {
+                    print_header(wname, &res);
+                    header = 1;
+                }
+                print_rows(&cfg, &res);
+                fflush(stdout);
+                if (jf)
+                    json_rows(jf, &first, &cfg, wname, &res);
+            }
+    }
+    if (jf) {
+        fprintf(jf, "\n]\n");
+        fclose(jf);
+    }
+    for (int i = 0; i < nscripts; i++)
+        nsc_script_free(&scripts[i].s);
+    return failures ? 3 : 0;
+}
