@@ -95,10 +95,11 @@ static void pin(const struct shared *sh, int index) {
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-static void pace(const struct shared *sh, const struct mix_runner *r, double rate) {
+/* Holds a writer to `rate` events per second from its own start t0. */
+static void pace(const struct shared *sh, const struct mix_runner *r, double rate, uint64_t t0) {
     if (rate <= 0)
         return;
-    uint64_t due = sh->t_start_ns + (uint64_t)((double)r->events_offered / rate * 1e9);
+    uint64_t due = t0 + (uint64_t)((double)r->events_offered / rate * 1e9);
     for (;;) {
         uint64_t now = cycle_mono_ns();
         if (now >= due || atomic_load_explicit(&sh->stop, memory_order_relaxed))
@@ -134,11 +135,11 @@ static void *writer_main(void *arg) {
     double npt = cycle_ns_per_tick();
 
     pthread_barrier_wait(&sh->go);
-    uint64_t cpu0 = thread_cpu_ns();
+    uint64_t cpu0 = thread_cpu_ns(), t0 = cycle_mono_ns();
     while (r->ctx && !atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
         mix_run_grouped(r, npt);
         mix_run_natural(r, npt);
-        pace(sh, r, cfg->rate);
+        pace(sh, r, cfg->rate, t0);
     }
     w->cpu_ns = thread_cpu_ns() - cpu0;
     pthread_barrier_wait(&sh->done); /* main measures RSS with every event still live */

@@ -8,13 +8,20 @@
 #      the default mask: the traces must be complete with zero drops.
 #   D. A 4-process run (one process per GPU) recorded with every event: the
 #      multi-process trace the converter tests use.
-#   E. The callback harness on this machine's cores (1..16 writer threads).
+#   P. 64 B all_reduce only, ROUNDS_P (8) interleaved rounds of 20000
+#      operations per configuration: the small-message ratios with less noise.
+#   E. The callback harness on this machine's cores (1..16 writer threads),
+#      flat out and at a rate every thread can sustain.
+# PHASES picks phases (default "A B C D P E").
 # Then bench/gpu/overhead_report.py prints the ratios. Results go to $OUT.
 #   OUT, NCCL_HOME, DEPS as in build_gpu.sh; REPEATS (3); LONG_OPS (1000000).
 set -euo pipefail
 OUT=${OUT:-/tmp/ncclscope-overhead}
 REPEATS=${REPEATS:-3}
 LONG_OPS=${LONG_OPS:-1000000}
+ROUNDS_P=${ROUNDS_P:-8}
+PHASES=${PHASES:-A B C D P E}
+has() { [[ " $PHASES " == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/build_gpu.sh"
 BENCH=$PWD/build-gpu/bench/gpu/nccl-bench
@@ -47,8 +54,10 @@ bench() { # tsv cfg extra-env -- args
     rm -rf "$dir"
 }
 
-echo "== A: NVLink sweep, $REPEATS rounds"
 : >"$OUT/sweep.tsv"
+: >"$OUT/net.tsv"
+if has A; then
+echo "== A: NVLink sweep, $REPEATS rounds"
 for r in $(seq "$REPEATS"); do
     for c in none empty_default empty_default_kch empty_all scope_default scope_all; do
         bench "$OUT/sweep.tsv" "$c" "" --min 64 --max 256M --factor 4 --iters 2000 --repeats 1
@@ -56,8 +65,9 @@ for r in $(seq "$REPEATS"); do
     echo "round $r done ($(wc -l <"$OUT/sweep.tsv") lines)"
 done
 
+fi
+if has B; then
 echo "== B: network path"
-: >"$OUT/net.tsv"
 for r in 1 2; do
     for c in none empty_all scope_default scope_all; do
         bench "$OUT/net.tsv" "$c" "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1" \
@@ -65,8 +75,18 @@ for r in 1 2; do
     done
 done
 
+fi
+if has P; then
+echo "== P: 64 B all_reduce, $ROUNDS_P rounds"
+for r in $(seq "$ROUNDS_P"); do
+    for c in none empty_default empty_default_kch empty_all scope_default scope_all; do
+        bench "$OUT/sweep.tsv" "$c" "" --ops ar --min 64 --max 64 --iters 20000 --warmup 200 --repeats 1
+    done
+done
+fi
 { cat "$LOGS/machine.txt"; python3 "$here/overhead_report.py" "$OUT/sweep.tsv" "$OUT/net.tsv"; } | tee "$OUT/report.txt"
 
+if has C; then
 echo "== C: $LONG_OPS all_reduces of 64 B per rank"
 : >"$OUT/long.txt"
 for c in scope_all scope_default; do
@@ -80,6 +100,8 @@ for c in scope_all scope_default; do
     rm -rf "$dir"
 done
 
+fi
+if has D; then
 echo "== D: 4-process trace"
 dir=/tmp/nsc-procs4
 rm -rf "$dir"
@@ -87,10 +109,14 @@ env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLSCOPE_EVENTS=all NCCLSCOPE_DIR="$dir" "$B
     --tag procs --ops ar,ag,rs,bc,sr --min 1K --max 1M --factor 32 --iters 20 --warmup 2 --repeats 1 \
     >"$LOGS/procs4.tsv" 2>"$LOGS/procs4.err" || tail -5 "$LOGS/procs4.err"
 tar -C "$dir" -czf "$OUT/procs4.tar.gz" .
-
+fi
+if has E; then
 echo "== E: callback harness"
 "$PWD/build-gpu/bench/ncclscope-bench" --threads 16 --seconds 0.5 --json "$OUT/harness.json" >"$OUT/harness.txt" 2>&1 || true
-"$PWD/build-gpu/bench/ncclscope-bench" --thread-counts 1,16 --seconds 1 --rate 2e6 --mix allreduce64 >>"$OUT/harness.txt" 2>&1 || true
+# a rate the single flusher sustains for 16 writers together: every event kept
+"$PWD/build-gpu/bench/ncclscope-bench" --threads 16 --seconds 1 --rate 2e5 \
+    --json "$OUT/harness_rate.json" >>"$OUT/harness.txt" 2>&1 || true
+fi
 
 tar -C "$LOGS" -czf "$OUT/logs.tar.gz" . 
 rm -f "$OUT/setup.log" "$OUT/build.log"
