@@ -55,6 +55,7 @@ struct file_ctx {
     uint32_t ntstats;
     int have_stats;
     uint64_t last_ns;
+    int64_t shift_ns;     /* onto the merged timeline */
     uint32_t *comm_named; /* per serial: process_name written */
     size_t ncomm_named;
 };
@@ -544,7 +545,7 @@ static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const st
     jw_raw(&c->w, ",\"tid\":");
     jw_u64(&c->w, t ? t->tid : 0);
     jw_raw(&c->w, ",\"ts\":");
-    jw_us(&c->w, nsc_decoder_mono_ns(&f->dec, r->h.ticks));
+    jw_us(&c->w, (uint64_t)((int64_t)nsc_decoder_mono_ns(&f->dec, r->h.ticks) + f->shift_ns));
     jw_raw(&c->w, "}");
 }
 
@@ -552,7 +553,7 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
                       const struct nsc_rec *ext) {
     struct conv *c = ud;
     struct file_ctx *f = c->f;
-    uint64_t ns = nsc_decoder_mono_ns(d, r->h.ticks);
+    uint64_t ns = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + f->shift_ns);
     if (ns > f->last_ns && r->h.kind != NSC_REC_THREAD)
         f->last_ns = ns;
     switch (r->h.kind) {
@@ -767,6 +768,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         struct file_ctx *f = &files[i];
         f->index = i;
         f->path = o->files[i];
+        f->shift_ns = o->shift_ns ? o->shift_ns[i] : 0;
         c.f = f;
         if (nsc_decoder_open(&f->dec, f->path) != NSC_OK) {
             fprintf(stderr, "ncclscope convert: %s\n", f->dec.rd.err);

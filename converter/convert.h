@@ -8,6 +8,7 @@
 #ifndef NSC_CONVERT_H
 #define NSC_CONVERT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 struct nsc_convert_opts {
@@ -15,6 +16,7 @@ struct nsc_convert_opts {
     int nfiles;
     FILE *out;
     int quiet;
+    const int64_t *shift_ns; /* per file, onto the merged timeline (clock_align.h); NULL = 0 */
 };
 
 struct nsc_convert_result {

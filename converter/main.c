@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "clock_align.h"
 #include "convert.h"
+#include "stats.h"
 #include "info.h"
 #include "replay.h"
 #include "trace_format.h"
@@ -25,6 +27,11 @@ static void usage(FILE *f) {
             "  ncclscope convert <files or directories...> -o trace.json\n"
             "      Chrome trace JSON for Perfetto (ui.perfetto.dev) or chrome://tracing.\n"
             "      '-o -' writes to standard output.\n"
+            "  ncclscope stats <files or directories...> [--json] [--top N] [-o FILE]\n"
+            "      per (comm, operation, datatype, size): count, latency p50/p99/max,\n"
+            "      algbw/busbw; and the straggler table (who entered each collective last).\n"
+            "  convert and stats take --align auto|realtime and --max-uncertainty-us U (default\n"
+            "      1000) for files from several hosts (see docs/converter.md).\n"
             "  ncclscope info <file>\n"
             "      header, comms, per-thread record and drop counts.\n"
             "  ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
@@ -91,14 +98,59 @@ static int expand(char **in, int n, char ***out, int *nout) {
     return 0;
 }
 
+/* Options every multi-file command shares. Returns 1 when argv[*i] was one. */
+struct align_opts {
+    int mode;          /* 0 auto, 1 realtime */
+    double max_unc_ns;
+};
+
+static int align_option(int argc, char **argv, int *i, struct align_opts *a, int *bad) {
+    if (strcmp(argv[*i], "--align") == 0 && *i + 1 < argc) {
+        const char *v = argv[++*i];
+        if (!strcmp(v, "auto"))
+            a->mode = 0;
+        else if (!strcmp(v, "realtime"))
+            a->mode = 1;
+        else {
+            fprintf(stderr, "ncclscope: --align takes auto or realtime, not %s\n", v);
+            *bad = 1;
+        }
+        return 1;
+    }
+    if (strcmp(argv[*i], "--max-uncertainty-us") == 0 && *i + 1 < argc) {
+        a->max_unc_ns = atof(argv[++*i]) * 1e3;
+        return 1;
+    }
+    return 0;
+}
+
+/* Aligns the files' clocks; prints the per-host result on stderr. */
+static int align(char **files, int nfiles, const struct align_opts *ao, struct nsc_align *al,
+                 const char *cmd) {
+    char err[1024];
+    if (nsc_align_files((const char *const *)files, nfiles, ao->mode, ao->max_unc_ns, al, err,
+                        sizeof(err)) != 0) {
+        fprintf(stderr, "ncclscope %s: %s\n", cmd, err);
+        return -1;
+    }
+    nsc_align_print(al, stderr);
+    return 0;
+}
+
 static int cmd_convert(int argc, char **argv) {
     const char *out_path = NULL;
     char **inputs = malloc((size_t)argc * sizeof(*inputs));
-    int nin = 0;
+    int nin = 0, bad = 0;
+    struct align_opts ao = {0, 1e6};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out_path = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) {
+        else if (align_option(argc, argv, &i, &ao, &bad)) {
+            if (bad) {
+                free(inputs);
+                return 1;
+            }
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ncclscope convert: unknown option %s\n", argv[i]);
             free(inputs);
             return 1;
@@ -122,12 +174,17 @@ static int cmd_convert(int argc, char **argv) {
         free(files);
         return 1;
     }
+    struct nsc_align al;
+    if (align(files, nfiles, &ao, &al, "convert") != 0)
+        return 2;
     FILE *out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w");
     if (!out) {
         fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", out_path, strerror(errno));
+        nsc_align_free(&al);
         return 3;
     }
-    struct nsc_convert_opts o = {.files = (const char *const *)files, .nfiles = nfiles, .out = out};
+    struct nsc_convert_opts o = {.files = (const char *const *)files, .nfiles = nfiles, .out = out,
+                                 .shift_ns = al.shift_ns};
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
     if (out != stdout && fclose(out) != 0)
@@ -140,6 +197,67 @@ static int cmd_convert(int argc, char **argv) {
     for (int i = 0; i < nfiles; i++)
         free(files[i]);
     free(files);
+    nsc_align_free(&al);
+    return rc;
+}
+
+static int cmd_stats(int argc, char **argv) {
+    const char *out_path = NULL;
+    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
+    int nin = 0, json = 0, top = 20, bad = 0;
+    struct align_opts ao = {0, 1e6};
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out_path = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--top") == 0 && i + 1 < argc)
+            top = atoi(argv[++i]);
+        else if (align_option(argc, argv, &i, &ao, &bad)) {
+            if (bad)
+                break;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ncclscope stats: unknown option %s\n", argv[i]);
+            bad = 1;
+            break;
+        } else
+            inputs[nin++] = argv[i];
+    }
+    if (bad || nin == 0 || top < 0) {
+        if (!bad)
+            fprintf(stderr, "ncclscope stats: expected trace files or directories\n");
+        free(inputs);
+        return 1;
+    }
+    char **files;
+    int nfiles;
+    int rc = expand(inputs, nin, &files, &nfiles);
+    free(inputs);
+    if (rc != 0)
+        return 3;
+    if (nfiles == 0) {
+        fprintf(stderr, "ncclscope stats: no trace files\n");
+        free(files);
+        return 1;
+    }
+    struct nsc_align al;
+    if (align(files, nfiles, &ao, &al, "stats") != 0)
+        rc = 2;
+    FILE *out = stdout;
+    if (rc == 0 && out_path && strcmp(out_path, "-") && !(out = fopen(out_path, "w"))) {
+        fprintf(stderr, "ncclscope stats: cannot write %s: %s\n", out_path, strerror(errno));
+        rc = 3;
+    }
+    if (rc == 0) {
+        struct nsc_stats_opts so = {(const char *const *)files, nfiles, al.shift_ns, json, top, out};
+        rc = nsc_stats(&so);
+        if (out != stdout && fclose(out) != 0)
+            rc = 3;
+    }
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    nsc_align_free(&al);
     return rc;
 }
 
@@ -217,6 +335,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "replay") == 0)
         return cmd_replay(argc - 2, argv + 2);
+    if (strcmp(cmd, "stats") == 0)
+        return cmd_stats(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ncclscope %s (trace format %u)\n", NSC_VERSION, NSC_FORMAT_VERSION);
         return 0;

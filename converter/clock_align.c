@@ -1,0 +1,245 @@
+/* clock_align.c - placing hosts on one timeline. */
+#include "clock_align.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_track.h"
+#include "trace_decode.h"
+
+/* Completions sampled per file: collectives whose (commHash, seq) hash is
+ * below a fixed threshold, so every rank samples the same collectives. */
+#define SAMPLE_MAX 8192
+#define SAMPLE_EVERY 4
+
+struct sample {
+    uint64_t key;  /* hash of (commHash, seq) */
+    uint64_t end;  /* completion, ns on the file's realtime-shifted clock */
+};
+
+struct file_samples {
+    struct sample *s;
+    size_t n;
+};
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static void on_op(void *ud, const struct nsc_op_done *op) {
+    struct file_samples *fs = ud;
+    if (op->is_p2p || !op->end_ns || fs->n >= SAMPLE_MAX)
+        return;
+    uint64_t key = mix64(op->comm_id ^ mix64(op->seq + 1));
+    if (key % SAMPLE_EVERY)
+        return;
+    fs->s[fs->n++] = (struct sample){key, op->end_ns};
+}
+
+struct run {
+    struct nsc_coll_track *t;
+    struct file_samples *fs;
+    int64_t shift;
+    int want;
+};
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    struct run *ru = ud;
+    if (!ru->want)
+        return;
+    if (!ru->t)
+        ru->t = nsc_track_new(d, ru->shift, on_op, ru->fs);
+    if (ru->t)
+        nsc_track_record(ru->t, thread, r, ext);
+}
+
+static int cmp_sample(const void *a, const void *b) {
+    uint64_t x = ((const struct sample *)a)->key, y = ((const struct sample *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int nsc_align_files(const char *const *files, int nfiles, int mode, double max_unc,
+                    struct nsc_align *al, char *err, size_t errlen) {
+    memset(al, 0, sizeof(*al));
+    al->nfiles = nfiles;
+    al->shift_ns = calloc((size_t)nfiles + 1, sizeof(int64_t));
+    al->host_of = calloc((size_t)nfiles + 1, sizeof(int));
+    al->hosts = calloc((size_t)nfiles + 1, sizeof(*al->hosts));
+    int64_t *real_minus_mono = calloc((size_t)nfiles + 1, sizeof(int64_t));
+    struct file_samples *fs = calloc((size_t)nfiles + 1, sizeof(*fs));
+    if (!al->shift_ns || !al->host_of || !al->hosts || !real_minus_mono || !fs) {
+        snprintf(err, errlen, "out of memory");
+        free(real_minus_mono);
+        free(fs);
+        return -1;
+    }
+    int rc = 0;
+    /* Pass 1: each file's host and realtime - monotonic (from its session
+     * block's start anchor, read without decoding the rest). */
+    for (int i = 0; i < nfiles && rc == 0; i++) {
+        struct nsc_decoder d;
+        if (nsc_decoder_open(&d, files[i]) != NSC_OK) {
+            snprintf(err, errlen, "cannot align %s: %s", files[i], d.rd.err);
+            rc = -1;
+            break;
+        }
+        struct nsc_block b;
+        struct nsc_session ss;
+        int got = 0;
+        while (!got && nsc_reader_next(&d.rd, &b) != 0)
+            if (b.type == NSC_BLK_SESSION && b.len == sizeof(struct nsc_session)) {
+                memcpy(&ss, b.data, sizeof(ss));
+                got = 1;
+            }
+        nsc_decoder_close(&d);
+        if (!got) {
+            snprintf(err, errlen,
+                     "cannot align %s: no session block (its host and clock anchor are unknown)",
+                     files[i]);
+            rc = -1;
+            break;
+        }
+        ss.host[sizeof(ss.host) - 1] = '\0';
+        real_minus_mono[i] = (int64_t)(ss.start.real_ns - ss.start.mono_ns);
+        int h;
+        for (h = 0; h < al->nhosts; h++)
+            if (!strcmp(al->hosts[h].name, ss.host))
+                break;
+        if (h == al->nhosts) {
+            snprintf(al->hosts[h].name, sizeof(al->hosts[h].name), "%s", ss.host);
+            al->hosts[h].method = h == 0 ? NSC_ALIGN_SAME_HOST : NSC_ALIGN_REALTIME;
+            al->nhosts++;
+        }
+        al->host_of[i] = h;
+    }
+    if (rc == 0 && al->nhosts > 1) {
+        /* Realtime placement relative to host 0 (its first file). */
+        int ref_file = 0;
+        for (int i = 0; i < nfiles; i++) {
+            int h = al->host_of[i];
+            /* a host's files share monotonic time: use the host's first
+             * file's realtime offset for all of them */
+            int first = i;
+            for (int j = 0; j < i; j++)
+                if (al->host_of[j] == h) {
+                    first = j;
+                    break;
+                }
+            al->shift_ns[i] = h == 0 ? 0 : real_minus_mono[first] - real_minus_mono[ref_file];
+            al->hosts[h].realtime_shift_ns = al->shift_ns[i];
+        }
+        if (mode == 0) {
+            /* Pass 2: sampled completions of every file, on the realtime placement. */
+            for (int i = 0; i < nfiles; i++) {
+                fs[i].s = malloc(SAMPLE_MAX * sizeof(struct sample));
+                struct nsc_decoder d;
+                if (!fs[i].s || nsc_decoder_open(&d, files[i]) != NSC_OK)
+                    continue;
+                struct run ru = {NULL, &fs[i], al->shift_ns[i], 1};
+                struct nsc_decode_ops ops = {.record = on_record};
+                nsc_decoder_run(&d, &ops, &ru);
+                nsc_track_finish(ru.t);
+                nsc_decoder_close(&d);
+                qsort(fs[i].s, fs[i].n, sizeof(struct sample), cmp_sample);
+            }
+            /* Per host: differences against every reference-host file. */
+            for (int h = 1; h < al->nhosts && rc == 0; h++) {
+                size_t cap = 1 << 16, n = 0;
+                int64_t *diff = malloc(cap * sizeof(*diff));
+                for (int a = 0; diff && a < nfiles; a++) {
+                    if (al->host_of[a] != 0)
+                        continue;
+                    for (int b = 0; b < nfiles; b++) {
+                        if (al->host_of[b] != h)
+                            continue;
+                        size_t x = 0, y = 0;
+                        while (x < fs[a].n && y < fs[b].n) {
+                            if (fs[a].s[x].key < fs[b].s[y].key)
+                                x++;
+                            else if (fs[a].s[x].key > fs[b].s[y].key)
+                                y++;
+                            else {
+                                if (n == cap) {
+                                    int64_t *g = realloc(diff, (cap *= 2) * sizeof(*diff));
+                                    if (!g)
+                                        break;
+                                    diff = g;
+                                }
+                                diff[n++] = (int64_t)(fs[a].s[x].end - fs[b].s[y].end);
+                                x++;
+                                y++;
+                            }
+                        }
+                    }
+                }
+                if (n >= 3) {
+                    qsort(diff, n, sizeof(*diff), cmp_i64);
+                    int64_t med = diff[n / 2];
+                    for (size_t k = 0; k < n; k++)
+                        diff[k] = diff[k] > med ? diff[k] - med : med - diff[k];
+                    qsort(diff, n, sizeof(*diff), cmp_i64);
+                    double mad = (double)diff[n / 2];
+                    struct nsc_align_host *H = &al->hosts[h];
+                    H->refine_ns = med;
+                    H->uncertainty_ns = mad;
+                    H->shared = n;
+                    H->method = NSC_ALIGN_COLLECTIVES;
+                    if (mad > max_unc) {
+                        snprintf(err, errlen,
+                                 "cannot align host %s: its %zu collectives shared with host %s "
+                                 "disagree by +-%.1f us (limit %.1f us); use --align realtime to "
+                                 "place it by CLOCK_REALTIME only",
+                                 H->name, n, al->hosts[0].name, mad / 1e3, max_unc / 1e3);
+                        rc = -1;
+                    }
+                    for (int i = 0; i < nfiles; i++)
+                        if (al->host_of[i] == h)
+                            al->shift_ns[i] += med;
+                }
+                free(diff);
+            }
+        }
+    }
+    for (int i = 0; i < nfiles; i++)
+        free(fs[i].s);
+    free(fs);
+    free(real_minus_mono);
+    return rc;
+}
+
+void nsc_align_print(const struct nsc_align *al, FILE *f) {
+    if (al->nhosts <= 1)
+        return;
+    fprintf(f, "clock alignment (reference host %s):\n", al->hosts[0].name);
+    for (int h = 1; h < al->nhosts; h++) {
+        const struct nsc_align_host *H = &al->hosts[h];
+        if (H->method == NSC_ALIGN_COLLECTIVES)
+            fprintf(f,
+                    "  %-20s realtime %+.3f ms, refined %+.3f us from %llu shared collectives, "
+                    "uncertainty +-%.3f us\n",
+                    H->name, (double)H->realtime_shift_ns / 1e6, (double)H->refine_ns / 1e3,
+                    (unsigned long long)H->shared, H->uncertainty_ns / 1e3);
+        else
+            fprintf(f,
+                    "  %-20s realtime %+.3f ms only (no shared completed collective: needs KernelCh "
+                    "or ProxyOp events); uncertainty = the hosts' NTP accuracy\n",
+                    H->name, (double)H->realtime_shift_ns / 1e6);
+    }
+}
+
+void nsc_align_free(struct nsc_align *al) {
+    free(al->shift_ns);
+    free(al->host_of);
+    free(al->hosts);
+    memset(al, 0, sizeof(*al));
+}

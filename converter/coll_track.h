@@ -1,0 +1,59 @@
+/*
+ * coll_track.h - one collective (or point-to-point operation) per rank,
+ * from its enqueue to its completion, out of one file's record stream.
+ *
+ * NCCL's Coll/P2p stop means "enqueued"; the operation is done when its last
+ * child is: the KernelCh events (one per channel, each with the GPU's
+ * %globaltimer at start and at KernelChStop) and, on the network path, the
+ * ProxyOps. The tracker keeps operations in flight by id, joins children to
+ * them through their parent id, and reports each operation once when:
+ *   - every KernelCh of its channels has stopped (when the session recorded
+ *     KernelCh), or
+ *   - its Coll stopped and the session recorded no children at all, or
+ *   - it is pushed out by newer operations (more than NSC_TRACK_INFLIGHT in
+ *     flight: ProxyOp-only sessions give no child count), or the file ends.
+ * Memory is bounded by NSC_TRACK_INFLIGHT operations and their children,
+ * whatever the trace's length.
+ */
+#ifndef NSC_COLL_TRACK_H
+#define NSC_COLL_TRACK_H
+
+#include <stdint.h>
+
+#include "trace_decode.h"
+
+#define NSC_TRACK_INFLIGHT 65536
+
+struct nsc_op_done {
+    uint64_t comm_id;    /* commHash */
+    uint32_t comm_serial;
+    int rank, nranks;
+    int is_p2p;
+    uint64_t seq;        /* Coll seqNumber (P2p: 0) */
+    const char *func, *dtype, *algo, *proto; /* the decoder's strings, valid during the callback */
+    uint64_t count;
+    int peer, nch;
+    uint64_t start_ns;   /* enqueue (Coll/P2p START), on the merged timeline */
+    uint64_t stop_ns;    /* Coll/P2p STOP, 0 if it never stopped */
+    uint64_t end_ns;     /* last child's stop, 0 without children */
+    uint64_t gpu_start, gpu_end; /* KernelCh %globaltimer range (ns, GPU clock), 0 without */
+    uint32_t children, kernel_channels_done;
+    uint64_t id;         /* event id in its file */
+    uint32_t thread;
+};
+
+typedef void (*nsc_op_done_fn)(void *ud, const struct nsc_op_done *op);
+
+struct nsc_coll_track;
+
+/* shift_ns is added to every time (aligning the file to the merged
+ * timeline). kernel_mask: the session recorded KernelCh events. */
+struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, nsc_op_done_fn fn,
+                                     void *ud);
+/* Feed every record of the file (the decoder's record callback). */
+void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext);
+/* Reports what is still in flight and frees the tracker. */
+void nsc_track_finish(struct nsc_coll_track *t);
+
+#endif /* NSC_COLL_TRACK_H */

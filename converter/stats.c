@@ -1,0 +1,341 @@
+/* stats.c - aggregating completed operations into tables. */
+#include "stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_track.h"
+#include "latency_hist.h"
+
+/* ---- aggregation rows ---- */
+
+struct row {
+    uint64_t comm_id;
+    int nranks, is_p2p;
+    char func[32], dtype[32];
+    unsigned bucket;        /* log2 of the size bucket's upper bound */
+    uint64_t bytes_sum;
+    uint64_t ops;           /* rank-operations */
+    uint64_t enqueue_only;  /* of which without a completion child */
+    struct lat_hist lat;    /* ns */
+    struct row *next;
+};
+
+/* ---- stragglers: per (comm, seq), over all ranks ---- */
+
+struct entry {
+    uint64_t comm_id, seq;  /* key: comm ^ hash(func); seq + 1, 0 = free */
+    uint64_t real_comm;
+    uint64_t first_ns, last_ns;
+    int32_t last_rank, first_rank;
+    uint32_t ranks;
+    char func[24];
+};
+
+struct agg {
+    struct row *rows;
+    struct entry *ent;
+    size_t ent_cap, ent_n;
+    uint64_t ops;
+    int damaged;
+    const char *path;
+};
+
+static unsigned bucket_of(uint64_t bytes) {
+    unsigned b = 0;
+    while (b < 63 && (1ull << b) < bytes)
+        b++;
+    return b;
+}
+
+/* Bytes per element of NCCL's datatype names (ncclDataType_t). */
+static int dtype_size(const char *t) {
+    static const struct { const char *name; int size; } tab[] = {
+        {"ncclInt8", 1},    {"ncclChar", 1},     {"ncclUint8", 1},     {"ncclInt32", 4},
+        {"ncclInt", 4},     {"ncclUint32", 4},   {"ncclInt64", 8},     {"ncclUint64", 8},
+        {"ncclFloat16", 2}, {"ncclHalf", 2},     {"ncclFloat32", 4},   {"ncclFloat", 4},
+        {"ncclFloat64", 8}, {"ncclDouble", 8},   {"ncclBfloat16", 2},  {"ncclFloat8e4m3", 1},
+        {"ncclFloat8e5m2", 1},
+    };
+    for (size_t i = 0; t && i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (!strcmp(t, tab[i].name))
+            return tab[i].size;
+    return 1; /* unknown: count elements as bytes */
+}
+
+/* nccl-tests' "size": the whole buffer for all_gather/reduce_scatter. */
+static uint64_t op_bytes(const struct nsc_op_done *op) {
+    uint64_t b = op->count * (uint64_t)dtype_size(op->dtype);
+    if (!op->is_p2p && op->func && op->nranks > 0 &&
+        (!strcmp(op->func, "AllGather") || !strcmp(op->func, "ReduceScatter")))
+        b *= (uint64_t)op->nranks;
+    return b;
+}
+
+static double bus_factor(const char *func, int n) {
+    if (!func || n <= 0)
+        return 1.0;
+    if (!strcmp(func, "AllReduce"))
+        return 2.0 * (n - 1) / n;
+    if (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter"))
+        return (double)(n - 1) / n;
+    return 1.0;
+}
+
+static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
+    if ((a->ent_n + 1) * 2 > a->ent_cap) {
+        size_t cap = a->ent_cap ? a->ent_cap * 2 : 4096;
+        struct entry *n = calloc(cap, sizeof(*n));
+        if (!n)
+            return NULL;
+        for (size_t i = 0; i < a->ent_cap; i++)
+            if (a->ent[i].seq) {
+                size_t s = (size_t)(((a->ent[i].comm_id ^ a->ent[i].seq) * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+                while (n[s].seq)
+                    s = (s + 1) & (cap - 1);
+                n[s] = a->ent[i];
+            }
+        free(a->ent);
+        a->ent = n;
+        a->ent_cap = cap;
+    }
+    size_t s = (size_t)(((comm ^ (seq + 1)) * 0x9e3779b97f4a7c15ull) >> 17) & (a->ent_cap - 1);
+    while (a->ent[s].seq && !(a->ent[s].comm_id == comm && a->ent[s].seq == seq + 1))
+        s = (s + 1) & (a->ent_cap - 1);
+    if (!a->ent[s].seq) {
+        a->ent[s].comm_id = comm;
+        a->ent[s].seq = seq + 1;
+        a->ent_n++;
+    }
+    return &a->ent[s];
+}
+
+static void on_op(void *ud, const struct nsc_op_done *op) {
+    struct agg *a = ud;
+    a->ops++;
+    uint64_t bytes = op_bytes(op);
+    unsigned b = bucket_of(bytes);
+    const char *func = op->func ? op->func : "?", *dtype = op->dtype ? op->dtype : "?";
+    struct row *r;
+    for (r = a->rows; r; r = r->next)
+        if (r->comm_id == op->comm_id && r->bucket == b && r->is_p2p == op->is_p2p &&
+            !strcmp(r->func, func) && !strcmp(r->dtype, dtype))
+            break;
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        if (!r)
+            return;
+        r->comm_id = op->comm_id;
+        r->is_p2p = op->is_p2p;
+        r->bucket = b;
+        snprintf(r->func, sizeof(r->func), "%s", func);
+        snprintf(r->dtype, sizeof(r->dtype), "%s", dtype);
+        r->next = a->rows;
+        a->rows = r;
+    }
+    if (op->nranks > r->nranks)
+        r->nranks = op->nranks;
+    uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
+    if (!op->end_ns)
+        r->enqueue_only++;
+    if (end >= op->start_ns)
+        lat_hist_add(&r->lat, end - op->start_ns);
+    r->ops++;
+    r->bytes_sum += bytes;
+    if (!op->is_p2p) {
+        /* NCCL numbers collectives per communicator and function. */
+        uint64_t fh = 1469598103934665603ull;
+        for (const char *p = func; *p; p++)
+            fh = (fh ^ (unsigned char)*p) * 1099511628211ull;
+        struct entry *e = entry_get(a, op->comm_id ^ fh, op->seq);
+        if (e) {
+            if (!e->ranks || op->start_ns < e->first_ns) {
+                e->first_ns = op->start_ns;
+                e->first_rank = op->rank;
+            }
+            if (!e->ranks || op->start_ns > e->last_ns) {
+                e->last_ns = op->start_ns;
+                e->last_rank = op->rank;
+            }
+            e->ranks++;
+            e->real_comm = op->comm_id;
+            snprintf(e->func, sizeof(e->func), "%s", func);
+        }
+    }
+}
+
+/* One file being read: the tracker is made at the first record, when the
+ * SESSION block (always first) has told which event types were recorded. */
+struct file_run {
+    struct agg *a;
+    struct nsc_coll_track *t;
+    int64_t shift;
+    int oom;
+};
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    struct file_run *fr = ud;
+    if (!fr->t && !fr->oom && !(fr->t = nsc_track_new(d, fr->shift, on_op, fr->a)))
+        fr->oom = 1;
+    if (fr->t)
+        nsc_track_record(fr->t, thread, r, ext);
+}
+
+static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
+    (void)d;
+    struct file_run *fr = ud;
+    fr->a->damaged = 1;
+    fprintf(stderr, "ncclscope stats: %s\n", msg);
+}
+
+/* ---- output ---- */
+
+static int cmp_row(const void *x, const void *y) {
+    const struct row *a = *(const struct row *const *)x, *b = *(const struct row *const *)y;
+    if (a->comm_id != b->comm_id)
+        return a->comm_id < b->comm_id ? -1 : 1;
+    if (a->is_p2p != b->is_p2p)
+        return a->is_p2p - b->is_p2p;
+    int c = strcmp(a->func, b->func);
+    if (c)
+        return c;
+    c = strcmp(a->dtype, b->dtype);
+    if (c)
+        return c;
+    return (int)a->bucket - (int)b->bucket;
+}
+
+static int cmp_lag(const void *x, const void *y) {
+    const struct entry *a = x, *b = y;
+    uint64_t la = a->last_ns - a->first_ns, lb = b->last_ns - b->first_ns;
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+static void size_label(char *buf, size_t n, unsigned bucket) {
+    uint64_t v = 1ull << bucket;
+    if (v >= (1ull << 30))
+        snprintf(buf, n, "%lluG", (unsigned long long)(v >> 30));
+    else if (v >= (1ull << 20))
+        snprintf(buf, n, "%lluM", (unsigned long long)(v >> 20));
+    else if (v >= 1024)
+        snprintf(buf, n, "%lluK", (unsigned long long)(v >> 10));
+    else
+        snprintf(buf, n, "%lluB", (unsigned long long)v);
+}
+
+static void print(const struct nsc_stats_opts *o, struct agg *a) {
+    size_t nrows = 0;
+    for (struct row *r = a->rows; r; r = r->next)
+        nrows++;
+    struct row **v = calloc(nrows + 1, sizeof(*v));
+    size_t k = 0;
+    for (struct row *r = a->rows; r; r = r->next)
+        v[k++] = r;
+    qsort(v, nrows, sizeof(*v), cmp_row);
+    /* stragglers: entries seen on more than one rank, largest lag first */
+    size_t ns = 0;
+    struct entry *st = calloc(a->ent_n + 1, sizeof(*st));
+    for (size_t i = 0; st && i < a->ent_cap; i++)
+        if (a->ent[i].seq && a->ent[i].ranks > 1)
+            st[ns++] = a->ent[i];
+    if (st)
+        qsort(st, ns, sizeof(*st), cmp_lag);
+    size_t top = ns < (size_t)o->top ? ns : (size_t)o->top;
+    FILE *f = o->out;
+    if (o->json) {
+        fprintf(f, "{\"files\": %d, \"operations\": %llu, \"rows\": [", o->nfiles,
+                (unsigned long long)a->ops);
+        for (size_t i = 0; i < nrows; i++) {
+            struct row *r = v[i];
+            double p50 = (double)lat_hist_quantile(&r->lat, 0.5);
+            double avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
+            double algbw = p50 > 0 ? avg_bytes / p50 : 0; /* bytes/ns = GB/s */
+            fprintf(f,
+                    "%s\n  {\"comm\": \"%016llx\", \"nranks\": %d, \"op\": \"%s\", \"p2p\": %s, "
+                    "\"dtype\": \"%s\", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
+                    "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu, "
+                    "\"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f, "
+                    "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f}",
+                    i ? "," : "", (unsigned long long)r->comm_id, r->nranks, r->func,
+                    r->is_p2p ? "true" : "false", r->dtype, (unsigned long long)(1ull << r->bucket),
+                    avg_bytes, (unsigned long long)(r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops),
+                    (unsigned long long)r->ops, (unsigned long long)r->enqueue_only, p50 / 1e3,
+                    (double)lat_hist_quantile(&r->lat, 0.99) / 1e3, (double)r->lat.max / 1e3, algbw,
+                    algbw * bus_factor(r->func, r->nranks));
+        }
+        fprintf(f, "\n], \"stragglers\": [");
+        for (size_t i = 0; i < top; i++)
+            fprintf(f,
+                    "%s\n  {\"comm\": \"%016llx\", \"seq\": %llu, \"op\": \"%s\", \"ranks\": %u, "
+                    "\"last_rank\": %d, \"first_rank\": %d, \"lag_us\": %.3f}",
+                    i ? "," : "", (unsigned long long)st[i].real_comm,
+                    (unsigned long long)(st[i].seq - 1), st[i].func, st[i].ranks, st[i].last_rank,
+                    st[i].first_rank, (double)(st[i].last_ns - st[i].first_ns) / 1e3);
+        fprintf(f, "\n]}\n");
+    } else {
+        fprintf(f, "%d file(s), %llu rank-operations\n\n", o->nfiles, (unsigned long long)a->ops);
+        fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %10s %10s %10s %9s %9s %s\n", "comm", "ranks",
+                "op", "dtype", "size<=", "count", "rank-ops", "p50 us", "p99 us", "max us",
+                "algbw", "busbw", "");
+        for (size_t i = 0; i < nrows; i++) {
+            struct row *r = v[i];
+            char sz[16];
+            size_label(sz, sizeof(sz), r->bucket);
+            double p50 = (double)lat_hist_quantile(&r->lat, 0.5);
+            double avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
+            double algbw = p50 > 0 ? avg_bytes / p50 : 0;
+            fprintf(f, "%016llx %5d %-14s %-12s %7s %8llu %8llu %10.2f %10.2f %10.2f %9.2f %9.2f %s\n",
+                    (unsigned long long)r->comm_id, r->nranks, r->func, r->dtype, sz,
+                    (unsigned long long)(r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops),
+                    (unsigned long long)r->ops, p50 / 1e3,
+                    (double)lat_hist_quantile(&r->lat, 0.99) / 1e3, (double)r->lat.max / 1e3, algbw,
+                    algbw * bus_factor(r->func, r->nranks),
+                    r->enqueue_only == r->ops ? "(enqueue only)"
+                    : r->enqueue_only           ? "(some enqueue only)"
+                                                : "");
+        }
+        fprintf(f, "\nalgbw/busbw in GB/s (nccl-tests' formulas, from the median latency).\n");
+        fprintf(f, "\nstragglers: the %zu collectives whose last rank entered latest after the first\n",
+                top);
+        fprintf(f, "%-16s %10s %-14s %5s %9s %10s %12s\n", "comm", "seq", "op", "ranks", "last rank",
+                "first rank", "lag us");
+        for (size_t i = 0; i < top; i++)
+            fprintf(f, "%016llx %10llu %-14s %5u %9d %10d %12.2f\n",
+                    (unsigned long long)st[i].real_comm, (unsigned long long)(st[i].seq - 1),
+                    st[i].func, st[i].ranks, st[i].last_rank, st[i].first_rank,
+                    (double)(st[i].last_ns - st[i].first_ns) / 1e3);
+    }
+    free(st);
+    free(v);
+}
+
+int nsc_stats(const struct nsc_stats_opts *o) {
+    struct agg a;
+    memset(&a, 0, sizeof(a));
+    for (int i = 0; i < o->nfiles; i++) {
+        struct nsc_decoder d;
+        a.path = o->files[i];
+        if (nsc_decoder_open(&d, o->files[i]) != NSC_OK) {
+            fprintf(stderr, "ncclscope stats: %s\n", d.rd.err);
+            a.damaged = 1;
+            continue;
+        }
+        struct file_run fr = {&a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0};
+        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
+        nsc_decoder_run(&d, &ops, &fr);
+        nsc_track_finish(fr.t);
+        nsc_decoder_close(&d);
+        if (fr.oom) {
+            fprintf(stderr, "ncclscope stats: out of memory\n");
+            return 3;
+        }
+    }
+    print(o, &a);
+    for (struct row *r = a.rows, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    free(a.ent);
+    return a.damaged ? 2 : 0;
+}

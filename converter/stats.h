@@ -1,0 +1,32 @@
+/*
+ * stats.h - `ncclscope stats`: per (communicator, operation, datatype, size
+ * bucket) counts, latency percentiles and nccl-tests bandwidths, and the
+ * straggler table (for each collective, the rank that entered last and by
+ * how much).
+ *
+ * Latency is per rank and operation: from its enqueue (Coll/P2p start) to
+ * its completion (the last KernelCh/ProxyOp child's stop), or to the Coll's
+ * own stop when the trace has no children ("enqueue only", flagged). Bytes
+ * follow nccl-tests: all_gather and reduce_scatter count the whole buffer
+ * (count x nranks); busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n
+ * (all_gather, reduce_scatter), 1 (others), algbw = bytes / median latency.
+ */
+#ifndef NSC_STATS_H
+#define NSC_STATS_H
+
+#include <stdio.h>
+#include <stdint.h>
+
+struct nsc_stats_opts {
+    const char *const *files;
+    int nfiles;
+    const int64_t *shift_ns; /* per file, onto the merged timeline (NULL: 0) */
+    int json;
+    int top;                 /* straggler rows to print */
+    FILE *out;
+};
+
+/* Returns 0, 2 when some input was damaged (the rest is still counted). */
+int nsc_stats(const struct nsc_stats_opts *o);
+
+#endif /* NSC_STATS_H */
