@@ -21,6 +21,18 @@ struct child {
     uint8_t etype;
 };
 
+/* What children told about a parent not seen yet. Records of different
+ * threads reach the file in drain order, not time order: a KernelCh on the
+ * proxy thread can be written before its Coll's START from the application
+ * thread (the flusher read that ring first). Direct-mapped by parent id;
+ * a collision forgets the older entry (bounded memory). */
+#define EARLY_CAP 16384
+struct early {
+    uint64_t op_id; /* 0: free */
+    uint64_t end_ns, gpu_start, gpu_end;
+    uint32_t children, kch_done;
+};
+
 struct nsc_coll_track {
     struct nsc_decoder *d;
     int64_t shift;
@@ -33,7 +45,19 @@ struct nsc_coll_track {
     size_t fifo_head, fifo_len;
     struct child *kids;
     size_t kids_cap, kids_n, kids_used;
+    struct early *early;
 };
+
+static struct early *early_of(struct nsc_coll_track *t, uint64_t op_id, int create) {
+    struct early *e = &t->early[(op_id * 0x9e3779b97f4a7c15ull) >> 50];
+    if (e->op_id == op_id)
+        return e;
+    if (!create)
+        return NULL;
+    memset(e, 0, sizeof(*e));
+    e->op_id = op_id;
+    return e;
+}
 
 static size_t slot_of(uint64_t id, size_t cap) {
     return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
@@ -181,10 +205,12 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->fifo = calloc(NSC_TRACK_INFLIGHT, sizeof(*t->fifo));
     t->kids_cap = 4096;
     t->kids = calloc(t->kids_cap, sizeof(*t->kids));
-    if (!t->ops || !t->fifo || !t->kids) {
+    t->early = calloc(EARLY_CAP, sizeof(*t->early));
+    if (!t->ops || !t->fifo || !t->kids || !t->early) {
         free(t->ops);
         free(t->fifo);
         free(t->kids);
+        free(t->early);
         free(t);
         return NULL;
     }
@@ -227,26 +253,47 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
             o->thread = thread;
             o->start_ns = when(t, r->h.ticks);
             t->ops_n++;
+            struct early *e = early_of(t, o->id, 0);
+            if (e) { /* children that were written before this START */
+                o->children = e->children;
+                o->kch_done = e->kch_done;
+                o->end_ns = e->end_ns;
+                o->gpu_start = e->gpu_start;
+                o->gpu_end = e->gpu_end;
+                e->op_id = 0;
+            }
         } else if ((et == NSC_ET_KERNEL_CH || et == NSC_ET_PROXY_OP) && r->u.start.parent &&
                    !(r->h.flags & NSC_RF_FOREIGN_PARENT)) {
-            struct op *o = op_find(t, r->u.start.parent);
-            if (!o)
-                return;
-            o->children++;
+            uint64_t parent = r->u.start.parent;
+            struct op *o = op_find(t, parent);
+            uint32_t *children;
+            uint64_t *gpu_start;
+            struct early *e = NULL;
+            if (o) {
+                children = &o->children;
+                gpu_start = &o->gpu_start;
+            } else {
+                e = early_of(t, parent, 1);
+                children = &e->children;
+                gpu_start = &e->gpu_start;
+            }
+            (*children)++;
             if (et == NSC_ET_KERNEL_CH) {
                 uint64_t g = r->u.start.d.kernel_ch.ptimer;
-                if (g && (!o->gpu_start || g < o->gpu_start))
-                    o->gpu_start = g;
+                if (g && (!*gpu_start || g < *gpu_start))
+                    *gpu_start = g;
             }
-            kid_add(t, r->h.id, o->id, (uint8_t)et);
+            kid_add(t, r->h.id, parent, (uint8_t)et);
         }
         return;
     case NSC_REC_STATE:
         if (et == NSC_ET_KERNEL_CH && r->h.aux == 22 /* KernelChStop */) {
             struct child *k = kid_find(t, r->h.id);
             struct op *o = k ? op_find(t, k->op_id) : NULL;
-            if (o && r->u.state.arg > o->gpu_end)
-                o->gpu_end = r->u.state.arg;
+            struct early *e = k && !o ? early_of(t, k->op_id, 0) : NULL;
+            uint64_t *gpu_end = o ? &o->gpu_end : e ? &e->gpu_end : NULL;
+            if (gpu_end && r->u.state.arg > *gpu_end)
+                *gpu_end = r->u.state.arg;
         }
         return;
     case NSC_REC_STOP:
@@ -263,9 +310,17 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
             struct op *o = op_find(t, k->op_id);
             k->id = UINT64_MAX;
             t->kids_n--;
-            if (!o)
-                return;
             uint64_t ns = when(t, r->h.ticks);
+            if (!o) {
+                struct early *e = early_of(t, k->op_id, 0);
+                if (e) {
+                    if (ns > e->end_ns)
+                        e->end_ns = ns;
+                    if (et == NSC_ET_KERNEL_CH)
+                        e->kch_done++;
+                }
+                return;
+            }
             if (ns > o->end_ns)
                 o->end_ns = ns;
             if (et == NSC_ET_KERNEL_CH)
@@ -290,5 +345,6 @@ void nsc_track_finish(struct nsc_coll_track *t) {
     free(t->ops);
     free(t->fifo);
     free(t->kids);
+    free(t->early);
     free(t);
 }

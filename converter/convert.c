@@ -5,9 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_track.h"
 #include "event_types.h"
+#include "gpu_clock.h"
 #include "json_writer.h"
 #include "trace_decode.h"
+
+/* GPU-side tracks of a rank (Perfetto thread ids inside the rank's process):
+ * operation lanes (enqueue -> completion; several lanes because operations
+ * overlap when the host runs ahead of the GPU) and one track per channel. */
+#define GPU_LANES 64
+#define TID_GPU_LANE 0x40000000u
+#define TID_GPU_CHANNEL 0x40001000u
+
+struct rank_view {
+    uint64_t lane_end[GPU_LANES];
+    uint64_t lanes_named;
+    uint64_t channels_named;
+};
 
 #define MAX_STATES 32 /* per event; more are counted, not kept */
 
@@ -56,12 +71,19 @@ struct file_ctx {
     int have_stats;
     uint64_t last_ns;
     int64_t shift_ns;     /* onto the merged timeline */
+    struct nsc_coll_track *track; /* operations: enqueue to completion */
+    struct nsc_gpu_clock *gpu;    /* per comm serial: GPU clock offset */
+    uint32_t ngpu;
+    struct rank_view *views;      /* per comm serial */
+    uint32_t nviews;
+    uint64_t impossible_gpu, ops_drawn, ops_lane_overflow, gpu_before_enqueue;
     uint32_t *comm_named; /* per serial: process_name written */
     size_t ncomm_named;
 };
 
 struct conv {
     const struct nsc_convert_opts *o;
+    uint32_t *file_masks;      /* event mask per file (from its session) */
     struct jw w;
     int first;
     int nfiles;
@@ -291,6 +313,211 @@ static int file_of_pid(const struct conv *c, const struct file_ctx *f, uint32_t 
     return -1;
 }
 
+/* ---- GPU-side tracks ---- */
+
+static struct rank_view *view_of(struct file_ctx *f, uint32_t serial) {
+    if (serial >= (1u << 20))
+        return NULL;
+    if (serial >= f->nviews) {
+        uint32_t n = serial + 8;
+        struct rank_view *v = realloc(f->views, n * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + f->nviews, 0, (n - f->nviews) * sizeof(*v));
+        f->views = v;
+        f->nviews = n;
+    }
+    return &f->views[serial];
+}
+
+static void name_thread(struct conv *c, struct file_ctx *f, uint32_t serial, uint32_t tid,
+                        const char *name) {
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, serial));
+    jw_raw(&c->w, ",\"tid\":");
+    jw_u64(&c->w, tid);
+    jw_raw(&c->w, ",\"args\":{\"name\":");
+    jw_str(&c->w, name);
+    jw_raw(&c->w, "}}");
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, serial));
+    jw_raw(&c->w, ",\"tid\":");
+    jw_u64(&c->w, tid);
+    jw_raw(&c->w, ",\"args\":{\"sort_index\":");
+    jw_u64(&c->w, tid - TID_GPU_LANE); /* GPU tracks first, lanes then channels */
+    jw_raw(&c->w, "}}");
+}
+
+static const struct nsc_gpu_clock *gpu_clock(const struct file_ctx *f, uint32_t serial) {
+    return serial < f->ngpu && f->gpu[serial].have ? &f->gpu[serial] : NULL;
+}
+
+/* A collective's (or p2p's) enqueue-to-completion slice on its rank's GPU
+ * lanes, with what NCCL chose for it. */
+static void on_op_done(void *ud, const struct nsc_op_done *op) {
+    struct conv *c = ud;
+    struct file_ctx *f = c->f;
+    struct rank_view *v = view_of(f, op->comm_serial);
+    if (!v)
+        return;
+    uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
+    if (!end || end < op->start_ns)
+        return;
+    int lane = -1;
+    for (int l = 0; l < GPU_LANES; l++)
+        if (v->lane_end[l] <= op->start_ns) {
+            lane = l;
+            break;
+        }
+    uint32_t tid = TID_GPU_LANE + (uint32_t)(lane >= 0 ? lane : 0);
+    if (!(v->lanes_named & (1ull << (tid - TID_GPU_LANE)))) {
+        v->lanes_named |= 1ull << (tid - TID_GPU_LANE);
+        char name[96];
+        snprintf(name, sizeof(name), "GPU: NCCL operations, enqueue to completion (lane %u)",
+                 tid - TID_GPU_LANE);
+        name_process(c, f, op->comm_serial);
+        name_thread(c, f, op->comm_serial, tid, name);
+    }
+    begin_event(c);
+    if (lane >= 0) {
+        v->lane_end[lane] = end;
+        jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":\"completion\",\"name\":");
+        jw_str(&c->w, op->func ? op->func : "?");
+        jw_raw(&c->w, ",\"pid\":");
+        jw_u64(&c->w, out_pid(f->index, op->comm_serial));
+        jw_raw(&c->w, ",\"tid\":");
+        jw_u64(&c->w, tid);
+        jw_raw(&c->w, ",\"ts\":");
+        jw_us(&c->w, op->start_ns);
+        jw_raw(&c->w, ",\"dur\":");
+        jw_us(&c->w, end - op->start_ns);
+    } else {
+        /* Reported after later operations took every lane over its time
+         * (it completed late): an async slice, which Perfetto stacks on its
+         * own row, instead of a slice overlapping another on a lane. */
+        f->ops_lane_overflow++;
+        /* the end first (complete), then the begin, which takes the args */
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass) {
+                jw_raw(&c->w, "}");
+                begin_event(c);
+            }
+            jw_raw(&c->w, pass ? "{\"ph\":\"b\"" : "{\"ph\":\"e\"");
+            jw_raw(&c->w, ",\"cat\":\"completion\",\"name\":");
+            jw_str(&c->w, op->func ? op->func : "?");
+            jw_raw(&c->w, ",\"id\":");
+            jw_u64(&c->w, out_id(c, f->index, op->id));
+            jw_raw(&c->w, ",\"pid\":");
+            jw_u64(&c->w, out_pid(f->index, op->comm_serial));
+            jw_raw(&c->w, ",\"tid\":");
+            jw_u64(&c->w, tid);
+            jw_raw(&c->w, ",\"ts\":");
+            jw_us(&c->w, pass ? op->start_ns : end);
+        }
+    }
+    jw_raw(&c->w, ",\"args\":{\"id\":");
+    jw_u64(&c->w, out_id(c, f->index, op->id));
+    if (!op->is_p2p) {
+        arg_u(c, "seqNumber", op->seq);
+        if (op->algo) {
+            jw_raw(&c->w, ",\"algo\":");
+            jw_str(&c->w, op->algo);
+        }
+        if (op->proto) {
+            jw_raw(&c->w, ",\"proto\":");
+            jw_str(&c->w, op->proto);
+        }
+    } else {
+        arg_i(c, "peer", op->peer);
+    }
+    arg_u(c, "nChannels", (uint64_t)op->nch);
+    arg_u(c, "count", op->count);
+    if (op->dtype) {
+        jw_raw(&c->w, ",\"datatype\":");
+        jw_str(&c->w, op->dtype);
+    }
+    jw_raw(&c->w, ",\"completion\":");
+    jw_str(&c->w, op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
+                             : "unknown (no KernelCh/ProxyOp recorded): enqueue only");
+    arg_u(c, "children", op->children);
+    const struct nsc_gpu_clock *g = gpu_clock(f, op->comm_serial);
+    if (g && op->gpu_start && op->gpu_end > op->gpu_start) {
+        /* The check of the GPU clock mapping against the CPU's: a kernel
+         * cannot start before the host enqueued it. */
+        if ((int64_t)op->gpu_start + g->offset_ns < (int64_t)op->start_ns)
+            f->gpu_before_enqueue++;
+        jw_raw(&c->w, ",\"gpu_us\":");
+        jw_us(&c->w, op->gpu_end - op->gpu_start);
+        jw_raw(&c->w, ",\"gpu_start_ts_us\":");
+        jw_us(&c->w, (uint64_t)((int64_t)op->gpu_start + g->offset_ns));
+    }
+    jw_raw(&c->w, "}}");
+    f->ops_drawn++;
+}
+
+/* A KernelCh's GPU interval on its channel's GPU track, in host time. */
+static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
+    const struct nsc_rec *r = &e->start;
+    const struct nsc_gpu_clock *g = gpu_clock(f, r->h.aux);
+    if (!g)
+        return;
+    uint64_t gs = r->u.start.d.kernel_ch.ptimer, ge = 0;
+    for (uint32_t i = 0; i < e->nstates; i++)
+        if (e->states[i].state == 22 /* KernelChStop */)
+            ge = e->states[i].arg;
+    if (!gs || !ge)
+        return; /* not stopped on the GPU yet (unfinished): nothing to place */
+    struct rank_view *v = view_of(f, r->h.aux);
+    unsigned ch = r->u.start.d.kernel_ch.ch;
+    uint32_t tid = TID_GPU_CHANNEL + ch;
+    if (v && ch < 64 && !(v->channels_named & (1ull << ch))) {
+        v->channels_named |= 1ull << ch;
+        char name[64];
+        snprintf(name, sizeof(name), "GPU channel %u (KernelCh, %%globaltimer)", ch);
+        name_thread(c, f, r->h.aux, tid, name);
+    }
+    int64_t off = g->offset_ns;
+    begin_event(c);
+    if (ge <= gs) {
+        /* Impossible: flagged where it happened instead of drawn. */
+        f->impossible_gpu++;
+        jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"KernelCh\",\"name\":\"impossible GPU interval\"");
+        jw_raw(&c->w, ",\"pid\":");
+        jw_u64(&c->w, out_pid(f->index, r->h.aux));
+        jw_raw(&c->w, ",\"tid\":");
+        jw_u64(&c->w, tid);
+        jw_raw(&c->w, ",\"ts\":");
+        jw_us(&c->w, (uint64_t)((int64_t)gs + off));
+        jw_raw(&c->w, ",\"args\":{");
+        jw_raw(&c->w, "\"id\":");
+        jw_u64(&c->w, out_id(c, f->index, e->id));
+        arg_u(c, "pTimer_start", gs);
+        arg_u(c, "pTimer_stop", ge);
+        jw_raw(&c->w, "}}");
+        return;
+    }
+    jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":\"KernelCh\",\"name\":");
+    char name[32];
+    snprintf(name, sizeof(name), "ch %u", ch);
+    jw_str(&c->w, name);
+    jw_raw(&c->w, ",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, r->h.aux));
+    jw_raw(&c->w, ",\"tid\":");
+    jw_u64(&c->w, tid);
+    jw_raw(&c->w, ",\"ts\":");
+    jw_us(&c->w, (uint64_t)((int64_t)gs + off));
+    jw_raw(&c->w, ",\"dur\":");
+    jw_us(&c->w, ge - gs);
+    jw_raw(&c->w, ",\"args\":{\"id\":");
+    jw_u64(&c->w, out_id(c, f->index, e->id));
+    arg_u(c, "parent", out_id(c, f->index, r->u.start.parent));
+    arg_u(c, "pTimer_start", gs);
+    arg_u(c, "pTimer_stop", ge);
+    jw_raw(&c->w, "}}");
+}
+
 static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
     const struct nsc_rec *r = &e->start;
     const union nsc_desc *d = &r->u.start.d;
@@ -518,6 +745,8 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
             jw_raw(&c->w, "}");
         }
     }
+    if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
+        gpu_channel_slice(c, f, e);
     c->res.events++;
     if (unfinished)
         c->res.unfinished++;
@@ -556,6 +785,11 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
     uint64_t ns = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + f->shift_ns);
     if (ns > f->last_ns && r->h.kind != NSC_REC_THREAD)
         f->last_ns = ns;
+    /* The SESSION block came first, so the tracker knows the event mask. */
+    if (!f->track)
+        f->track = nsc_track_new(d, f->shift_ns, on_op_done, c);
+    if (f->track)
+        nsc_track_record(f->track, thread, r, ext);
     switch (r->h.kind) {
     case NSC_REC_START: {
         if (r->h.etype >= NSC_ET_COUNT)
@@ -719,6 +953,34 @@ static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, in
     arg_u(c, "records", f->dec.records);
     arg_u(c, "dropped_records", drops);
     arg_u(c, "complete", (uint64_t)f->dec.ended);
+    jw_key(&c->w, "shift_ns");
+    jw_raw(&c->w, "");
+    {
+        char num[32];
+        snprintf(num, sizeof(num), "%lld", (long long)f->shift_ns);
+        jw_raw(&c->w, num);
+    }
+    arg_u(c, "operations_drawn", f->ops_drawn);
+    arg_u(c, "operations_async", f->ops_lane_overflow);
+    arg_u(c, "gpu_impossible_intervals", f->impossible_gpu);
+    arg_u(c, "gpu_starts_before_enqueue", f->gpu_before_enqueue);
+    jw_raw(&c->w, ",\"gpu_clocks\":[");
+    int firstg = 1;
+    for (uint32_t k = 0; k < f->ngpu; k++) {
+        if (!f->gpu[k].have)
+            continue;
+        char buf[200];
+        snprintf(buf, sizeof(buf),
+                 "%s{\"comm_serial\":%u,\"offset_ns\":%lld,\"kernels\":%llu,"
+                 "\"median_notice_delay_ns\":%llu,\"impossible\":%llu}",
+                 firstg ? "" : ",", k, (long long)f->gpu[k].offset_ns,
+                 (unsigned long long)f->gpu[k].kernels,
+                 (unsigned long long)f->gpu[k].median_delay_ns,
+                 (unsigned long long)f->gpu[k].impossible);
+        jw_raw(&c->w, buf);
+        firstg = 0;
+    }
+    jw_raw(&c->w, "]");
     jw_raw(&c->w, ",\"threads\":[");
     for (uint32_t i = 0; i < f->ntstats; i++) {
         const struct nsc_thread_stats *t = &f->tstats[i];
@@ -741,9 +1003,10 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     c.nfiles = o->nfiles;
     c.file_pids = calloc((size_t)o->nfiles + 1, sizeof(*c.file_pids));
     c.file_hosts = calloc((size_t)o->nfiles + 1, sizeof(*c.file_hosts));
+    c.file_masks = calloc((size_t)o->nfiles + 1, sizeof(*c.file_masks));
     struct file_ctx *files = calloc((size_t)o->nfiles + 1, sizeof(*files));
     uint64_t *drops = calloc((size_t)o->nfiles + 1, sizeof(*drops));
-    if (!c.file_pids || !c.file_hosts || !files || !drops || jw_open(&c.w, o->out) != 0) {
+    if (!c.file_pids || !c.file_hosts || !c.file_masks || !files || !drops || jw_open(&c.w, o->out) != 0) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
         return 3;
     }
@@ -758,6 +1021,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 struct nsc_session s;
                 memcpy(&s, b.data, sizeof(s));
                 c.file_pids[i] = s.pid;
+                c.file_masks[i] = s.event_mask;
                 memcpy(c.file_hosts[i], s.host, 63);
             }
             nsc_decoder_close(&d);
@@ -775,9 +1039,32 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             c.res.damaged++;
             continue;
         }
+        if (c.file_masks[i] & (1u << NSC_ET_KERNEL_CH) &&
+            nsc_gpu_clock_scan(f->path, f->shift_ns, &f->gpu, &f->ngpu) == 0 && !o->quiet)
+            for (uint32_t k = 0; k < f->ngpu; k++)
+                if (f->gpu[k].have)
+                    fprintf(stderr,
+                            "ncclscope convert: %s comm #%u: host = GPU %%globaltimer %+.6f s "
+                            "(min over %llu KernelCh of host stop - GPU end; median "
+                            "notice delay %.2f us; %llu impossible intervals)\n",
+                            f->path, k, (double)f->gpu[k].offset_ns / 1e9,
+                            (unsigned long long)f->gpu[k].kernels,
+                            (double)f->gpu[k].median_delay_ns / 1e3,
+                            (unsigned long long)f->gpu[k].impossible);
         struct nsc_decode_ops ops = {
             .record = on_record, .comm = on_comm, .stats = on_stats, .error = on_error};
         nsc_decoder_run(&f->dec, &ops, &c);
+        nsc_track_finish(f->track);
+        f->track = NULL;
+        if (!o->quiet && (f->ops_lane_overflow || f->gpu_before_enqueue || f->impossible_gpu))
+            fprintf(stderr,
+                    "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
+                    "in flight or completed out of order), "
+                    "%llu GPU starts mapped before their enqueue, %llu impossible GPU intervals "
+                    "flagged\n",
+                    f->path, (unsigned long long)f->ops_lane_overflow, GPU_LANES,
+                    (unsigned long long)f->gpu_before_enqueue,
+                    (unsigned long long)f->impossible_gpu);
         /* Whatever is still open never stopped: shown up to the file's last
          * timestamp, marked unfinished (what a hung job looks like). */
         for (size_t k = 0; k < f->open.cap; k++) {
@@ -820,6 +1107,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         free(f->open.slots);
         free(f->tstats);
         free(f->comm_named);
+        free(f->gpu);
+        free(f->views);
         if (f->dec.rd.f || f->dec.strings)
             nsc_decoder_close(&f->dec);
     }
@@ -827,6 +1116,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(drops);
     free(c.file_pids);
     free(c.file_hosts);
+    free(c.file_masks);
     if (res)
         *res = c.res;
     if (out_err)

@@ -8,7 +8,8 @@
  *
  *   fake_nccl --plugin SO [--version N] --replay FILE
  *   fake_nccl --plugin SO [--version N] --synthetic OPS [--threads T]
- *             (OPS = -1: run until killed)
+ *             [--bad-gpu-every N] (OPS = -1: run until killed; every Nth
+ *             KernelCh then ends on the GPU when it started: impossible)
  * Prints "ops N maxrss_kb K" when done.
  */
 #include <pthread.h>
@@ -24,6 +25,7 @@
 
 static struct nsc_host host;
 static long long ops = 1000;
+static long long bad_gpu_every; /* every Nth KernelCh gets a GPU stop before its start */
 
 static void *app_thread(void *arg) {
     int rank = (int)(long)arg;
@@ -71,7 +73,9 @@ static void *app_thread(void *arg) {
         d.parentObj = coll;
         d.kernelCh.pTimer = 1000000ull * (uint64_t)i;
         nsc_host_start(&host, ctx, &kch, &d);
-        nsc_host_state(&host, kch, NSC_ABI_KERNEL_CH_STOP, 1000000ull * (uint64_t)i + 500);
+        nsc_host_state(&host, kch, NSC_ABI_KERNEL_CH_STOP,
+                       1000000ull * (uint64_t)i +
+                           (bad_gpu_every && i % bad_gpu_every == 0 ? 0 : 500));
         nsc_host_stop(&host, kch);
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_PROXY_OP;
@@ -104,7 +108,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--synthetic") && i + 1 < argc) {
             synthetic = 1;
             ops = atoll(argv[++i]);
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--bad-gpu-every") && i + 1 < argc)
+            bad_gpu_every = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
         else {
             fprintf(stderr, "fake_nccl: unknown argument %s\n", argv[i]);

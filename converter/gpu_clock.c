@@ -1,0 +1,135 @@
+/* gpu_clock.c - the per-rank GPU clock offset, from one pass over a file. */
+#include "gpu_clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "event_types.h"
+#include "trace_decode.h"
+
+#define KCH_CAP 65536 /* KernelCh in flight tracked (direct-mapped by id) */
+#define DELAY_SAMPLES 4096
+
+struct kch {
+    uint64_t id, gpu_start, gpu_end;
+    uint32_t serial;
+};
+
+struct scan {
+    int64_t shift;
+    struct kch *k;
+    struct nsc_gpu_clock *c;
+    uint32_t n;
+    /* per serial: (host stop, gpu end) samples for the delay median */
+    struct sample { uint64_t host, gpu; uint32_t serial; } *s;
+    size_t ns;
+    int oom;
+};
+
+static struct nsc_gpu_clock *clock_of(struct scan *sc, uint32_t serial) {
+    if (serial >= 1u << 20)
+        return NULL;
+    if (serial >= sc->n) {
+        uint32_t n = serial + 16;
+        struct nsc_gpu_clock *c = realloc(sc->c, n * sizeof(*c));
+        if (!c) {
+            sc->oom = 1;
+            return NULL;
+        }
+        memset(c + sc->n, 0, (n - sc->n) * sizeof(*c));
+        for (uint32_t i = sc->n; i < n; i++)
+            c[i].serial = i;
+        sc->c = c;
+        sc->n = n;
+    }
+    return &sc->c[serial];
+}
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    (void)thread, (void)ext;
+    struct scan *sc = ud;
+    if (r->h.etype != NSC_ET_KERNEL_CH)
+        return;
+    struct kch *k = &sc->k[(r->h.id * 0x9e3779b97f4a7c15ull) >> 48];
+    switch (r->h.kind) {
+    case NSC_REC_START:
+        *k = (struct kch){r->h.id, r->u.start.d.kernel_ch.ptimer, 0, r->h.aux};
+        break;
+    case NSC_REC_STATE:
+        if (k->id == r->h.id && r->h.aux == 22 /* KernelChStop */)
+            k->gpu_end = r->u.state.arg;
+        break;
+    case NSC_REC_STOP: {
+        if (k->id != r->h.id)
+            break;
+        struct nsc_gpu_clock *c = clock_of(sc, k->serial);
+        k->id = 0;
+        if (!c)
+            break;
+        if (!k->gpu_start || !k->gpu_end)
+            break; /* a timer NCCL did not fill: unknown, not wrong */
+        if (k->gpu_end <= k->gpu_start) {
+            c->impossible++;
+            break;
+        }
+        uint64_t host = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + sc->shift);
+        int64_t off = (int64_t)(host - k->gpu_end);
+        if (!c->have || off < c->offset_ns)
+            c->offset_ns = off;
+        c->have = 1;
+        c->kernels++;
+        if (sc->ns < DELAY_SAMPLES)
+            sc->s[sc->ns++] = (struct sample){host, k->gpu_end, k->serial};
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int nsc_gpu_clock_scan(const char *path, int64_t shift_ns, struct nsc_gpu_clock **out, uint32_t *n) {
+    *out = NULL;
+    *n = 0;
+    struct scan sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.shift = shift_ns;
+    sc.k = calloc(KCH_CAP, sizeof(*sc.k));
+    sc.s = malloc(DELAY_SAMPLES * sizeof(*sc.s));
+    struct nsc_decoder d;
+    if (!sc.k || !sc.s || nsc_decoder_open(&d, path) != NSC_OK) {
+        free(sc.k);
+        free(sc.s);
+        return -1;
+    }
+    struct nsc_decode_ops ops = {.record = on_record};
+    nsc_decoder_run(&d, &ops, &sc);
+    nsc_decoder_close(&d);
+    /* Median delay per serial, from the samples. */
+    uint64_t *tmp = malloc((sc.ns + 1) * sizeof(*tmp));
+    for (uint32_t s = 0; tmp && s < sc.n; s++) {
+        size_t m = 0;
+        for (size_t i = 0; i < sc.ns; i++)
+            if (sc.s[i].serial == s)
+                tmp[m++] = (uint64_t)((int64_t)sc.s[i].host - ((int64_t)sc.s[i].gpu + sc.c[s].offset_ns));
+        if (m) {
+            qsort(tmp, m, sizeof(*tmp), cmp_u64);
+            sc.c[s].median_delay_ns = tmp[m / 2];
+        }
+    }
+    free(tmp);
+    free(sc.k);
+    free(sc.s);
+    if (sc.oom) {
+        free(sc.c);
+        return -1;
+    }
+    *out = sc.c;
+    *n = sc.n;
+    return 0;
+}
