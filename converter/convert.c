@@ -18,11 +18,25 @@
 #define TID_GPU_LANE 0x40000000u
 #define TID_GPU_CHANNEL 0x40001000u
 
+#define INFLIGHT_HEAP 256
+
 struct rank_view {
     uint64_t lane_end[GPU_LANES];
     uint64_t lanes_named;
     uint64_t channels_named;
+    /* operations in flight, for the counters: a min-heap of end times */
+    struct { uint64_t end, bytes; } heap[INFLIGHT_HEAP];
+    uint32_t nheap;
+    uint64_t bytes_in_flight;
 };
+
+/* Where an already written slice is, so a flow can start from it. */
+struct placed {
+    uint64_t key;   /* local id + 1 (events) or collective key; 0 = free */
+    uint64_t pid, tid, ts;
+};
+#define PLACED_CAP (1u << 16)
+#define CHAIN_CAP (1u << 20)
 
 #define MAX_STATES 32 /* per event; more are counted, not kept */
 
@@ -83,6 +97,9 @@ struct file_ctx {
 
 struct conv {
     const struct nsc_convert_opts *o;
+    struct placed *recent;     /* recently written events of the current file */
+    struct placed *chain;      /* last completion written per (comm, func, seq) */
+    uint64_t chain_n, flows, chain_full;
     uint32_t *file_masks;      /* event mask per file (from its session) */
     struct jw w;
     int first;
@@ -313,6 +330,132 @@ static int file_of_pid(const struct conv *c, const struct file_ctx *f, uint32_t 
     return -1;
 }
 
+/* ---- flows ---- */
+
+static void flow_point(struct conv *c, const char *ph, uint64_t id, const char *name, uint64_t pid,
+                       uint64_t tid, uint64_t ts) {
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"");
+    jw_raw(&c->w, ph);
+    jw_raw(&c->w, ph[0] == 'f' ? "\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":" : "\",\"cat\":\"flow\",\"name\":");
+    jw_str(&c->w, name);
+    jw_raw(&c->w, ",\"id\":");
+    jw_u64(&c->w, id);
+    jw_raw(&c->w, ",\"pid\":");
+    jw_u64(&c->w, pid);
+    jw_raw(&c->w, ",\"tid\":");
+    jw_u64(&c->w, tid);
+    jw_raw(&c->w, ",\"ts\":");
+    jw_us(&c->w, ts);
+    jw_raw(&c->w, "}");
+}
+
+/* An arrow from (pid, tid, ts) to the slice starting at (pid2, tid2, ts2). */
+static void flow(struct conv *c, uint64_t id, const char *name, const struct placed *from,
+                 uint64_t pid2, uint64_t tid2, uint64_t ts2) {
+    flow_point(c, "s", id, name, from->pid, from->tid, from->ts);
+    flow_point(c, "f", id, name, pid2, tid2, ts2);
+    c->flows++;
+}
+
+static struct placed *recent_slot(struct conv *c, uint64_t local_id) {
+    return &c->recent[(local_id * 0x9e3779b97f4a7c15ull) >> 48];
+}
+
+/* Collective key: NCCL numbers collectives per (communicator, function). */
+static uint64_t coll_key(const struct nsc_op_done *op) {
+    uint64_t h = op->comm_id * 0x9e3779b97f4a7c15ull ^ (op->seq + 1);
+    for (const char *p = op->func ? op->func : ""; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+static struct placed *chain_slot(struct conv *c, uint64_t key, int *found) {
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 44) & (CHAIN_CAP - 1);
+    while (c->chain[i].key && c->chain[i].key != key)
+        i = (i + 1) & (CHAIN_CAP - 1);
+    *found = c->chain[i].key == key;
+    return &c->chain[i];
+}
+
+/* ---- counters: operations and bytes in flight per rank ---- */
+
+static void counter(struct conv *c, struct file_ctx *f, uint32_t serial, uint64_t ts,
+                    uint64_t ops, uint64_t bytes) {
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"C\",\"name\":\"NCCL operations in flight\",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, serial));
+    jw_raw(&c->w, ",\"ts\":");
+    jw_us(&c->w, ts);
+    jw_raw(&c->w, ",\"args\":{\"operations\":");
+    jw_u64(&c->w, ops);
+    jw_raw(&c->w, "}}");
+    begin_event(c);
+    jw_raw(&c->w, "{\"ph\":\"C\",\"name\":\"NCCL bytes in flight\",\"pid\":");
+    jw_u64(&c->w, out_pid(f->index, serial));
+    jw_raw(&c->w, ",\"ts\":");
+    jw_us(&c->w, ts);
+    jw_raw(&c->w, ",\"args\":{\"bytes\":");
+    jw_u64(&c->w, bytes);
+    jw_raw(&c->w, "}}");
+}
+
+static void heap_pop(struct rank_view *v) {
+    v->bytes_in_flight -= v->heap[0].bytes;
+    v->heap[0] = v->heap[--v->nheap];
+    for (uint32_t i = 0;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < v->nheap && v->heap[l].end < v->heap[m].end)
+            m = l;
+        if (r < v->nheap && v->heap[r].end < v->heap[m].end)
+            m = r;
+        if (m == i)
+            break;
+        __typeof__(v->heap[0]) t = v->heap[i];
+        v->heap[i] = v->heap[m];
+        v->heap[m] = t;
+        i = m;
+    }
+}
+
+/* Operations are reported close to their start order (completion order per
+ * stream); the counters step at each start and each end seen so far. An
+ * operation reported later than one that started after it shows in the
+ * counter from its report on (documented approximation). */
+static void inflight_add(struct conv *c, struct file_ctx *f, uint32_t serial, struct rank_view *v,
+                         uint64_t start, uint64_t end, uint64_t bytes) {
+    while (v->nheap && v->heap[0].end <= start) {
+        uint64_t t = v->heap[0].end;
+        heap_pop(v);
+        counter(c, f, serial, t, v->nheap, v->bytes_in_flight);
+    }
+    if (v->nheap == INFLIGHT_HEAP) {
+        uint64_t t = v->heap[0].end;
+        heap_pop(v);
+        counter(c, f, serial, t, v->nheap, v->bytes_in_flight);
+    }
+    uint32_t i = v->nheap++;
+    v->heap[i].end = end;
+    v->heap[i].bytes = bytes;
+    while (i && v->heap[(i - 1) / 2].end > v->heap[i].end) {
+        __typeof__(v->heap[0]) t = v->heap[i];
+        v->heap[i] = v->heap[(i - 1) / 2];
+        v->heap[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+    v->bytes_in_flight += bytes;
+    counter(c, f, serial, start, v->nheap, v->bytes_in_flight);
+}
+
+static void inflight_drain(struct conv *c, struct file_ctx *f) {
+    for (uint32_t s = 0; s < f->nviews; s++)
+        while (f->views[s].nheap) {
+            uint64_t t = f->views[s].heap[0].end;
+            heap_pop(&f->views[s]);
+            counter(c, f, s, t, f->views[s].nheap, f->views[s].bytes_in_flight);
+        }
+}
+
 /* ---- GPU-side tracks ---- */
 
 static struct rank_view *view_of(struct file_ctx *f, uint32_t serial) {
@@ -455,6 +598,32 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
     }
     jw_raw(&c->w, "}}");
     f->ops_drawn++;
+    uint64_t bytes = op->count; /* elements; bytes when the type is known below */
+    if (op->dtype && (strstr(op->dtype, "32") || !strcmp(op->dtype, "ncclFloat") || !strcmp(op->dtype, "ncclInt")))
+        bytes *= 4;
+    else if (op->dtype && strstr(op->dtype, "64"))
+        bytes *= 8;
+    else if (op->dtype && (strstr(op->dtype, "16") || !strcmp(op->dtype, "ncclHalf")))
+        bytes *= 2;
+    inflight_add(c, f, op->comm_serial, v, op->start_ns, end, bytes);
+    if (lane < 0 || op->is_p2p || !c->o->flows)
+        return;
+    /* One chain per collective across ranks, in the order the files are
+     * read: following it shows who entered late. */
+    int found;
+    uint64_t key = coll_key(op);
+    struct placed *p = chain_slot(c, key, &found);
+    uint64_t pid = out_pid(f->index, op->comm_serial);
+    if (found)
+        flow(c, out_id(c, f->index, op->id) | (1ull << 62) /* apart from parent arrows */,
+             op->func ? op->func : "collective", p, pid, tid, op->start_ns);
+    else if (c->chain_n * 2 >= CHAIN_CAP) {
+        c->chain_full++;
+        return;
+    } else {
+        c->chain_n++;
+    }
+    *p = (struct placed){key, pid, tid, op->start_ns};
 }
 
 /* A KernelCh's GPU interval on its channel's GPU track, in host time. */
@@ -747,6 +916,28 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
     }
     if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
         gpu_channel_slice(c, f, e);
+    /* Parent -> child arrow. The parent is still open (it stops after its
+     * children) or was written recently. Both ends bind to the slices that
+     * start at those times on those threads (X slices; Perfetto does not
+     * bind flows to async slices, so those get none). */
+    if (c->o->flows && !async && t) {
+        uint64_t parent = r->u.start.parent;
+        struct placed from = {0, 0, 0, 0};
+        if (parent && !(r->h.flags & NSC_RF_FOREIGN_PARENT)) {
+            struct open_ev *pe = map_find(&f->open, parent);
+            struct placed *rp = recent_slot(c, parent);
+            if (pe && pe->has_start && pe->track) {
+                from = (struct placed){1, out_pid(f->index, pe->start.h.aux), pe->track->tid,
+                                       pe->start_ns};
+            } else if (rp->key == parent + 1) {
+                from = *rp;
+            }
+        }
+        if (from.key)
+            flow(c, oid, nsc_etype_name(r->h.etype), &from, pid, t->tid, e->start_ns);
+        struct placed *me = recent_slot(c, e->id);
+        *me = (struct placed){e->id + 1, pid, t->tid, e->start_ns};
+    }
     c->res.events++;
     if (unfinished)
         c->res.unfinished++;
@@ -1004,9 +1195,12 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     c.file_pids = calloc((size_t)o->nfiles + 1, sizeof(*c.file_pids));
     c.file_hosts = calloc((size_t)o->nfiles + 1, sizeof(*c.file_hosts));
     c.file_masks = calloc((size_t)o->nfiles + 1, sizeof(*c.file_masks));
+    c.recent = calloc(PLACED_CAP, sizeof(*c.recent));
+    c.chain = o->flows ? calloc(CHAIN_CAP, sizeof(*c.chain)) : NULL;
     struct file_ctx *files = calloc((size_t)o->nfiles + 1, sizeof(*files));
     uint64_t *drops = calloc((size_t)o->nfiles + 1, sizeof(*drops));
-    if (!c.file_pids || !c.file_hosts || !c.file_masks || !files || !drops || jw_open(&c.w, o->out) != 0) {
+    if (!c.file_pids || !c.file_hosts || !c.file_masks || !c.recent || (o->flows && !c.chain) ||
+        !files || !drops || jw_open(&c.w, o->out) != 0) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
         return 3;
     }
@@ -1056,6 +1250,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         nsc_decoder_run(&f->dec, &ops, &c);
         nsc_track_finish(f->track);
         f->track = NULL;
+        inflight_drain(&c, f);
+        memset(c.recent, 0, PLACED_CAP * sizeof(*c.recent));
         if (!o->quiet && (f->ops_lane_overflow || f->gpu_before_enqueue || f->impossible_gpu))
             fprintf(stderr,
                     "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
@@ -1091,6 +1287,10 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     jw_raw(&c.w, "]");
     jw_raw(&c.w, ",\"unfinished_events\":");
     jw_u64(&c.w, c.res.unfinished);
+    jw_raw(&c.w, ",\"flows\":");
+    jw_u64(&c.w, c.flows);
+    jw_raw(&c.w, ",\"collective_chains_not_linked\":");
+    jw_u64(&c.w, c.chain_full);
     jw_raw(&c.w, ",\"orphan_records\":");
     jw_u64(&c.w, c.res.orphan_records);
     jw_raw(&c.w, ",\"damaged\":");
@@ -1117,6 +1317,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(c.file_pids);
     free(c.file_hosts);
     free(c.file_masks);
+    free(c.recent);
+    free(c.chain);
     if (res)
         *res = c.res;
     if (out_err)

@@ -17,6 +17,7 @@ struct nsc_convert_opts {
     FILE *out;
     int quiet;
     const int64_t *shift_ns; /* per file, onto the merged timeline (clock_align.h); NULL = 0 */
+    int flows;               /* parent -> child and per-collective cross-rank flow arrows */
 };
 
 struct nsc_convert_result {

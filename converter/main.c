@@ -140,11 +140,13 @@ static int align(char **files, int nfiles, const struct align_opts *ao, struct n
 static int cmd_convert(int argc, char **argv) {
     const char *out_path = NULL;
     char **inputs = malloc((size_t)argc * sizeof(*inputs));
-    int nin = 0, bad = 0;
+    int nin = 0, bad = 0, flows = 1;
     struct align_opts ao = {0, 1e6};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out_path = argv[++i];
+        else if (strcmp(argv[i], "--no-flows") == 0)
+            flows = 0;
         else if (align_option(argc, argv, &i, &ao, &bad)) {
             if (bad) {
                 free(inputs);
@@ -184,7 +186,7 @@ static int cmd_convert(int argc, char **argv) {
         return 3;
     }
     struct nsc_convert_opts o = {.files = (const char *const *)files, .nfiles = nfiles, .out = out,
-                                 .shift_ns = al.shift_ns};
+                                 .shift_ns = al.shift_ns, .flows = flows};
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
     if (out != stdout && fclose(out) != 0)

@@ -54,6 +54,27 @@ def main():
     print("ok: %d completion slices, %d GPU channel slices, %d outside their window"
           % (len(comp), len(gpu), outside))
 
+    # flows: every arrow has both ends; parent arrows stay in a rank, the
+    # collective chains cross ranks (one fewer arrow than ranks per collective)
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+    check(starts and set(starts) == set(ends), "flow ends pair up: %d s, %d f" % (len(starts), len(ends)))
+    chains = [i for i, e in starts.items() if e["name"] in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast")]
+    check(all(starts[i]["pid"] != ends[i]["pid"] for i in chains), "chains cross ranks")
+    lane_colls = [c for c in comp.values() if c["ph"] == "X" and c["name"] != "Send" and c["name"] != "Recv"]
+    check(len(chains) >= len(lane_colls) * 3 // 4 - 50, "about 3 arrows per collective of 4 ranks: %d for %d"
+          % (len(chains), len(lane_colls)))
+    parents = [i for i, e in starts.items() if e["name"] in ("Coll", "CollApi", "KernelLaunch")]
+    check(parents and all(starts[i]["pid"] == ends[i]["pid"] for i in parents), "parent arrows within a rank")
+    # counters: operations in flight never negative and back to 0 per rank
+    last = {}
+    for e in sorted((e for e in ev if e["ph"] == "C" and e["name"] == "NCCL operations in flight"),
+                    key=lambda e: e["ts"]):
+        check(e["args"]["operations"] >= 0, "counter >= 0")
+        last[e["pid"]] = e["args"]["operations"]
+    check(len(last) == 4 and all(v == 0 for v in last.values()), "in flight returns to 0: %s" % last)
+    print("ok: %d flows (%d collective chains), in-flight counters on %d ranks" % (len(starts), len(chains), len(last)))
+
     # impossible GPU intervals are flagged where they happened, not drawn
     td = os.path.join(d, "fake")
     run([fake, "--plugin", plugin, "--synthetic", "1000", "--bad-gpu-every", "10"],
