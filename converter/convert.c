@@ -1,6 +1,7 @@
 /* convert.c - the Chrome trace JSON writer. */
 #include "convert.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,10 @@ struct file_ctx {
 
 struct conv {
     const struct nsc_convert_opts *o;
+    int part;                  /* output file number when splitting */
+    uint64_t t_origin;         /* the job's start on the merged timeline (time filter) */
+    int out_error;
+    uint64_t filtered;
     struct placed *recent;     /* recently written events of the current file */
     struct placed *chain;      /* last completion written per (comm, func, seq) */
     uint64_t chain_n, flows, chain_full;
@@ -109,6 +114,19 @@ struct conv {
     struct file_ctx *f;
     struct nsc_convert_result res;
 };
+
+static void reset_names(struct conv *c) {
+    struct file_ctx *f = c->f;
+    if (!f)
+        return;
+    for (int b = 0; b < 256; b++)
+        for (struct track *t = f->tracks[b]; t; t = t->hnext)
+            t->named = 0;
+    if (f->comm_named)
+        memset(f->comm_named, 0, f->ncomm_named * sizeof(*f->comm_named));
+    for (uint32_t i = 0; i < f->nviews; i++)
+        f->views[i].lanes_named = f->views[i].channels_named = 0;
+}
 
 /* ---- map ---- */
 
@@ -193,6 +211,84 @@ static uint64_t out_pid(int file, uint32_t serial) { return (uint64_t)file * 655
 static void begin_event(struct conv *c) {
     jw_raw(&c->w, c->first ? "\n" : ",\n");
     c->first = 0;
+}
+
+static const char *const doc_head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+
+/* The path of output part k: trace.json -> trace-000.json (or .json.gz). */
+static void part_path(const struct nsc_convert_opts *o, int k, char *buf, size_t n) {
+    if (!o->split_bytes) {
+        snprintf(buf, n, "%s", o->out_path);
+        return;
+    }
+    const char *p = o->out_path, *dot = strstr(p, ".json");
+    if (!dot)
+        dot = p + strlen(p);
+    snprintf(buf, n, "%.*s-%03d%s", (int)(dot - p), p, k, dot);
+}
+
+/* Whether an event of comm `serial` and type etype over [start, end] passes
+ * the filters. */
+static int keep(struct conv *c, struct file_ctx *f, uint32_t serial, int etype, uint64_t start,
+                uint64_t end) {
+    const struct nsc_convert_opts *o = c->o;
+    if (o->event_mask && etype >= 0 && !((o->event_mask >> etype) & 1))
+        goto drop;
+    if (o->nranks || o->comm) {
+        const struct nsc_comm_info *ci = nsc_decoder_comm(&f->dec, serial);
+        if (!ci)
+            goto drop;
+        if (o->nranks) {
+            int ok = 0;
+            for (int i = 0; i < o->nranks && !ok; i++)
+                ok = o->ranks[i] == ci->rank;
+            if (!ok)
+                goto drop;
+        }
+        if (o->comm) {
+            char hex[17];
+            snprintf(hex, sizeof(hex), "%016" PRIx64, ci->comm_id);
+            if (strncmp(hex, o->comm, strlen(o->comm)) != 0 && strcmp(ci->name, o->comm) != 0)
+                goto drop;
+        }
+    }
+    if (o->t_to > 0) {
+        double a = ((double)start - (double)c->t_origin) / 1e9;
+        double b = ((double)end - (double)c->t_origin) / 1e9;
+        if (b < o->t_from || a > o->t_to)
+            goto drop;
+    }
+    return 1;
+drop:
+    c->filtered++;
+    return 0;
+}
+
+static void reset_names(struct conv *c);
+
+/* Past the size limit, the current part is closed as a complete document
+ * and the next one begins; process and thread names are written again
+ * where they are next used, since each part must stand alone in Perfetto. */
+static void maybe_rotate(struct conv *c) {
+    const struct nsc_convert_opts *o = c->o;
+    if (!o->split_bytes || c->w.bytes + c->w.len < o->split_bytes)
+        return;
+    jw_raw(&c->w, "\n],\"metadata\":{\"ncclscope\":{\"part\":");
+    jw_u64(&c->w, (uint64_t)c->part);
+    jw_raw(&c->w, ",\"continued\":true}}}\n");
+    if (jw_close(&c->w) != 0)
+        c->out_error = 1;
+    char path[4200];
+    part_path(o, ++c->part, path, sizeof(path));
+    if (jw_open_path(&c->w, path) != 0) {
+        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", path, strerror(errno));
+        c->out_error = 1;
+        jw_open(&c->w, NULL); /* discards (no file) until the end; reported */
+        c->w.error = 1;
+    }
+    jw_raw(&c->w, doc_head);
+    c->first = 1;
+    reset_names(c);
 }
 
 static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
@@ -507,6 +603,9 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
         return;
     uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
     if (!end || end < op->start_ns)
+        return;
+    maybe_rotate(c);
+    if (!keep(c, f, op->comm_serial, op->is_p2p ? NSC_ET_P2P : NSC_ET_COLL, op->start_ns, end))
         return;
     int lane = -1;
     for (int l = 0; l < GPU_LANES; l++)
@@ -869,74 +968,81 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
     const char *name = event_name(f, r);
     const char *cat = nsc_etype_name(r->h.etype);
     uint64_t oid = out_id(c, f->index, e->id);
-    begin_event(c);
-    if (!async) {
-        jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":");
-        jw_str(&c->w, cat);
-        jw_raw(&c->w, ",\"name\":");
-        jw_str(&c->w, name);
-        jw_raw(&c->w, ",\"pid\":");
-        jw_u64(&c->w, pid);
-        jw_raw(&c->w, ",\"tid\":");
-        jw_u64(&c->w, t ? t->tid : 0);
-        jw_raw(&c->w, ",\"ts\":");
-        jw_us(&c->w, e->start_ns);
-        jw_raw(&c->w, ",\"dur\":");
-        jw_us(&c->w, end - e->start_ns);
-        jw_raw(&c->w, ",\"args\":{");
-        write_args(c, f, e);
-        if (unfinished)
-            jw_raw(&c->w, ",\"unfinished\":true");
-        jw_raw(&c->w, "}}");
-    } else {
-        for (int pass = 0; pass < 2; pass++) {
-            if (pass)
-                begin_event(c);
-            jw_raw(&c->w, pass ? "{\"ph\":\"e\",\"cat\":" : "{\"ph\":\"b\",\"cat\":");
+    maybe_rotate(c);
+    int kept = keep(c, f, r->h.aux, r->h.etype, e->start_ns, end);
+    if (kept && t && !t->named) /* a new part began after this event started */
+        track_of(c, f, (uint32_t)(t->key >> 32), r->h.aux, r->h.etype);
+    if (kept) {
+        begin_event(c);
+        if (!async) {
+            jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":");
             jw_str(&c->w, cat);
             jw_raw(&c->w, ",\"name\":");
             jw_str(&c->w, name);
-            jw_raw(&c->w, ",\"id\":");
-            jw_u64(&c->w, oid);
             jw_raw(&c->w, ",\"pid\":");
             jw_u64(&c->w, pid);
             jw_raw(&c->w, ",\"tid\":");
             jw_u64(&c->w, t ? t->tid : 0);
             jw_raw(&c->w, ",\"ts\":");
-            jw_us(&c->w, pass ? end : e->start_ns);
-            if (!pass) {
-                jw_raw(&c->w, ",\"args\":{");
-                write_args(c, f, e);
-                if (unfinished)
-                    jw_raw(&c->w, ",\"unfinished\":true");
+            jw_us(&c->w, e->start_ns);
+            jw_raw(&c->w, ",\"dur\":");
+            jw_us(&c->w, end - e->start_ns);
+            jw_raw(&c->w, ",\"args\":{");
+            write_args(c, f, e);
+            if (unfinished)
+                jw_raw(&c->w, ",\"unfinished\":true");
+            jw_raw(&c->w, "}}");
+        } else {
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass)
+                    begin_event(c);
+                jw_raw(&c->w, pass ? "{\"ph\":\"e\",\"cat\":" : "{\"ph\":\"b\",\"cat\":");
+                jw_str(&c->w, cat);
+                jw_raw(&c->w, ",\"name\":");
+                jw_str(&c->w, name);
+                jw_raw(&c->w, ",\"id\":");
+                jw_u64(&c->w, oid);
+                jw_raw(&c->w, ",\"pid\":");
+                jw_u64(&c->w, pid);
+                jw_raw(&c->w, ",\"tid\":");
+                jw_u64(&c->w, t ? t->tid : 0);
+                jw_raw(&c->w, ",\"ts\":");
+                jw_us(&c->w, pass ? end : e->start_ns);
+                if (!pass) {
+                    jw_raw(&c->w, ",\"args\":{");
+                    write_args(c, f, e);
+                    if (unfinished)
+                        jw_raw(&c->w, ",\"unfinished\":true");
+                    jw_raw(&c->w, "}");
+                }
                 jw_raw(&c->w, "}");
             }
-            jw_raw(&c->w, "}");
         }
-    }
-    if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
-        gpu_channel_slice(c, f, e);
-    /* Parent -> child arrow. The parent is still open (it stops after its
-     * children) or was written recently. Both ends bind to the slices that
-     * start at those times on those threads (X slices; Perfetto does not
-     * bind flows to async slices, so those get none). */
-    if (c->o->flows && !async && t) {
-        uint64_t parent = r->u.start.parent;
-        struct placed from = {0, 0, 0, 0};
-        if (parent && !(r->h.flags & NSC_RF_FOREIGN_PARENT)) {
-            struct open_ev *pe = map_find(&f->open, parent);
-            struct placed *rp = recent_slot(c, parent);
-            if (pe && pe->has_start && pe->track) {
-                from = (struct placed){1, out_pid(f->index, pe->start.h.aux), pe->track->tid,
-                                       pe->start_ns};
-            } else if (rp->key == parent + 1) {
-                from = *rp;
+        if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
+            gpu_channel_slice(c, f, e);
+        /* Parent -> child arrow. The parent is still open (it stops after its
+         * children) or was written recently. Both ends bind to the slices that
+         * start at those times on those threads (X slices; Perfetto does not
+         * bind flows to async slices, so those get none). */
+        if (c->o->flows && !async && t) {
+            uint64_t parent = r->u.start.parent;
+            struct placed from = {0, 0, 0, 0};
+            if (parent && !(r->h.flags & NSC_RF_FOREIGN_PARENT)) {
+                struct open_ev *pe = map_find(&f->open, parent);
+                struct placed *rp = recent_slot(c, parent);
+                if (pe && pe->has_start && pe->track &&
+                (!c->o->event_mask || ((c->o->event_mask >> pe->start.h.etype) & 1))) {
+                    from = (struct placed){1, out_pid(f->index, pe->start.h.aux), pe->track->tid,
+                                           pe->start_ns};
+                } else if (rp->key == parent + 1) {
+                    from = *rp;
+                }
             }
+            if (from.key)
+                flow(c, oid, nsc_etype_name(r->h.etype), &from, pid, t->tid, e->start_ns);
+            struct placed *me = recent_slot(c, e->id);
+            *me = (struct placed){e->id + 1, pid, t->tid, e->start_ns};
         }
-        if (from.key)
-            flow(c, oid, nsc_etype_name(r->h.etype), &from, pid, t->tid, e->start_ns);
-        struct placed *me = recent_slot(c, e->id);
-        *me = (struct placed){e->id + 1, pid, t->tid, e->start_ns};
     }
     c->res.events++;
     if (unfinished)
@@ -956,6 +1062,10 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
 
 static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const struct nsc_rec *r,
                    const char *name) {
+    uint64_t ts = (uint64_t)((int64_t)nsc_decoder_mono_ns(&f->dec, r->h.ticks) + f->shift_ns);
+    maybe_rotate(c);
+    if (!keep(c, f, r->h.aux, -1, ts, ts))
+        return;
     struct track *t = track_of(c, f, thread, r->h.aux, NSC_ET_GROUP_API);
     begin_event(c);
     jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
@@ -1200,10 +1310,18 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     struct file_ctx *files = calloc((size_t)o->nfiles + 1, sizeof(*files));
     uint64_t *drops = calloc((size_t)o->nfiles + 1, sizeof(*drops));
     if (!c.file_pids || !c.file_hosts || !c.file_masks || !c.recent || (o->flows && !c.chain) ||
-        !files || !drops || jw_open(&c.w, o->out) != 0) {
+        !files || !drops) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
         return 3;
     }
+    char first_path[4200];
+    part_path(o, 0, first_path, sizeof(first_path));
+    if (jw_open_path(&c.w, first_path) != 0) {
+        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", first_path,
+                errno == ENOTSUP ? "gzip output needs zlib, which this build lacks" : strerror(errno));
+        return 3;
+    }
+    c.t_origin = UINT64_MAX;
     /* First pass over headers only: which pid each file holds, so PXN
      * parents from another process can be linked. */
     for (int i = 0; i < o->nfiles; i++) {
@@ -1216,12 +1334,15 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 memcpy(&s, b.data, sizeof(s));
                 c.file_pids[i] = s.pid;
                 c.file_masks[i] = s.event_mask;
+                uint64_t t0 = (uint64_t)((int64_t)s.start.mono_ns + (o->shift_ns ? o->shift_ns[i] : 0));
+                if (t0 < c.t_origin)
+                    c.t_origin = t0;
                 memcpy(c.file_hosts[i], s.host, 63);
             }
             nsc_decoder_close(&d);
         }
     }
-    jw_raw(&c.w, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+    jw_raw(&c.w, doc_head);
     for (int i = 0; i < o->nfiles; i++) {
         struct file_ctx *f = &files[i];
         f->index = i;
@@ -1287,6 +1408,10 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     jw_raw(&c.w, "]");
     jw_raw(&c.w, ",\"unfinished_events\":");
     jw_u64(&c.w, c.res.unfinished);
+    jw_raw(&c.w, ",\"parts\":");
+    jw_u64(&c.w, (uint64_t)c.part + 1);
+    jw_raw(&c.w, ",\"filtered_out\":");
+    jw_u64(&c.w, c.filtered);
     jw_raw(&c.w, ",\"flows\":");
     jw_u64(&c.w, c.flows);
     jw_raw(&c.w, ",\"collective_chains_not_linked\":");
@@ -1296,7 +1421,9 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     jw_raw(&c.w, ",\"damaged\":");
     jw_u64(&c.w, c.res.damaged);
     jw_raw(&c.w, "}}}\n");
-    int out_err = jw_close(&c.w);
+    int out_err = jw_close(&c.w) != 0 || c.out_error;
+    c.res.parts = (unsigned long long)c.part + 1;
+    c.res.filtered = c.filtered;
     for (int i = 0; i < o->nfiles; i++) {
         struct file_ctx *f = &files[i];
         for (int b = 0; b < 256; b++)

@@ -14,14 +14,21 @@
 struct nsc_convert_opts {
     const char *const *files; /* trace files, already expanded from directories */
     int nfiles;
-    FILE *out;
+    const char *out_path;    /* "-" = stdout; ".gz" = gzip; parts get -NNN before .json */
+    uint64_t split_bytes;    /* start a new file past this many bytes (0 = one file) */
     int quiet;
+    /* filters (an event is kept when it passes all of them) */
+    const int *ranks;        /* keep these communicator ranks (NULL: all) */
+    int nranks;
+    const char *comm;        /* commHash hex prefix or communicator name (NULL: all) */
+    double t_from, t_to;     /* seconds from the job's start (t_to <= 0: no window) */
+    uint32_t event_mask;     /* event types kept (0: all) */
     const int64_t *shift_ns; /* per file, onto the merged timeline (clock_align.h); NULL = 0 */
     int flows;               /* parent -> child and per-collective cross-rank flow arrows */
 };
 
 struct nsc_convert_result {
-    unsigned long long events, unfinished, orphan_records, damaged, drops;
+    unsigned long long events, unfinished, orphan_records, damaged, drops, parts, filtered;
 };
 
 /* Returns 0 when every file was intact, 2 when damage was found (everything

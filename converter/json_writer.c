@@ -1,28 +1,84 @@
 /* json_writer.c - buffered JSON output. */
 #include "json_writer.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef NSC_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 int jw_open(struct jw *w, FILE *f) {
+    memset(w, 0, sizeof(*w));
     w->f = f;
     w->cap = 1 << 20;
-    w->len = 0;
-    w->error = 0;
     w->buf = malloc(w->cap);
     return w->buf ? 0 : -1;
 }
 
+int jw_open_path(struct jw *w, const char *path) {
+    size_t n = strlen(path);
+    if (n > 3 && !strcmp(path + n - 3, ".gz")) {
+#ifdef NSC_HAVE_ZLIB
+        gzFile g = gzopen(path, "wb6");
+        if (!g)
+            return -1;
+        if (jw_open(w, NULL) != 0) {
+            gzclose(g);
+            return -1;
+        }
+        gzbuffer(g, 1 << 18);
+        w->gz = g;
+        return 0;
+#else
+        errno = ENOTSUP;
+        return -1;
+#endif
+    }
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (!f)
+        return -1;
+    if (jw_open(w, f) != 0) {
+        if (f != stdout)
+            fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_out(struct jw *w, const void *p, size_t n) {
+    w->bytes += n;
+#ifdef NSC_HAVE_ZLIB
+    if (w->gz)
+        return gzwrite(w->gz, p, (unsigned)n) == (int)n ? 0 : -1;
+#endif
+    if (!w->f)
+        return 0; /* a discarding writer (the output could not be opened) */
+    return fwrite(p, 1, n, w->f) == n ? 0 : -1;
+}
+
 static void flush(struct jw *w) {
-    if (w->len && fwrite(w->buf, 1, w->len, w->f) != w->len)
+    if (w->len && write_out(w, w->buf, w->len) != 0)
         w->error = 1;
     w->len = 0;
 }
 
 int jw_close(struct jw *w) {
     flush(w);
-    if (fflush(w->f) != 0)
-        w->error = 1;
+#ifdef NSC_HAVE_ZLIB
+    if (w->gz) {
+        if (gzclose(w->gz) != Z_OK)
+            w->error = 1;
+        w->gz = NULL;
+    } else
+#endif
+    if (w->f) {
+        if (fflush(w->f) != 0)
+            w->error = 1;
+        if (w->f != stdout && fclose(w->f) != 0)
+            w->error = 1;
+        w->f = NULL;
+    }
     free(w->buf);
     w->buf = NULL;
     return w->error ? -1 : 0;
@@ -36,7 +92,7 @@ static inline void reserve(struct jw *w, size_t n) {
 void jw_rawn(struct jw *w, const char *s, size_t n) {
     if (n > w->cap / 2) {
         flush(w);
-        if (fwrite(s, 1, n, w->f) != n)
+        if (write_out(w, s, n) != 0)
             w->error = 1;
         return;
     }

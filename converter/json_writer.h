@@ -11,12 +11,17 @@
 
 struct jw {
     FILE *f;
+    void *gz;       /* a zlib gzFile when writing .gz (zlib's own deflate) */
     char *buf;
     size_t len, cap;
     int error;
+    uint64_t bytes; /* written so far (uncompressed) */
 };
 
 int jw_open(struct jw *w, FILE *f);
+/* Opens path for writing ("-" = stdout); gzip-compressed when it ends in
+ * ".gz". Returns 0, or -1 with errno set (ENOTSUP: built without zlib). */
+int jw_open_path(struct jw *w, const char *path);
 int jw_close(struct jw *w); /* flushes; returns -1 if any write failed */
 void jw_raw(struct jw *w, const char *s);
 void jw_rawn(struct jw *w, const char *s, size_t n);

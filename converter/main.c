@@ -12,6 +12,7 @@
 
 #include "clock_align.h"
 #include "convert.h"
+#include "event_types.h"
 #include "stats.h"
 #include "info.h"
 #include "replay.h"
@@ -24,9 +25,13 @@ static void usage(FILE *f) {
             "ncclscope %s - NCCL profiler traces\n"
             "\n"
             "usage:\n"
-            "  ncclscope convert <files or directories...> -o trace.json\n"
-            "      Chrome trace JSON for Perfetto (ui.perfetto.dev) or chrome://tracing.\n"
-            "      '-o -' writes to standard output.\n"
+            "  ncclscope convert <files or directories...> -o trace.json[.gz]\n"
+            "      [--ranks 0,2-3] [--comm HEXPREFIX|NAME] [--time FROM:TO] [--events MASK]\n"
+            "      [--split MB] [--no-flows]\n"
+            "      Chrome trace JSON for Perfetto (ui.perfetto.dev) or chrome://tracing,\n"
+            "      all files on one timeline. '-o -' writes to standard output; .gz\n"
+            "      compresses; --split starts a new file every MB (trace-000.json, ...);\n"
+            "      --time is in seconds from the job's start.\n"
             "  ncclscope stats <files or directories...> [--json] [--top N] [-o FILE]\n"
             "      per (comm, operation, datatype, size): count, latency p50/p99/max,\n"
             "      algbw/busbw; and the straggler table (who entered each collective last).\n"
@@ -137,30 +142,97 @@ static int align(char **files, int nfiles, const struct align_opts *ao, struct n
     return 0;
 }
 
+/* "0,2,5-7" -> ranks. Returns the count, or -1. */
+static int parse_ranks(const char *s, int *out, int cap) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (end == s || a < 0)
+            return -1;
+        if (*end == '-') {
+            s = end + 1;
+            b = strtol(s, &end, 10);
+            if (end == s || b < a)
+                return -1;
+        }
+        for (long r = a; r <= b; r++) {
+            if (n == cap)
+                return -1;
+            out[n++] = (int)r;
+        }
+        s = end;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return n;
+}
+
 static int cmd_convert(int argc, char **argv) {
     const char *out_path = NULL;
-    char **inputs = malloc((size_t)argc * sizeof(*inputs));
+    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, bad = 0, flows = 1;
+    static int ranks[4096];
+    struct nsc_convert_opts o;
+    memset(&o, 0, sizeof(o));
     struct align_opts ao = {0, 1e6};
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+    for (int i = 0; i < argc && !bad; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-o") && v)
             out_path = argv[++i];
-        else if (strcmp(argv[i], "--no-flows") == 0)
+        else if (!strcmp(a, "--no-flows"))
             flows = 0;
-        else if (align_option(argc, argv, &i, &ao, &bad)) {
-            if (bad) {
-                free(inputs);
-                return 1;
+        else if (!strcmp(a, "--ranks") && v) {
+            i++;
+            if ((o.nranks = parse_ranks(v, ranks, 4096)) <= 0) {
+                fprintf(stderr, "ncclscope convert: --ranks takes a list like 0,2,4-7, not %s\n", v);
+                bad = 1;
             }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "ncclscope convert: unknown option %s\n", argv[i]);
-            free(inputs);
-            return 1;
+            o.ranks = ranks;
+        } else if (!strcmp(a, "--comm") && v) {
+            o.comm = argv[++i];
+        } else if (!strcmp(a, "--time") && v) {
+            i++;
+            if (sscanf(v, "%lf:%lf", &o.t_from, &o.t_to) != 2 || o.t_to <= o.t_from) {
+                fprintf(stderr, "ncclscope convert: --time takes FROM:TO in seconds from the job's "
+                                "start, TO > FROM, not %s\n", v);
+                bad = 1;
+            }
+        } else if (!strcmp(a, "--events") && v) {
+            char err[256];
+            i++;
+            if (nsc_mask_parse(v, &o.event_mask, err, sizeof(err)) != 0) {
+                fprintf(stderr, "ncclscope convert: --events: %s\n", err);
+                bad = 1;
+            }
+        } else if (!strcmp(a, "--split") && v) {
+            i++;
+            double mb = atof(v);
+            if (mb < 1) {
+                fprintf(stderr, "ncclscope convert: --split takes a size in MB (>= 1), not %s\n", v);
+                bad = 1;
+            }
+            o.split_bytes = (uint64_t)(mb * 1e6);
+        } else if (align_option(argc, argv, &i, &ao, &bad)) {
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "ncclscope convert: unknown option %s\n", a);
+            bad = 1;
         } else
             inputs[nin++] = argv[i];
     }
+    if (bad) {
+        free(inputs);
+        return 1;
+    }
     if (!out_path || nin == 0) {
         fprintf(stderr, "ncclscope convert: expected input files and -o <output.json>\n");
+        free(inputs);
+        return 1;
+    }
+    if (o.split_bytes && !strcmp(out_path, "-")) {
+        fprintf(stderr, "ncclscope convert: --split needs a file name, not standard output\n");
         free(inputs);
         return 1;
     }
@@ -179,23 +251,19 @@ static int cmd_convert(int argc, char **argv) {
     struct nsc_align al;
     if (align(files, nfiles, &ao, &al, "convert") != 0)
         return 2;
-    FILE *out = strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w");
-    if (!out) {
-        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", out_path, strerror(errno));
-        nsc_align_free(&al);
-        return 3;
-    }
-    struct nsc_convert_opts o = {.files = (const char *const *)files, .nfiles = nfiles, .out = out,
-                                 .shift_ns = al.shift_ns, .flows = flows};
+    o.files = (const char *const *)files;
+    o.nfiles = nfiles;
+    o.out_path = out_path;
+    o.shift_ns = al.shift_ns;
+    o.flows = flows;
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
-    if (out != stdout && fclose(out) != 0)
-        rc = 3;
     fprintf(stderr,
-            "ncclscope convert: %d file(s), %llu events (%llu unfinished), %llu records dropped "
-            "by the plugin%s -> %s\n",
-            nfiles, res.events, res.unfinished, res.drops,
-            rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path);
+            "ncclscope convert: %d file(s), %llu events (%llu unfinished, %llu filtered out), "
+            "%llu records dropped by the plugin%s -> %s%s\n",
+            nfiles, res.events, res.unfinished, res.filtered, res.drops,
+            rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
+            res.parts > 1 ? " (split into parts -000 ...)" : "");
     for (int i = 0; i < nfiles; i++)
         free(files[i]);
     free(files);

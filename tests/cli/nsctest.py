@@ -43,11 +43,18 @@ def convert(inputs, out, ok=(0,)):
         return json.load(f), p
 
 
+GPU_TRACKS = 0x40000000  # tids of the converter's derived GPU tracks (completion, channels)
+
+
 def events(doc):
-    """Slices: X events, and b events (their e partners are checked to exist)."""
+    """NCCL's events as slices: X events, and b events (their e partners are
+    checked to exist). The converter's derived slices (enqueue-to-completion,
+    KernelCh on GPU tracks) are left out: they describe these events again."""
     ends = {(e["cat"], e["id"]) for e in doc["traceEvents"] if e["ph"] == "e"}
     out = []
     for e in doc["traceEvents"]:
+        if e.get("tid", 0) >= GPU_TRACKS or e.get("cat") == "completion":
+            continue
         if e["ph"] == "X":
             out.append(e)
         elif e["ph"] == "b":
