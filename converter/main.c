@@ -13,6 +13,7 @@
 #include "clock_align.h"
 #include "convert.h"
 #include "event_types.h"
+#include "report.h"
 #include "stats.h"
 #include "info.h"
 #include "replay.h"
@@ -35,7 +36,10 @@ static void usage(FILE *f) {
             "  ncclscope stats <files or directories...> [--json] [--top N] [-o FILE]\n"
             "      per (comm, operation, datatype, size): count, latency p50/p99/max,\n"
             "      algbw/busbw; and the straggler table (who entered each collective last).\n"
-            "  convert and stats take --align auto|realtime and --max-uncertainty-us U (default\n"
+            "  ncclscope report <files or directories...> -o report.html\n"
+            "      one self-contained HTML page: per-rank timeline, stats tables,\n"
+            "      latency-by-size chart, stragglers (no scripts, no network).\n"
+            "  convert, stats and report take --align auto|realtime and --max-uncertainty-us U (default\n"
             "      1000) for files from several hosts (see docs/converter.md).\n"
             "  ncclscope info <file>\n"
             "      header, comms, per-thread record and drop counts.\n"
@@ -331,6 +335,61 @@ static int cmd_stats(int argc, char **argv) {
     return rc;
 }
 
+static int cmd_report(int argc, char **argv) {
+    const char *out_path = NULL;
+    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
+    int nin = 0, bad = 0;
+    struct align_opts ao = {0, 1e6};
+    for (int i = 0; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            out_path = argv[++i];
+        else if (align_option(argc, argv, &i, &ao, &bad)) {
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ncclscope report: unknown option %s\n", argv[i]);
+            bad = 1;
+        } else
+            inputs[nin++] = argv[i];
+    }
+    if (bad || !out_path || nin == 0) {
+        if (!bad)
+            fprintf(stderr, "ncclscope report: expected trace files or directories and -o report.html\n");
+        free(inputs);
+        return 1;
+    }
+    char **files;
+    int nfiles;
+    int rc = expand(inputs, nin, &files, &nfiles);
+    free(inputs);
+    if (rc != 0)
+        return 3;
+    if (nfiles == 0) {
+        fprintf(stderr, "ncclscope report: no trace files\n");
+        free(files);
+        return 1;
+    }
+    struct nsc_align al;
+    char *text = NULL;
+    size_t tlen = 0;
+    if (align(files, nfiles, &ao, &al, "report") != 0) {
+        rc = 2;
+    } else {
+        FILE *mem = open_memstream(&text, &tlen);
+        if (mem) {
+            nsc_align_print(&al, mem);
+            fclose(mem);
+        }
+        rc = nsc_report((const char *const *)files, nfiles, al.shift_ns, out_path, text);
+        if (rc != 3)
+            fprintf(stderr, "ncclscope report: %d file(s) -> %s\n", nfiles, out_path);
+    }
+    free(text);
+    for (int i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    nsc_align_free(&al);
+    return rc;
+}
+
 static int cmd_replay(int argc, char **argv) {
     const char *plugin = NULL, *input = NULL;
     int version = 0;
@@ -407,6 +466,8 @@ int main(int argc, char **argv) {
         return cmd_replay(argc - 2, argv + 2);
     if (strcmp(cmd, "stats") == 0)
         return cmd_stats(argc - 2, argv + 2);
+    if (strcmp(cmd, "report") == 0)
+        return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ncclscope %s (trace format %u)\n", NSC_VERSION, NSC_FORMAT_VERSION);
         return 0;

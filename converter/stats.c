@@ -1,6 +1,7 @@
 /* stats.c - aggregating completed operations into tables. */
 #include "stats.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,6 +225,136 @@ static void size_label(char *buf, size_t n, unsigned bucket) {
         snprintf(buf, n, "%lluB", (unsigned long long)v);
 }
 
+/* ---- HTML (ncclscope report) ---- */
+
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+
+static void html_escape(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* Latency (p50) by size, one line per (operation, datatype) of the first
+ * communicator with data; log-log axes. */
+static void latency_chart(FILE *f, struct row **v, size_t n) {
+    const double W = 760, H = 320, L = 70, R = 170, T = 20, B = 45;
+    unsigned bmin = 63, bmax = 0;
+    double lmin = 1e300, lmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        double p = (double)lat_hist_quantile(&v[i]->lat, 0.5) / 1e3;
+        if (p <= 0)
+            continue;
+        if (v[i]->bucket < bmin)
+            bmin = v[i]->bucket;
+        if (v[i]->bucket > bmax)
+            bmax = v[i]->bucket;
+        if (p < lmin)
+            lmin = p;
+        if (p > lmax)
+            lmax = p;
+    }
+    if (bmax < bmin || lmax <= 0)
+        return;
+    if (bmax == bmin)
+        bmax = bmin + 1;
+    double y0 = floor(log10(lmin)), y1 = ceil(log10(lmax));
+    if (y1 <= y0)
+        y1 = y0 + 1;
+    fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' class='chart'>\n", W, H);
+    for (double e = y0; e <= y1; e++) {
+        double y = T + (H - T - B) * (1 - (e - y0) / (y1 - y0));
+        fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='#ddd'/>"
+                   "<text x='%.0f' y='%.1f' text-anchor='end' font-size='11'>%g us</text>\n",
+                L, W - R, y, y, L - 6, y + 4, pow(10, e));
+    }
+    for (unsigned b = bmin; b <= bmax; b++) {
+        double x = L + (W - L - R) * (double)(b - bmin) / (double)(bmax - bmin);
+        if ((b - bmin) % 2 == 0 || bmax - bmin < 12) {
+            char lab[16];
+            size_label(lab, sizeof(lab), b);
+            fprintf(f, "<text x='%.1f' y='%.0f' text-anchor='middle' font-size='11'>%s</text>\n", x,
+                    H - B + 16, lab);
+        }
+    }
+    fprintf(f, "<text x='%.0f' y='%.0f' text-anchor='middle' font-size='12'>message size (bytes, nccl-tests' convention)</text>\n",
+            L + (W - L - R) / 2, H - 6);
+    /* one polyline per (op, dtype): rows are sorted by comm, op, dtype, size */
+    int series = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && v[j]->comm_id == v[i]->comm_id && v[j]->is_p2p == v[i]->is_p2p &&
+               !strcmp(v[j]->func, v[i]->func) && !strcmp(v[j]->dtype, v[i]->dtype))
+            j++;
+        const char *col = palette[series % 10];
+        fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", col);
+        for (size_t k = i; k < j; k++) {
+            double p = (double)lat_hist_quantile(&v[k]->lat, 0.5) / 1e3;
+            if (p <= 0)
+                continue;
+            double x = L + (W - L - R) * (double)(v[k]->bucket - bmin) / (double)(bmax - bmin);
+            double y = T + (H - T - B) * (1 - (log10(p) - y0) / (y1 - y0));
+            fprintf(f, "%.1f,%.1f ", x, y);
+        }
+        fprintf(f, "'/>\n<text x='%.0f' y='%.0f' font-size='12' fill='%s'>", W - R + 8,
+                T + 14.0 * series + 10, col);
+        html_escape(f, v[i]->func);
+        fprintf(f, " ");
+        html_escape(f, v[i]->dtype);
+        fprintf(f, "</text>\n");
+        series++;
+        i = j;
+    }
+    fprintf(f, "</svg>\n");
+}
+
+static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top) {
+    fprintf(f, "<h2>Latency by message size (p50, enqueue to completion)</h2>\n");
+    latency_chart(f, v, nrows);
+    fprintf(f, "<h2>Operations</h2>\n<table><tr><th>comm</th><th>ranks</th><th>op</th><th>datatype</th>"
+               "<th>size &le;</th><th>count</th><th>p50 us</th><th>p99 us</th><th>max us</th>"
+               "<th>algbw GB/s</th><th>busbw GB/s</th><th></th></tr>\n");
+    for (size_t i = 0; i < nrows; i++) {
+        struct row *r = v[i];
+        char sz[16];
+        size_label(sz, sizeof(sz), r->bucket);
+        double p50 = (double)lat_hist_quantile(&r->lat, 0.5);
+        double avg = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
+        double algbw = p50 > 0 ? avg / p50 : 0;
+        fprintf(f, "<tr><td>%016llx</td><td>%d</td><td>", (unsigned long long)r->comm_id, r->nranks);
+        html_escape(f, r->func);
+        fprintf(f, "</td><td>");
+        html_escape(f, r->dtype);
+        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>"
+                   "<td>%.2f</td><td>%s</td></tr>\n",
+                sz, (unsigned long long)(r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops),
+                p50 / 1e3, (double)lat_hist_quantile(&r->lat, 0.99) / 1e3, (double)r->lat.max / 1e3,
+                algbw, algbw * bus_factor(r->func, r->nranks),
+                r->enqueue_only == r->ops ? "enqueue only" : r->enqueue_only ? "some enqueue only" : "");
+    }
+    fprintf(f, "</table>\n<h2>Stragglers</h2>\n<p>Collectives whose last rank entered latest after the first "
+               "(same commHash, function and seqNumber).</p>\n<table><tr><th>comm</th><th>seq</th>"
+               "<th>op</th><th>ranks</th><th>last rank</th><th>first rank</th><th>lag us</th></tr>\n");
+    for (size_t i = 0; i < top; i++) {
+        fprintf(f, "<tr><td>%016llx</td><td>%llu</td><td>", (unsigned long long)st[i].real_comm,
+                (unsigned long long)(st[i].seq - 1));
+        html_escape(f, st[i].func);
+        fprintf(f, "</td><td>%u</td><td>%d</td><td>%d</td><td>%.2f</td></tr>\n", st[i].ranks,
+                st[i].last_rank, st[i].first_rank, (double)(st[i].last_ns - st[i].first_ns) / 1e3);
+    }
+    fprintf(f, "</table>\n");
+}
+
 static void print(const struct nsc_stats_opts *o, struct agg *a) {
     size_t nrows = 0;
     for (struct row *r = a->rows; r; r = r->next)
@@ -243,7 +374,9 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
         qsort(st, ns, sizeof(*st), cmp_lag);
     size_t top = ns < (size_t)o->top ? ns : (size_t)o->top;
     FILE *f = o->out;
-    if (o->json) {
+    if (o->json == 2) {
+        print_html(f, v, nrows, st, top);
+    } else if (o->json) {
         fprintf(f, "{\"files\": %d, \"operations\": %llu, \"rows\": [", o->nfiles,
                 (unsigned long long)a->ops);
         for (size_t i = 0; i < nrows; i++) {

@@ -21,7 +21,7 @@ struct nsc_stats_opts {
     const char *const *files;
     int nfiles;
     const int64_t *shift_ns; /* per file, onto the merged timeline (NULL: 0) */
-    int json;
+    int json;                /* 1: JSON, 2: HTML tables and a latency-by-size SVG chart */
     int top;                 /* straggler rows to print */
     FILE *out;
 };
