@@ -274,7 +274,7 @@ static void on_comms(struct nsc_decoder *d, const struct nsc_decode_ops *ops, vo
 
 int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud) {
     struct nsc_block b;
-    for (;;) {
+    while (!d->stop) {
         int before = d->rd.errors;
         int rc = nsc_reader_next(&d->rd, &b);
         if (d->rd.errors != before)

@@ -54,6 +54,7 @@ struct nsc_decoder {
     uint64_t blocks, chunks, records;
     uint64_t first_ticks, last_ticks;
     int have_ticks;
+    int stop;            /* set by a callback: nsc_decoder_run returns after this block */
 };
 
 /* Opens path. Returns NSC_OK or an error (message in d->rd.err). */

@@ -89,9 +89,10 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
     for (int i = 0; i < nfiles && rc == 0; i++) {
         struct nsc_decoder d;
         if (nsc_decoder_open(&d, files[i]) != NSC_OK) {
-            snprintf(err, errlen, "cannot align %s: %s", files[i], d.rd.err);
-            rc = -1;
-            break;
+            /* Unreadable: left at shift 0 for the commands to report, so
+             * the job's other files are still aligned and converted. */
+            al->host_of[i] = -1;
+            continue;
         }
         struct nsc_block b;
         struct nsc_session ss;
@@ -103,11 +104,10 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
             }
         nsc_decoder_close(&d);
         if (!got) {
-            snprintf(err, errlen,
-                     "cannot align %s: no session block (its host and clock anchor are unknown)",
-                     files[i]);
-            rc = -1;
-            break;
+            fprintf(stderr, "ncclscope: %s: no session block: its host and clock are unknown; "
+                            "left unaligned\n", files[i]);
+            al->host_of[i] = -1;
+            continue;
         }
         ss.host[sizeof(ss.host) - 1] = '\0';
         real_minus_mono[i] = (int64_t)(ss.start.real_ns - ss.start.mono_ns);
@@ -125,8 +125,12 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
     if (rc == 0 && al->nhosts > 1) {
         /* Realtime placement relative to host 0 (its first file). */
         int ref_file = 0;
+        while (ref_file < nfiles && al->host_of[ref_file] != 0)
+            ref_file++;
         for (int i = 0; i < nfiles; i++) {
             int h = al->host_of[i];
+            if (h < 0)
+                continue;
             /* a host's files share monotonic time: use the host's first
              * file's realtime offset for all of them */
             int first = i;
@@ -141,6 +145,8 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
         if (mode == 0) {
             /* Pass 2: sampled completions of every file, on the realtime placement. */
             for (int i = 0; i < nfiles; i++) {
+                if (al->host_of[i] < 0)
+                    continue;
                 fs[i].s = malloc(SAMPLE_MAX * sizeof(struct sample));
                 struct nsc_decoder d;
                 if (!fs[i].s || nsc_decoder_open(&d, files[i]) != NSC_OK)

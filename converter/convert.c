@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll_track.h"
 #include "event_types.h"
@@ -101,6 +102,8 @@ struct conv {
     int part;                  /* output file number when splitting */
     uint64_t t_origin;         /* the job's start on the merged timeline (time filter) */
     int out_error;
+    uint64_t records_seen;
+    double progress_t;
     uint64_t filtered;
     struct placed *recent;     /* recently written events of the current file */
     struct placed *chain;      /* last completion written per (comm, func, seq) */
@@ -1083,6 +1086,20 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
                       const struct nsc_rec *ext) {
     struct conv *c = ud;
     struct file_ctx *f = c->f;
+    /* Progress on stderr for long conversions: at most every 2 s. */
+    if ((++c->records_seen & 0xfffff) == 0 && !c->o->quiet) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+        if (!c->progress_t)
+            c->progress_t = now;
+        else if (now - c->progress_t >= 2.0) {
+            c->progress_t = now;
+            fprintf(stderr, "ncclscope convert: file %d/%d, %.1f M records read, %.0f MB written\n",
+                    f->index + 1, c->nfiles, (double)c->records_seen / 1e6,
+                    (double)(c->w.bytes + c->w.len) / 1e6);
+        }
+    }
     uint64_t ns = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + f->shift_ns);
     if (ns > f->last_ns && r->h.kind != NSC_REC_THREAD)
         f->last_ns = ns;

@@ -8,6 +8,10 @@
 #include "trace_decode.h"
 
 #define KCH_CAP 65536 /* KernelCh in flight tracked (direct-mapped by id) */
+/* The estimate uses the first KernelCh of a file: enough for the minimum
+ * notice delay to be reached many times over, and the pre-pass then stops
+ * reading instead of decoding the whole file twice. */
+#define KERNELS_USED 50000
 #define DELAY_SAMPLES 4096
 
 struct kch {
@@ -23,6 +27,7 @@ struct scan {
     /* per serial: (host stop, gpu end) samples for the delay median */
     struct sample { uint64_t host, gpu; uint32_t serial; } *s;
     size_t ns;
+    uint64_t total;
     int oom;
 };
 
@@ -79,6 +84,8 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
             c->offset_ns = off;
         c->have = 1;
         c->kernels++;
+        if (++sc->total >= KERNELS_USED)
+            d->stop = 1;
         if (sc->ns < DELAY_SAMPLES)
             sc->s[sc->ns++] = (struct sample){host, k->gpu_end, k->serial};
         break;

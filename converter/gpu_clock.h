@@ -7,7 +7,8 @@
  *     host time of its STOP record  >=  GPU end (KernelChStop pTimer) + offset.
  * The offset estimate is the minimum of (host stop - GPU end) over all
  * KernelCh of one communicator rank (each rank drives one GPU): the event
- * the proxy noticed fastest. The check against the CPU timestamps is the
+ * the proxy noticed fastest (a file's first 50,000 KernelCh). The check against
+ * the CPU timestamps is the
  * distribution of the remaining delays (host stop - mapped GPU end), whose
  * median is reported, and the count of mapped GPU starts earlier than their
  * Coll's enqueue on the host (which is impossible and would show a bad

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 struct jw {
     FILE *f;
@@ -23,8 +24,18 @@ int jw_open(struct jw *w, FILE *f);
  * ".gz". Returns 0, or -1 with errno set (ENOTSUP: built without zlib). */
 int jw_open_path(struct jw *w, const char *path);
 int jw_close(struct jw *w); /* flushes; returns -1 if any write failed */
-void jw_raw(struct jw *w, const char *s);
-void jw_rawn(struct jw *w, const char *s, size_t n);
+void jw_rawn_slow(struct jw *w, const char *s, size_t n);
+/* Inline so that strlen of a literal folds at compile time and the common
+ * case is one memcpy into the buffer. */
+static inline void jw_rawn(struct jw *w, const char *s, size_t n) {
+    if (__builtin_expect(w->len + n <= w->cap, 1)) {
+        memcpy(w->buf + w->len, s, n);
+        w->len += n;
+        return;
+    }
+    jw_rawn_slow(w, s, n);
+}
+static inline void jw_raw(struct jw *w, const char *s) { jw_rawn(w, s, strlen(s)); }
 void jw_str(struct jw *w, const char *s);     /* "escaped" (null -> null) */
 void jw_u64(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);

@@ -140,6 +140,7 @@ static int align(char **files, int nfiles, const struct align_opts *ao, struct n
     if (nsc_align_files((const char *const *)files, nfiles, ao->mode, ao->max_unc_ns, al, err,
                         sizeof(err)) != 0) {
         fprintf(stderr, "ncclscope %s: %s\n", cmd, err);
+        nsc_align_free(al);
         return -1;
     }
     nsc_align_print(al, stderr);
@@ -253,8 +254,12 @@ static int cmd_convert(int argc, char **argv) {
         return 1;
     }
     struct nsc_align al;
-    if (align(files, nfiles, &ao, &al, "convert") != 0)
+    if (align(files, nfiles, &ao, &al, "convert") != 0) {
+        for (int i = 0; i < nfiles; i++)
+            free(files[i]);
+        free(files);
         return 2;
+    }
     o.files = (const char *const *)files;
     o.nfiles = nfiles;
     o.out_path = out_path;
