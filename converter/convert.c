@@ -11,6 +11,7 @@
 #include "event_types.h"
 #include "gpu_clock.h"
 #include "json_writer.h"
+#include "perfetto_proto.h"
 #include "trace_decode.h"
 
 /* GPU-side tracks of a rank (Perfetto thread ids inside the rank's process):
@@ -99,6 +100,9 @@ struct file_ctx {
 
 struct conv {
     const struct nsc_convert_opts *o;
+    struct pf_writer *pf;      /* the protobuf writer, or NULL for JSON */
+    struct jw argw;            /* argument members of the event being written */
+    struct jw *aw;
     int part;                  /* output file number when splitting */
     uint64_t t_origin;         /* the job's start on the merged timeline (time filter) */
     int out_error;
@@ -218,6 +222,193 @@ static void begin_event(struct conv *c) {
 
 static const char *const doc_head = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
 
+/* ---- one event, to either writer ---- */
+
+enum tev_kind {
+    TEV_SLICE,     /* complete slice: ts, dur */
+    TEV_ASYNC,     /* slice that does not nest on its thread: ts, dur, id */
+    TEV_INSTANT,   /* scope: 't' thread, 'p' process */
+    TEV_COUNTER,   /* ckey = cval */
+    TEV_FLOW_OUT,  /* flow id leaves the slice at (pid, tid, ts) */
+    TEV_FLOW_IN,   /* and arrives at the slice starting at (pid, tid, ts) */
+    TEV_PROCESS,   /* process name; sort */
+    TEV_THREAD,    /* thread name; sort (0: none) */
+};
+
+struct tev {
+    enum tev_kind k;
+    const char *cat, *name;
+    uint64_t pid, tid, ts, dur, id, sort;
+    const char *ckey;
+    int64_t cval;
+    char scope;
+    int has_tid;
+    int with_args; /* the args writer holds this event's argument members */
+};
+
+/* Starts the argument members of the next event (written with arg_* and
+ * write_args into c->aw, without braces). */
+static void args_begin(struct conv *c) {
+    c->argw.len = 0;
+    c->aw = &c->argw;
+}
+
+static void json_event(struct conv *c, const struct tev *e) {
+    struct jw *w = &c->w;
+    begin_event(c);
+    switch (e->k) {
+    case TEV_PROCESS:
+        jw_raw(w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+        jw_u64(w, e->pid);
+        jw_raw(w, ",\"args\":{\"name\":");
+        jw_str(w, e->name);
+        jw_raw(w, "}}");
+        if (e->sort) {
+            begin_event(c);
+            jw_raw(w, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+            jw_u64(w, e->pid);
+            jw_raw(w, ",\"args\":{\"sort_index\":");
+            jw_u64(w, e->sort);
+            jw_raw(w, "}}");
+        }
+        return;
+    case TEV_THREAD:
+        jw_raw(w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+        jw_u64(w, e->pid);
+        jw_raw(w, ",\"tid\":");
+        jw_u64(w, e->tid);
+        jw_raw(w, ",\"args\":{\"name\":");
+        jw_str(w, e->name);
+        jw_raw(w, "}}");
+        if (e->sort) {
+            begin_event(c);
+            jw_raw(w, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
+            jw_u64(w, e->pid);
+            jw_raw(w, ",\"tid\":");
+            jw_u64(w, e->tid);
+            jw_raw(w, ",\"args\":{\"sort_index\":");
+            jw_u64(w, e->sort);
+            jw_raw(w, "}}");
+        }
+        return;
+    case TEV_COUNTER:
+        jw_raw(w, "{\"ph\":\"C\",\"name\":");
+        jw_str(w, e->name);
+        jw_raw(w, ",\"pid\":");
+        jw_u64(w, e->pid);
+        if (e->has_tid) {
+            jw_raw(w, ",\"tid\":");
+            jw_u64(w, e->tid);
+        }
+        jw_raw(w, ",\"ts\":");
+        jw_us(w, e->ts);
+        jw_raw(w, ",\"args\":{\"");
+        jw_raw(w, e->ckey);
+        jw_raw(w, "\":");
+        jw_i64(w, e->cval);
+        jw_raw(w, "}}");
+        return;
+    case TEV_FLOW_OUT:
+    case TEV_FLOW_IN:
+        jw_raw(w, e->k == TEV_FLOW_OUT ? "{\"ph\":\"s\",\"cat\":\"flow\",\"name\":"
+                                       : "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":");
+        jw_str(w, e->name);
+        jw_raw(w, ",\"id\":");
+        jw_u64(w, e->id);
+        break;
+    case TEV_SLICE:
+        jw_raw(w, "{\"ph\":\"X\",\"cat\":");
+        jw_str(w, e->cat);
+        jw_raw(w, ",\"name\":");
+        jw_str(w, e->name);
+        break;
+    case TEV_ASYNC:
+        /* the end first (complete), then the begin, which takes the args */
+        jw_raw(w, "{\"ph\":\"e\",\"cat\":");
+        jw_str(w, e->cat);
+        jw_raw(w, ",\"name\":");
+        jw_str(w, e->name);
+        jw_raw(w, ",\"id\":");
+        jw_u64(w, e->id);
+        jw_raw(w, ",\"pid\":");
+        jw_u64(w, e->pid);
+        jw_raw(w, ",\"tid\":");
+        jw_u64(w, e->tid);
+        jw_raw(w, ",\"ts\":");
+        jw_us(w, e->ts + e->dur);
+        jw_raw(w, "}");
+        begin_event(c);
+        jw_raw(w, "{\"ph\":\"b\",\"cat\":");
+        jw_str(w, e->cat);
+        jw_raw(w, ",\"name\":");
+        jw_str(w, e->name);
+        jw_raw(w, ",\"id\":");
+        jw_u64(w, e->id);
+        break;
+    case TEV_INSTANT:
+        jw_raw(w, e->scope == 'p' ? "{\"ph\":\"i\",\"s\":\"p\"" : "{\"ph\":\"i\",\"s\":\"t\"");
+        if (e->cat) {
+            jw_raw(w, ",\"cat\":");
+            jw_str(w, e->cat);
+        }
+        jw_raw(w, ",\"name\":");
+        jw_str(w, e->name);
+        break;
+    }
+    jw_raw(w, ",\"pid\":");
+    jw_u64(w, e->pid);
+    jw_raw(w, ",\"tid\":");
+    jw_u64(w, e->tid);
+    jw_raw(w, ",\"ts\":");
+    jw_us(w, e->ts);
+    if (e->k == TEV_SLICE) {
+        jw_raw(w, ",\"dur\":");
+        jw_us(w, e->dur);
+    }
+    if (e->with_args) {
+        jw_raw(w, ",\"args\":{");
+        jw_rawn(w, c->argw.buf, c->argw.len);
+        jw_raw(w, "}");
+    }
+    jw_raw(w, "}");
+}
+
+static void proto_event(struct conv *c, const struct tev *e) {
+    const char *a = e->with_args ? c->argw.buf : NULL;
+    size_t al = e->with_args ? c->argw.len : 0;
+    switch (e->k) {
+    case TEV_PROCESS:
+        pf_process(c->pf, e->pid, e->name);
+        return;
+    case TEV_THREAD:
+        pf_thread(c->pf, e->pid, e->tid, e->name);
+        return;
+    case TEV_COUNTER:
+        pf_counter(c->pf, e->pid, e->name, e->ts, e->cval);
+        return;
+    case TEV_FLOW_OUT:
+        pf_instant(c->pf, e->pid, e->tid, e->ts, "flow", e->name, NULL, 0, e->id, 0);
+        return;
+    case TEV_FLOW_IN:
+        pf_instant(c->pf, e->pid, e->tid, e->ts, "flow", e->name, NULL, 0, 0, e->id);
+        return;
+    case TEV_SLICE:
+    case TEV_ASYNC:
+        pf_slice(c->pf, e->k == TEV_ASYNC, e->pid, e->tid, e->ts, e->dur, e->cat, e->name, a, al);
+        return;
+    case TEV_INSTANT:
+        pf_instant(c->pf, e->pid, e->tid, e->ts, e->cat, e->name, a, al, 0, 0);
+        return;
+    }
+}
+
+static void out_event(struct conv *c, const struct tev *e) {
+    if (c->pf)
+        proto_event(c, e);
+    else
+        json_event(c, e);
+}
+
 /* The path of output part k: trace.json -> trace-000.json (or .json.gz). */
 static void part_path(const struct nsc_convert_opts *o, int k, char *buf, size_t n) {
     if (!o->split_bytes) {
@@ -322,18 +513,10 @@ static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
     } else {
         snprintf(name, sizeof(name), "%s pid %u comm #%u", s->host, s->pid, serial);
     }
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, serial));
-    jw_raw(&c->w, ",\"args\":{\"name\":");
-    jw_str(&c->w, name);
-    jw_raw(&c->w, "}}");
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, serial));
-    jw_raw(&c->w, ",\"args\":{\"sort_index\":");
-    jw_u64(&c->w, (uint64_t)f->index * 100000 + (ci && ci->rank >= 0 ? (uint64_t)ci->rank : 99999));
-    jw_raw(&c->w, "}}");
+    struct tev e = {.k = TEV_PROCESS, .pid = out_pid(f->index, serial), .name = name,
+                    .sort = (uint64_t)f->index * 100000 +
+                            (ci && ci->rank >= 0 ? (uint64_t)ci->rank : 99999) + 1};
+    out_event(c, &e);
 }
 
 static const char *role_of(unsigned etype) {
@@ -377,14 +560,8 @@ static struct track *track_of(struct conv *c, struct file_ctx *f, uint32_t threa
         const char *os = thread < f->dec.nthreads ? f->dec.threads[thread].name : "";
         snprintf(name, sizeof(name), "%s %u%s%s%s", role_of(etype), tid, os[0] ? " (" : "", os,
                  os[0] ? ")" : "");
-        begin_event(c);
-        jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-        jw_u64(&c->w, out_pid(f->index, serial));
-        jw_raw(&c->w, ",\"tid\":");
-        jw_u64(&c->w, tid);
-        jw_raw(&c->w, ",\"args\":{\"name\":");
-        jw_str(&c->w, name);
-        jw_raw(&c->w, "}}");
+        struct tev e = {.k = TEV_THREAD, .pid = out_pid(f->index, serial), .tid = tid, .name = name};
+        out_event(c, &e);
     }
     return t;
 }
@@ -406,20 +583,20 @@ static const char *event_name(const struct file_ctx *f, const struct nsc_rec *r)
 }
 
 static void arg_str(struct conv *c, struct file_ctx *f, const char *k, uint32_t id) {
-    jw_key(&c->w, k);
-    jw_str(&c->w, nsc_decoder_str(&f->dec, id));
+    jw_key(c->aw, k);
+    jw_str(c->aw, nsc_decoder_str(&f->dec, id));
 }
 static void arg_u(struct conv *c, const char *k, uint64_t v) {
-    jw_key(&c->w, k);
-    jw_u64(&c->w, v);
+    jw_key(c->aw, k);
+    jw_u64(c->aw, v);
 }
 static void arg_i(struct conv *c, const char *k, int64_t v) {
-    jw_key(&c->w, k);
-    jw_i64(&c->w, v);
+    jw_key(c->aw, k);
+    jw_i64(c->aw, v);
 }
 static void arg_p(struct conv *c, const char *k, uint64_t v) {
-    jw_key(&c->w, k);
-    jw_hex(&c->w, v);
+    jw_key(c->aw, k);
+    jw_hex(c->aw, v);
 }
 
 static int file_of_pid(const struct conv *c, const struct file_ctx *f, uint32_t pid) {
@@ -433,20 +610,9 @@ static int file_of_pid(const struct conv *c, const struct file_ctx *f, uint32_t 
 
 static void flow_point(struct conv *c, const char *ph, uint64_t id, const char *name, uint64_t pid,
                        uint64_t tid, uint64_t ts) {
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"");
-    jw_raw(&c->w, ph);
-    jw_raw(&c->w, ph[0] == 'f' ? "\",\"bp\":\"e\",\"cat\":\"flow\",\"name\":" : "\",\"cat\":\"flow\",\"name\":");
-    jw_str(&c->w, name);
-    jw_raw(&c->w, ",\"id\":");
-    jw_u64(&c->w, id);
-    jw_raw(&c->w, ",\"pid\":");
-    jw_u64(&c->w, pid);
-    jw_raw(&c->w, ",\"tid\":");
-    jw_u64(&c->w, tid);
-    jw_raw(&c->w, ",\"ts\":");
-    jw_us(&c->w, ts);
-    jw_raw(&c->w, "}");
+    struct tev e = {.k = ph[0] == 's' ? TEV_FLOW_OUT : TEV_FLOW_IN, .id = id, .name = name,
+                    .pid = pid, .tid = tid, .ts = ts};
+    out_event(c, &e);
 }
 
 /* An arrow from (pid, tid, ts) to the slice starting at (pid2, tid2, ts2). */
@@ -481,22 +647,13 @@ static struct placed *chain_slot(struct conv *c, uint64_t key, int *found) {
 
 static void counter(struct conv *c, struct file_ctx *f, uint32_t serial, uint64_t ts,
                     uint64_t ops, uint64_t bytes) {
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"C\",\"name\":\"NCCL operations in flight\",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, serial));
-    jw_raw(&c->w, ",\"ts\":");
-    jw_us(&c->w, ts);
-    jw_raw(&c->w, ",\"args\":{\"operations\":");
-    jw_u64(&c->w, ops);
-    jw_raw(&c->w, "}}");
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"C\",\"name\":\"NCCL bytes in flight\",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, serial));
-    jw_raw(&c->w, ",\"ts\":");
-    jw_us(&c->w, ts);
-    jw_raw(&c->w, ",\"args\":{\"bytes\":");
-    jw_u64(&c->w, bytes);
-    jw_raw(&c->w, "}}");
+    struct tev e = {.k = TEV_COUNTER, .name = "NCCL operations in flight", .ckey = "operations",
+                    .pid = out_pid(f->index, serial), .ts = ts, .cval = (int64_t)ops};
+    out_event(c, &e);
+    e.name = "NCCL bytes in flight";
+    e.ckey = "bytes";
+    e.cval = (int64_t)bytes;
+    out_event(c, &e);
 }
 
 static void heap_pop(struct rank_view *v) {
@@ -574,22 +731,10 @@ static struct rank_view *view_of(struct file_ctx *f, uint32_t serial) {
 
 static void name_thread(struct conv *c, struct file_ctx *f, uint32_t serial, uint32_t tid,
                         const char *name) {
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, serial));
-    jw_raw(&c->w, ",\"tid\":");
-    jw_u64(&c->w, tid);
-    jw_raw(&c->w, ",\"args\":{\"name\":");
-    jw_str(&c->w, name);
-    jw_raw(&c->w, "}}");
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, serial));
-    jw_raw(&c->w, ",\"tid\":");
-    jw_u64(&c->w, tid);
-    jw_raw(&c->w, ",\"args\":{\"sort_index\":");
-    jw_u64(&c->w, tid - TID_GPU_LANE); /* GPU tracks first, lanes then channels */
-    jw_raw(&c->w, "}}");
+    /* GPU tracks sort first: lanes, then channels */
+    struct tev e = {.k = TEV_THREAD, .pid = out_pid(f->index, serial), .tid = tid, .name = name,
+                    .sort = tid - TID_GPU_LANE + 1};
+    out_event(c, &e);
 }
 
 static const struct nsc_gpu_clock *gpu_clock(const struct file_ctx *f, uint32_t serial) {
@@ -625,54 +770,25 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
         name_process(c, f, op->comm_serial);
         name_thread(c, f, op->comm_serial, tid, name);
     }
-    begin_event(c);
-    if (lane >= 0) {
+    if (lane >= 0)
         v->lane_end[lane] = end;
-        jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":\"completion\",\"name\":");
-        jw_str(&c->w, op->func ? op->func : "?");
-        jw_raw(&c->w, ",\"pid\":");
-        jw_u64(&c->w, out_pid(f->index, op->comm_serial));
-        jw_raw(&c->w, ",\"tid\":");
-        jw_u64(&c->w, tid);
-        jw_raw(&c->w, ",\"ts\":");
-        jw_us(&c->w, op->start_ns);
-        jw_raw(&c->w, ",\"dur\":");
-        jw_us(&c->w, end - op->start_ns);
-    } else {
+    else
         /* Reported after later operations took every lane over its time
          * (it completed late): an async slice, which Perfetto stacks on its
          * own row, instead of a slice overlapping another on a lane. */
         f->ops_lane_overflow++;
-        /* the end first (complete), then the begin, which takes the args */
-        for (int pass = 0; pass < 2; pass++) {
-            if (pass) {
-                jw_raw(&c->w, "}");
-                begin_event(c);
-            }
-            jw_raw(&c->w, pass ? "{\"ph\":\"b\"" : "{\"ph\":\"e\"");
-            jw_raw(&c->w, ",\"cat\":\"completion\",\"name\":");
-            jw_str(&c->w, op->func ? op->func : "?");
-            jw_raw(&c->w, ",\"id\":");
-            jw_u64(&c->w, out_id(c, f->index, op->id));
-            jw_raw(&c->w, ",\"pid\":");
-            jw_u64(&c->w, out_pid(f->index, op->comm_serial));
-            jw_raw(&c->w, ",\"tid\":");
-            jw_u64(&c->w, tid);
-            jw_raw(&c->w, ",\"ts\":");
-            jw_us(&c->w, pass ? op->start_ns : end);
-        }
-    }
-    jw_raw(&c->w, ",\"args\":{\"id\":");
-    jw_u64(&c->w, out_id(c, f->index, op->id));
+    args_begin(c);
+    jw_raw(c->aw, "\"id\":");
+    jw_u64(c->aw, out_id(c, f->index, op->id));
     if (!op->is_p2p) {
         arg_u(c, "seqNumber", op->seq);
         if (op->algo) {
-            jw_raw(&c->w, ",\"algo\":");
-            jw_str(&c->w, op->algo);
+            jw_raw(c->aw, ",\"algo\":");
+            jw_str(c->aw, op->algo);
         }
         if (op->proto) {
-            jw_raw(&c->w, ",\"proto\":");
-            jw_str(&c->w, op->proto);
+            jw_raw(c->aw, ",\"proto\":");
+            jw_str(c->aw, op->proto);
         }
     } else {
         arg_i(c, "peer", op->peer);
@@ -680,11 +796,11 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
     arg_u(c, "nChannels", (uint64_t)op->nch);
     arg_u(c, "count", op->count);
     if (op->dtype) {
-        jw_raw(&c->w, ",\"datatype\":");
-        jw_str(&c->w, op->dtype);
+        jw_raw(c->aw, ",\"datatype\":");
+        jw_str(c->aw, op->dtype);
     }
-    jw_raw(&c->w, ",\"completion\":");
-    jw_str(&c->w, op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
+    jw_raw(c->aw, ",\"completion\":");
+    jw_str(c->aw, op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
                              : "unknown (no KernelCh/ProxyOp recorded): enqueue only");
     arg_u(c, "children", op->children);
     const struct nsc_gpu_clock *g = gpu_clock(f, op->comm_serial);
@@ -693,12 +809,16 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
          * cannot start before the host enqueued it. */
         if ((int64_t)op->gpu_start + g->offset_ns < (int64_t)op->start_ns)
             f->gpu_before_enqueue++;
-        jw_raw(&c->w, ",\"gpu_us\":");
-        jw_us(&c->w, op->gpu_end - op->gpu_start);
-        jw_raw(&c->w, ",\"gpu_start_ts_us\":");
-        jw_us(&c->w, (uint64_t)((int64_t)op->gpu_start + g->offset_ns));
+        jw_raw(c->aw, ",\"gpu_us\":");
+        jw_us(c->aw, op->gpu_end - op->gpu_start);
+        jw_raw(c->aw, ",\"gpu_start_ts_us\":");
+        jw_us(c->aw, (uint64_t)((int64_t)op->gpu_start + g->offset_ns));
     }
-    jw_raw(&c->w, "}}");
+    struct tev e = {.k = lane >= 0 ? TEV_SLICE : TEV_ASYNC, .cat = "completion",
+                    .name = op->func ? op->func : "?", .id = out_id(c, f->index, op->id),
+                    .pid = out_pid(f->index, op->comm_serial), .tid = tid, .ts = op->start_ns,
+                    .dur = end - op->start_ns, .with_args = 1};
+    out_event(c, &e);
     f->ops_drawn++;
     uint64_t bytes = op->count; /* elements; bytes when the type is known below */
     if (op->dtype && (strstr(op->dtype, "32") || !strcmp(op->dtype, "ncclFloat") || !strcmp(op->dtype, "ncclInt")))
@@ -750,68 +870,50 @@ static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct o
         name_thread(c, f, r->h.aux, tid, name);
     }
     int64_t off = g->offset_ns;
-    begin_event(c);
-    if (ge <= gs) {
-        /* Impossible: flagged where it happened instead of drawn. */
-        f->impossible_gpu++;
-        jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"KernelCh\",\"name\":\"impossible GPU interval\"");
-        jw_raw(&c->w, ",\"pid\":");
-        jw_u64(&c->w, out_pid(f->index, r->h.aux));
-        jw_raw(&c->w, ",\"tid\":");
-        jw_u64(&c->w, tid);
-        jw_raw(&c->w, ",\"ts\":");
-        jw_us(&c->w, (uint64_t)((int64_t)gs + off));
-        jw_raw(&c->w, ",\"args\":{");
-        jw_raw(&c->w, "\"id\":");
-        jw_u64(&c->w, out_id(c, f->index, e->id));
-        arg_u(c, "pTimer_start", gs);
-        arg_u(c, "pTimer_stop", ge);
-        jw_raw(&c->w, "}}");
-        return;
-    }
-    jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":\"KernelCh\",\"name\":");
-    char name[32];
-    snprintf(name, sizeof(name), "ch %u", ch);
-    jw_str(&c->w, name);
-    jw_raw(&c->w, ",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, r->h.aux));
-    jw_raw(&c->w, ",\"tid\":");
-    jw_u64(&c->w, tid);
-    jw_raw(&c->w, ",\"ts\":");
-    jw_us(&c->w, (uint64_t)((int64_t)gs + off));
-    jw_raw(&c->w, ",\"dur\":");
-    jw_us(&c->w, ge - gs);
-    jw_raw(&c->w, ",\"args\":{\"id\":");
-    jw_u64(&c->w, out_id(c, f->index, e->id));
+    args_begin(c);
+    jw_raw(c->aw, "\"id\":");
+    jw_u64(c->aw, out_id(c, f->index, e->id));
     arg_u(c, "parent", out_id(c, f->index, r->u.start.parent));
     arg_u(c, "pTimer_start", gs);
     arg_u(c, "pTimer_stop", ge);
-    jw_raw(&c->w, "}}");
+    char name[32];
+    snprintf(name, sizeof(name), "ch %u", ch);
+    struct tev ev = {.k = TEV_SLICE, .cat = "KernelCh", .name = name,
+                     .pid = out_pid(f->index, r->h.aux), .tid = tid,
+                     .ts = (uint64_t)((int64_t)gs + off), .dur = ge - gs, .with_args = 1};
+    if (ge <= gs) {
+        /* Impossible: flagged where it happened instead of drawn. */
+        f->impossible_gpu++;
+        ev.k = TEV_INSTANT;
+        ev.scope = 't';
+        ev.name = "impossible GPU interval";
+    }
+    out_event(c, &ev);
 }
 
 static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
     const struct nsc_rec *r = &e->start;
     const union nsc_desc *d = &r->u.start.d;
     const union nsc_ext *x = e->has_ext ? &e->ext.u.ext : NULL;
-    jw_raw(&c->w, "\"id\":");
-    jw_u64(&c->w, out_id(c, f->index, e->id));
+    jw_raw(c->aw, "\"id\":");
+    jw_u64(c->aw, out_id(c, f->index, e->id));
     uint64_t parent = r->u.start.parent;
     if (parent && (r->h.flags & NSC_RF_FOREIGN_PARENT)) {
         int pf = file_of_pid(c, f, (uint32_t)d->proxy_op.pid);
         if (pf >= 0) {
             arg_u(c, "parent", out_id(c, pf, parent));
         } else {
-            jw_raw(&c->w, ",\"foreign_parent\":{\"pid\":");
-            jw_i64(&c->w, d->proxy_op.pid);
-            jw_raw(&c->w, ",\"id\":");
-            jw_u64(&c->w, parent);
-            jw_raw(&c->w, "}");
+            jw_raw(c->aw, ",\"foreign_parent\":{\"pid\":");
+            jw_i64(c->aw, d->proxy_op.pid);
+            jw_raw(c->aw, ",\"id\":");
+            jw_u64(c->aw, parent);
+            jw_raw(c->aw, "}");
         }
     } else if (parent) {
         arg_u(c, "parent", out_id(c, f->index, parent));
     }
     if (r->h.flags & NSC_RF_BAD_PARENT)
-        jw_raw(&c->w, ",\"bad_parent\":true");
+        jw_raw(c->aw, ",\"bad_parent\":true");
     const struct nsc_comm_info *ci = nsc_decoder_comm(&f->dec, r->h.aux);
     if (ci)
         arg_i(c, "rank", ci->rank);
@@ -887,7 +989,7 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
     case NSC_ET_NET_PLUGIN:
         arg_p(c, "netPluginId", d->net.plugin_id);
         if (d->net.kind == 1) {
-            jw_raw(&c->w, ",\"net\":\"ib\"");
+            jw_raw(c->aw, ",\"net\":\"ib\"");
             arg_u(c, "qpEventType", d->net.ev_type);
             arg_i(c, "device", d->net.a);
             arg_i(c, "opcode", d->net.b);
@@ -897,7 +999,7 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
                 arg_i(c, "qpNum", x->net_ib.qp);
             }
         } else if (d->net.kind == 2) {
-            jw_raw(&c->w, ",\"net\":\"socket\"");
+            jw_raw(c->aw, ",\"net\":\"socket\"");
             arg_u(c, "sockEventType", d->net.ev_type);
             arg_i(c, "fd", d->net.a);
             arg_i(c, "op", d->net.b);
@@ -934,24 +1036,24 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
         break;
     }
     if (e->nstates) {
-        jw_raw(&c->w, ",\"states\":[");
+        jw_raw(c->aw, ",\"states\":[");
         for (uint32_t i = 0; i < e->nstates; i++) {
             const struct state_rec *s = &e->states[i];
             const char *sn = nsc_state_name(s->state);
-            jw_raw(&c->w, i ? ",{\"state\":" : "{\"state\":");
+            jw_raw(c->aw, i ? ",{\"state\":" : "{\"state\":");
             if (sn)
-                jw_str(&c->w, sn);
+                jw_str(c->aw, sn);
             else
-                jw_u64(&c->w, s->state);
-            jw_raw(&c->w, ",\"ts\":");
-            jw_us(&c->w, s->ns);
+                jw_u64(c->aw, s->state);
+            jw_raw(c->aw, ",\"ts\":");
+            jw_us(c->aw, s->ns);
             if (s->state == 22 /* KernelChStop */)
                 arg_u(c, "pTimer", s->arg);
             else if (s->arg)
                 arg_u(c, "value", s->arg);
-            jw_raw(&c->w, "}");
+            jw_raw(c->aw, "}");
         }
-        jw_raw(&c->w, "]");
+        jw_raw(c->aw, "]");
     }
     if (e->states_dropped)
         arg_u(c, "states_not_shown", e->states_dropped);
@@ -976,51 +1078,14 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
     if (kept && t && !t->named) /* a new part began after this event started */
         track_of(c, f, (uint32_t)(t->key >> 32), r->h.aux, r->h.etype);
     if (kept) {
-        begin_event(c);
-        if (!async) {
-            jw_raw(&c->w, "{\"ph\":\"X\",\"cat\":");
-            jw_str(&c->w, cat);
-            jw_raw(&c->w, ",\"name\":");
-            jw_str(&c->w, name);
-            jw_raw(&c->w, ",\"pid\":");
-            jw_u64(&c->w, pid);
-            jw_raw(&c->w, ",\"tid\":");
-            jw_u64(&c->w, t ? t->tid : 0);
-            jw_raw(&c->w, ",\"ts\":");
-            jw_us(&c->w, e->start_ns);
-            jw_raw(&c->w, ",\"dur\":");
-            jw_us(&c->w, end - e->start_ns);
-            jw_raw(&c->w, ",\"args\":{");
-            write_args(c, f, e);
-            if (unfinished)
-                jw_raw(&c->w, ",\"unfinished\":true");
-            jw_raw(&c->w, "}}");
-        } else {
-            for (int pass = 0; pass < 2; pass++) {
-                if (pass)
-                    begin_event(c);
-                jw_raw(&c->w, pass ? "{\"ph\":\"e\",\"cat\":" : "{\"ph\":\"b\",\"cat\":");
-                jw_str(&c->w, cat);
-                jw_raw(&c->w, ",\"name\":");
-                jw_str(&c->w, name);
-                jw_raw(&c->w, ",\"id\":");
-                jw_u64(&c->w, oid);
-                jw_raw(&c->w, ",\"pid\":");
-                jw_u64(&c->w, pid);
-                jw_raw(&c->w, ",\"tid\":");
-                jw_u64(&c->w, t ? t->tid : 0);
-                jw_raw(&c->w, ",\"ts\":");
-                jw_us(&c->w, pass ? end : e->start_ns);
-                if (!pass) {
-                    jw_raw(&c->w, ",\"args\":{");
-                    write_args(c, f, e);
-                    if (unfinished)
-                        jw_raw(&c->w, ",\"unfinished\":true");
-                    jw_raw(&c->w, "}");
-                }
-                jw_raw(&c->w, "}");
-            }
-        }
+        args_begin(c);
+        write_args(c, f, e);
+        if (unfinished)
+            jw_raw(c->aw, ",\"unfinished\":true");
+        struct tev ev = {.k = async ? TEV_ASYNC : TEV_SLICE, .cat = cat, .name = name, .id = oid,
+                         .pid = pid, .tid = t ? t->tid : 0, .ts = e->start_ns,
+                         .dur = end - e->start_ns, .with_args = 1};
+        out_event(c, &ev);
         if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
             gpu_channel_slice(c, f, e);
         /* Parent -> child arrow. The parent is still open (it stops after its
@@ -1070,16 +1135,9 @@ static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const st
     if (!keep(c, f, r->h.aux, -1, ts, ts))
         return;
     struct track *t = track_of(c, f, thread, r->h.aux, NSC_ET_GROUP_API);
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
-    jw_str(&c->w, name);
-    jw_raw(&c->w, ",\"pid\":");
-    jw_u64(&c->w, out_pid(f->index, r->h.aux));
-    jw_raw(&c->w, ",\"tid\":");
-    jw_u64(&c->w, t ? t->tid : 0);
-    jw_raw(&c->w, ",\"ts\":");
-    jw_us(&c->w, (uint64_t)((int64_t)nsc_decoder_mono_ns(&f->dec, r->h.ticks) + f->shift_ns));
-    jw_raw(&c->w, "}");
+    struct tev e = {.k = TEV_INSTANT, .scope = 'p', .name = name,
+                    .pid = out_pid(f->index, r->h.aux), .tid = t ? t->tid : 0, .ts = ts};
+    out_event(c, &e);
 }
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
@@ -1219,70 +1277,57 @@ static void file_summary(struct conv *c, struct file_ctx *f, uint64_t *drops_out
         drops += f->tstats[i].drops_ring;
     *drops_out = drops;
     uint64_t pid = out_pid(f->index, 0);
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-    jw_u64(&c->w, pid);
-    jw_raw(&c->w, ",\"args\":{\"name\":");
     char name[160];
     snprintf(name, sizeof(name), "ncclscope %s pid %u", f->dec.session.host, f->dec.session.pid);
-    jw_str(&c->w, name);
-    jw_raw(&c->w, "}}");
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"C\",\"name\":\"ncclscope dropped records\",\"pid\":");
-    jw_u64(&c->w, pid);
-    jw_raw(&c->w, ",\"tid\":0,\"ts\":");
-    jw_us(&c->w, f->last_ns);
-    jw_raw(&c->w, ",\"args\":{\"dropped\":");
-    jw_u64(&c->w, drops);
-    jw_raw(&c->w, "}}");
-    begin_event(c);
-    jw_raw(&c->w, "{\"ph\":\"i\",\"s\":\"p\",\"name\":");
+    struct tev e = {.k = TEV_PROCESS, .pid = pid, .name = name};
+    out_event(c, &e);
+    struct tev cnt = {.k = TEV_COUNTER, .name = "ncclscope dropped records", .ckey = "dropped",
+                      .pid = pid, .has_tid = 1, .ts = f->last_ns, .cval = (int64_t)drops};
+    out_event(c, &cnt);
     snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
-    jw_str(&c->w, name);
-    jw_raw(&c->w, ",\"pid\":");
-    jw_u64(&c->w, pid);
-    jw_raw(&c->w, ",\"tid\":0,\"ts\":");
-    jw_us(&c->w, f->last_ns);
-    jw_raw(&c->w, ",\"args\":{\"drops_no_thread\":");
-    jw_u64(&c->w, f->stats.drops_no_thread);
+    args_begin(c);
+    jw_raw(c->aw, "\"drops_no_thread\":");
+    jw_u64(c->aw, f->stats.drops_no_thread);
     arg_u(c, "invalid_context", f->stats.invalid_context);
     arg_u(c, "invalid_handle", f->stats.invalid_handle);
-    jw_raw(&c->w, "}}");
+    struct tev in = {.k = TEV_INSTANT, .scope = 'p', .name = name, .pid = pid, .ts = f->last_ns,
+                     .with_args = 1};
+    out_event(c, &in);
 }
 
 static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, int idx) {
     const struct nsc_session *s = &f->dec.session;
-    jw_raw(&c->w, idx ? ",\n{" : "\n{");
-    jw_raw(&c->w, "\"file\":");
-    jw_str(&c->w, f->path);
-    jw_raw(&c->w, ",\"host\":");
-    jw_str(&c->w, s->host);
+    jw_raw(c->aw, idx ? ",\n{" : "\n{");
+    jw_raw(c->aw, "\"file\":");
+    jw_str(c->aw, f->path);
+    jw_raw(c->aw, ",\"host\":");
+    jw_str(c->aw, s->host);
     arg_u(c, "pid", s->pid);
     arg_u(c, "format_version", s->format_version);
     arg_u(c, "api_version", s->api_version);
-    jw_key(&c->w, "plugin_version");
-    jw_str(&c->w, s->plugin_version);
+    jw_key(c->aw, "plugin_version");
+    jw_str(c->aw, s->plugin_version);
     char mask[256];
-    jw_key(&c->w, "event_mask");
-    jw_str(&c->w, nsc_mask_format(s->event_mask, mask, sizeof(mask)));
-    jw_key(&c->w, "clock");
-    jw_str(&c->w, s->clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic");
+    jw_key(c->aw, "event_mask");
+    jw_str(c->aw, nsc_mask_format(s->event_mask, mask, sizeof(mask)));
+    jw_key(c->aw, "clock");
+    jw_str(c->aw, s->clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic");
     arg_u(c, "ring_records", s->ring_records);
     arg_u(c, "records", f->dec.records);
     arg_u(c, "dropped_records", drops);
     arg_u(c, "complete", (uint64_t)f->dec.ended);
-    jw_key(&c->w, "shift_ns");
-    jw_raw(&c->w, "");
+    jw_key(c->aw, "shift_ns");
+    jw_raw(c->aw, "");
     {
         char num[32];
         snprintf(num, sizeof(num), "%lld", (long long)f->shift_ns);
-        jw_raw(&c->w, num);
+        jw_raw(c->aw, num);
     }
     arg_u(c, "operations_drawn", f->ops_drawn);
     arg_u(c, "operations_async", f->ops_lane_overflow);
     arg_u(c, "gpu_impossible_intervals", f->impossible_gpu);
     arg_u(c, "gpu_starts_before_enqueue", f->gpu_before_enqueue);
-    jw_raw(&c->w, ",\"gpu_clocks\":[");
+    jw_raw(c->aw, ",\"gpu_clocks\":[");
     int firstg = 1;
     for (uint32_t k = 0; k < f->ngpu; k++) {
         if (!f->gpu[k].have)
@@ -1295,22 +1340,22 @@ static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, in
                  (unsigned long long)f->gpu[k].kernels,
                  (unsigned long long)f->gpu[k].median_delay_ns,
                  (unsigned long long)f->gpu[k].impossible);
-        jw_raw(&c->w, buf);
+        jw_raw(c->aw, buf);
         firstg = 0;
     }
-    jw_raw(&c->w, "]");
-    jw_raw(&c->w, ",\"threads\":[");
+    jw_raw(c->aw, "]");
+    jw_raw(c->aw, ",\"threads\":[");
     for (uint32_t i = 0; i < f->ntstats; i++) {
         const struct nsc_thread_stats *t = &f->tstats[i];
-        jw_raw(&c->w, i ? ",{\"thread\":" : "{\"thread\":");
-        jw_u64(&c->w, t->thread);
+        jw_raw(c->aw, i ? ",{\"thread\":" : "{\"thread\":");
+        jw_u64(c->aw, t->thread);
         arg_u(c, "tid", t->tid);
         arg_u(c, "records", t->records);
         arg_u(c, "drops_ring", t->drops_ring);
         arg_u(c, "drops_events", t->drops_events);
-        jw_raw(&c->w, "}");
+        jw_raw(c->aw, "}");
     }
-    jw_raw(&c->w, "]}");
+    jw_raw(c->aw, "]}");
 }
 
 int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res) {
@@ -1359,7 +1404,22 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             nsc_decoder_close(&d);
         }
     }
-    jw_raw(&c.w, doc_head);
+    if (jw_open_mem(&c.argw) != 0) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        jw_close(&c.w);
+        return 3;
+    }
+    c.aw = &c.argw;
+    if (o->format == NSC_OUT_PERFETTO) {
+        c.pf = pf_open(&c.w);
+        if (!c.pf) {
+            fprintf(stderr, "ncclscope convert: out of memory\n");
+            jw_close(&c.w);
+            return 3;
+        }
+    } else {
+        jw_raw(&c.w, doc_head);
+    }
     for (int i = 0; i < o->nfiles; i++) {
         struct file_ctx *f = &files[i];
         f->index = i;
@@ -1417,27 +1477,39 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         file_summary(&c, f, &drops[i]);
         c.res.drops += drops[i];
     }
-    jw_raw(&c.w, "\n],\"metadata\":{\"ncclscope\":{\"files\":[");
+    /* The run's metadata: the JSON document's "metadata", or in the
+     * protobuf trace an instant on the first file's summary track. */
+    args_begin(&c);
+    jw_raw(c.aw, "\"files\":[");
     int idx = 0;
     for (int i = 0; i < o->nfiles; i++)
         if (files[i].dec.have_session)
             file_metadata(&c, &files[i], drops[i], idx++);
-    jw_raw(&c.w, "]");
-    jw_raw(&c.w, ",\"unfinished_events\":");
-    jw_u64(&c.w, c.res.unfinished);
-    jw_raw(&c.w, ",\"parts\":");
-    jw_u64(&c.w, (uint64_t)c.part + 1);
-    jw_raw(&c.w, ",\"filtered_out\":");
-    jw_u64(&c.w, c.filtered);
-    jw_raw(&c.w, ",\"flows\":");
-    jw_u64(&c.w, c.flows);
-    jw_raw(&c.w, ",\"collective_chains_not_linked\":");
-    jw_u64(&c.w, c.chain_full);
-    jw_raw(&c.w, ",\"orphan_records\":");
-    jw_u64(&c.w, c.res.orphan_records);
-    jw_raw(&c.w, ",\"damaged\":");
-    jw_u64(&c.w, c.res.damaged);
-    jw_raw(&c.w, "}}}\n");
+    jw_raw(c.aw, "]");
+    jw_raw(c.aw, ",\"unfinished_events\":");
+    jw_u64(c.aw, c.res.unfinished);
+    jw_raw(c.aw, ",\"parts\":");
+    jw_u64(c.aw, (uint64_t)c.part + 1);
+    jw_raw(c.aw, ",\"filtered_out\":");
+    jw_u64(c.aw, c.filtered);
+    jw_raw(c.aw, ",\"flows\":");
+    jw_u64(c.aw, c.flows);
+    jw_raw(c.aw, ",\"collective_chains_not_linked\":");
+    jw_u64(c.aw, c.chain_full);
+    jw_raw(c.aw, ",\"orphan_records\":");
+    jw_u64(c.aw, c.res.orphan_records);
+    jw_raw(c.aw, ",\"damaged\":");
+    jw_u64(c.aw, c.res.damaged);
+    if (c.pf) {
+        struct tev e = {.k = TEV_INSTANT, .scope = 'p', .name = "ncclscope metadata",
+                        .pid = out_pid(0, 0), .ts = c.t_origin == UINT64_MAX ? 0 : c.t_origin,
+                        .with_args = 1};
+        out_event(&c, &e);
+    } else {
+        jw_raw(&c.w, "\n],\"metadata\":{\"ncclscope\":{");
+        jw_rawn(&c.w, c.argw.buf, c.argw.len);
+        jw_raw(&c.w, "}}}\n");
+    }
     int out_err = jw_close(&c.w) != 0 || c.out_error;
     c.res.parts = (unsigned long long)c.part + 1;
     c.res.filtered = c.filtered;
@@ -1463,6 +1535,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(c.file_masks);
     free(c.recent);
     free(c.chain);
+    pf_close(c.pf);
+    jw_close(&c.argw);
     if (res)
         *res = c.res;
     if (out_err)

@@ -11,7 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+enum nsc_out_format { NSC_OUT_JSON = 0, NSC_OUT_PERFETTO = 1 };
+
 struct nsc_convert_opts {
+    enum nsc_out_format format; /* JSON, or Perfetto's protobuf (.pftrace) */
     const char *const *files; /* trace files, already expanded from directories */
     int nfiles;
     const char *out_path;    /* "-" = stdout; ".gz" = gzip; parts get -NNN before .json */

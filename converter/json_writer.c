@@ -46,6 +46,30 @@ int jw_open_path(struct jw *w, const char *path) {
     return 0;
 }
 
+int jw_open_mem(struct jw *w) {
+    if (jw_open(w, NULL) != 0)
+        return -1;
+    w->mem = 1;
+    return 0;
+}
+
+/* In memory: make room for n more bytes (0 or -1). */
+static int grow(struct jw *w, size_t n) {
+    size_t cap = w->cap;
+    while (w->len + n > cap)
+        cap *= 2;
+    if (cap == w->cap)
+        return 0;
+    char *b = realloc(w->buf, cap);
+    if (!b) {
+        w->error = 1;
+        return -1;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return 0;
+}
+
 static int write_out(struct jw *w, const void *p, size_t n) {
     w->bytes += n;
 #ifdef NSC_HAVE_ZLIB
@@ -58,6 +82,8 @@ static int write_out(struct jw *w, const void *p, size_t n) {
 }
 
 static void flush(struct jw *w) {
+    if (w->mem)
+        return; /* the buffer is the output */
     if (w->len && write_out(w, w->buf, w->len) != 0)
         w->error = 1;
     w->len = 0;
@@ -85,11 +111,22 @@ int jw_close(struct jw *w) {
 }
 
 static inline void reserve(struct jw *w, size_t n) {
-    if (w->len + n > w->cap)
-        flush(w);
+    if (w->len + n > w->cap) {
+        if (w->mem)
+            grow(w, n);
+        else
+            flush(w);
+    }
 }
 
 void jw_rawn_slow(struct jw *w, const char *s, size_t n) {
+    if (w->mem) {
+        if (grow(w, n) == 0) {
+            memcpy(w->buf + w->len, s, n);
+            w->len += n;
+        }
+        return;
+    }
     if (n > w->cap / 2) {
         flush(w);
         if (write_out(w, s, n) != 0)

@@ -17,9 +17,12 @@ struct jw {
     size_t len, cap;
     int error;
     uint64_t bytes; /* written so far (uncompressed) */
+    int mem;        /* in memory: the buffer grows, nothing is written out */
 };
 
 int jw_open(struct jw *w, FILE *f);
+/* A growing in-memory writer: buf[0..len) is what was written. */
+int jw_open_mem(struct jw *w);
 /* Opens path for writing ("-" = stdout); gzip-compressed when it ends in
  * ".gz". Returns 0, or -1 with errno set (ENOTSUP: built without zlib). */
 int jw_open_path(struct jw *w, const char *path);
@@ -28,7 +31,7 @@ void jw_rawn_slow(struct jw *w, const char *s, size_t n);
 /* Inline so that strlen of a literal folds at compile time and the common
  * case is one memcpy into the buffer. */
 static inline void jw_rawn(struct jw *w, const char *s, size_t n) {
-    if (__builtin_expect(w->len + n <= w->cap, 1)) {
+    if (__builtin_expect(w->len + n <= w->cap, 1) && n) {
         memcpy(w->buf + w->len, s, n);
         w->len += n;
         return;

@@ -26,13 +26,14 @@ static void usage(FILE *f) {
             "ncclscope %s - NCCL profiler traces\n"
             "\n"
             "usage:\n"
-            "  ncclscope convert <files or directories...> -o trace.json[.gz]\n"
+            "  ncclscope convert <files or directories...> -o trace.json[.gz] | trace.pftrace\n"
             "      [--ranks 0,2-3] [--comm HEXPREFIX|NAME] [--time FROM:TO] [--events MASK]\n"
             "      [--split MB] [--no-flows]\n"
             "      Chrome trace JSON for Perfetto (ui.perfetto.dev) or chrome://tracing,\n"
             "      all files on one timeline. '-o -' writes to standard output; .gz\n"
             "      compresses; --split starts a new file every MB (trace-000.json, ...);\n"
-            "      --time is in seconds from the job's start.\n"
+            "      --time is in seconds from the job's start; .pftrace writes Perfetto's\n"
+            "      protobuf format instead of JSON.\n"
             "  ncclscope stats <files or directories...> [--json] [--top N] [-o FILE]\n"
             "      per (comm, operation, datatype, size): count, latency p50/p99/max,\n"
             "      algbw/busbw; and the straggler table (who entered each collective last).\n"
@@ -236,6 +237,11 @@ static int cmd_convert(int argc, char **argv) {
         free(inputs);
         return 1;
     }
+    if (o.split_bytes && (ends_with(out_path, ".pftrace") || ends_with(out_path, ".pb"))) {
+        fprintf(stderr, "ncclscope convert: --split is for JSON; a .pftrace loads whole\n");
+        free(inputs);
+        return 1;
+    }
     if (o.split_bytes && !strcmp(out_path, "-")) {
         fprintf(stderr, "ncclscope convert: --split needs a file name, not standard output\n");
         free(inputs);
@@ -263,6 +269,10 @@ static int cmd_convert(int argc, char **argv) {
     o.files = (const char *const *)files;
     o.nfiles = nfiles;
     o.out_path = out_path;
+    o.format = ends_with(out_path, ".pftrace") || ends_with(out_path, ".pftrace.gz") ||
+                       ends_with(out_path, ".pb")
+                   ? NSC_OUT_PERFETTO
+                   : NSC_OUT_JSON;
     o.shift_ns = al.shift_ns;
     o.flows = flows;
     struct nsc_convert_result res;
