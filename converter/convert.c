@@ -74,6 +74,8 @@ struct track {
 struct evmap {
     struct open_ev **slots;
     size_t cap, n;
+    struct open_ev *spare; /* finished events kept for reuse (with their states array) */
+    size_t nspare;
 };
 
 struct file_ctx {
@@ -176,9 +178,19 @@ static struct open_ev *map_get_or_add(struct evmap *m, uint64_t id) {
         return e;
     if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
         return NULL;
-    e = calloc(1, sizeof(*e));
-    if (!e)
-        return NULL;
+    if (m->spare) {
+        /* reuse a finished event and its states array: no malloc per event */
+        e = m->spare;
+        m->spare = e->next;
+        m->nspare--;
+        struct state_rec *st = e->states;
+        memset(e, 0, sizeof(*e));
+        e->states = st;
+    } else {
+        e = calloc(1, sizeof(*e));
+        if (!e)
+            return NULL;
+    }
     e->id = id;
     size_t i = hidx(id, m->cap);
     while (m->slots[i])
@@ -203,8 +215,24 @@ static void map_remove(struct evmap *m, struct open_ev *e) {
             k = (k + 1) & (m->cap - 1);
         m->slots[k] = x;
     }
+    if (m->nspare < 4096) {
+        e->next = m->spare;
+        m->spare = e;
+        m->nspare++;
+        return;
+    }
     free(e->states);
     free(e);
+}
+
+static void map_free(struct evmap *m) {
+    for (struct open_ev *e = m->spare, *n; e; e = n) {
+        n = e->next;
+        free(e->states);
+        free(e);
+    }
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
 }
 
 /* ---- ids, pids, names ---- */
@@ -582,19 +610,19 @@ static const char *event_name(const struct file_ctx *f, const struct nsc_rec *r)
     return s ? s : nsc_etype_name(r->h.etype);
 }
 
-static void arg_str(struct conv *c, struct file_ctx *f, const char *k, uint32_t id) {
+static inline void arg_str(struct conv *c, struct file_ctx *f, const char *k, uint32_t id) {
     jw_key(c->aw, k);
     jw_str(c->aw, nsc_decoder_str(&f->dec, id));
 }
-static void arg_u(struct conv *c, const char *k, uint64_t v) {
+static inline void arg_u(struct conv *c, const char *k, uint64_t v) {
     jw_key(c->aw, k);
     jw_u64(c->aw, v);
 }
-static void arg_i(struct conv *c, const char *k, int64_t v) {
+static inline void arg_i(struct conv *c, const char *k, int64_t v) {
     jw_key(c->aw, k);
     jw_i64(c->aw, v);
 }
-static void arg_p(struct conv *c, const char *k, uint64_t v) {
+static inline void arg_p(struct conv *c, const char *k, uint64_t v) {
     jw_key(c->aw, k);
     jw_hex(c->aw, v);
 }
@@ -1520,7 +1548,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 n = t->hnext;
                 free(t);
             }
-        free(f->open.slots);
+        map_free(&f->open);
         free(f->tstats);
         free(f->comm_named);
         free(f->gpu);

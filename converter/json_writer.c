@@ -170,13 +170,27 @@ void jw_str(struct jw *w, const char *s) {
     w->len = (size_t)(o - w->buf);
 }
 
+/* Two digits per division: integers are most of what a trace is made of. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 void jw_u64(struct jw *w, uint64_t v) {
     char tmp[24];
     int i = 24;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        tmp[--i] = digit_pairs[d + 1];
+        tmp[--i] = digit_pairs[d];
+    }
+    if (v >= 10) {
+        tmp[--i] = digit_pairs[v * 2 + 1];
+        tmp[--i] = digit_pairs[v * 2];
+    } else {
+        tmp[--i] = (char)('0' + v);
+    }
     jw_rawn(w, tmp + i, (size_t)(24 - i));
 }
 
@@ -197,13 +211,16 @@ void jw_us(struct jw *w, uint64_t ns) {
 }
 
 void jw_hex(struct jw *w, uint64_t v) {
+    static const char hex[] = "0123456789abcdef";
     char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "\"0x%llx\"", (unsigned long long)v);
-    jw_rawn(w, tmp, (size_t)n);
-}
-
-void jw_key(struct jw *w, const char *key) {
-    jw_raw(w, ",\"");
-    jw_raw(w, key);
-    jw_raw(w, "\":");
+    int i = 24;
+    tmp[--i] = '"';
+    do {
+        tmp[--i] = hex[v & 15];
+        v >>= 4;
+    } while (v);
+    tmp[--i] = 'x';
+    tmp[--i] = '0';
+    tmp[--i] = '"';
+    jw_rawn(w, tmp + i, (size_t)(24 - i));
 }

@@ -44,7 +44,11 @@ void jw_u64(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);
 void jw_us(struct jw *w, uint64_t ns);        /* ns as microseconds, 3 decimals */
 void jw_hex(struct jw *w, uint64_t v);        /* "0x..." as a string */
-/* ,"key": */
-void jw_key(struct jw *w, const char *key);
+/* ,"key": (inline: a literal key's length folds at compile time) */
+static inline void jw_key(struct jw *w, const char *key) {
+    jw_rawn(w, ",\"", 2);
+    jw_raw(w, key);
+    jw_rawn(w, "\":", 2);
+}
 
 #endif /* NSC_JSON_WRITER_H */

@@ -78,15 +78,18 @@ static void put(struct buf *b, const void *s, size_t n) {
     b->len += n;
 }
 
-static void varint(struct buf *b, uint64_t v) {
-    unsigned char t[10];
-    size_t n = 0;
+static inline void varint(struct buf *b, uint64_t v) {
+    if (b->len + 10 > b->cap) {
+        b->overflow = 1;
+        return;
+    }
+    unsigned char *o = b->p + b->len;
     while (v >= 0x80) {
-        t[n++] = (unsigned char)(v | 0x80);
+        *o++ = (unsigned char)(v | 0x80);
         v >>= 7;
     }
-    t[n++] = (unsigned char)v;
-    put(b, t, n);
+    *o++ = (unsigned char)v;
+    b->len = (size_t)(o - b->p);
 }
 
 static void f_uint(struct buf *b, unsigned field, uint64_t v) {
@@ -427,9 +430,13 @@ static void annotations(struct pf_writer *pw, struct buf *in, struct buf *ev, co
         } else if (*v0 == 'n') {
             f_bytes(&da, 6, "null", 4);
         } else {
-            char num[32];
-            snprintf(num, sizeof(num), "%.*s", (int)(vn < 31 ? vn : 31), v0);
-            f_uint(&da, 4, (uint64_t)strtoll(num, NULL, 10));
+            /* an integer, as jw_u64/jw_i64 wrote it */
+            const char *q = v0;
+            int neg = q < v1 && *q == '-';
+            uint64_t x = 0;
+            for (q += neg; q < v1 && *q >= '0' && *q <= '9'; q++)
+                x = x * 10 + (uint64_t)(*q - '0');
+            f_uint(&da, 4, neg ? (uint64_t)0 - x : x);
         }
         if (!da.overflow)
             f_bytes(ev, 4, da.p, da.len);
