@@ -12,7 +12,9 @@
 #      operations per configuration: the small-message ratios with less noise.
 #   E. The callback harness on this machine's cores (1..16 writer threads),
 #      flat out and at a rate every thread can sustain.
-# PHASES picks phases (default "A B C D P E").
+#   Q. One process per GPU (nccl-bench --procs) on 4 GPUs, and one thread per
+#      GPU on 2 GPUs: 64 B and 1 MiB, ROUNDS_Q (4) rounds.
+# PHASES picks phases (default "A B C D P E"; Q runs when named).
 # Then bench/gpu/overhead_report.py prints the ratios. Results go to $OUT.
 #   OUT, NCCL_HOME, DEPS as in build_gpu.sh; REPEATS (3); LONG_OPS (1000000).
 set -euo pipefail
@@ -20,6 +22,7 @@ OUT=${OUT:-/tmp/ncclscope-overhead}
 REPEATS=${REPEATS:-3}
 LONG_OPS=${LONG_OPS:-1000000}
 ROUNDS_P=${ROUNDS_P:-8}
+ROUNDS_Q=${ROUNDS_Q:-4}
 PHASES=${PHASES:-A B C D P E}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,6 +86,25 @@ for r in $(seq "$ROUNDS_P"); do
         bench "$OUT/sweep.tsv" "$c" "" --ops ar --min 64 --max 64 --iters 20000 --warmup 200 --repeats 1
     done
 done
+fi
+if has Q; then
+echo "== Q: one process per GPU (4 GPUs), and 2 GPUs, $ROUNDS_Q rounds"
+: >"$OUT/procs.tsv"
+: >"$OUT/gpus2.tsv"
+for r in $(seq "$ROUNDS_Q"); do
+    for c in none empty_default empty_all scope_default scope_all; do
+        bench "$OUT/procs.tsv" "$c" "" --procs --ops ar,ag --min 64 --max 1M --factor 16384 \
+            --iters 10000 --warmup 100 --repeats 1
+        NG_SAVE=$NG NG=2
+        bench "$OUT/gpus2.tsv" "$c" "CUDA_VISIBLE_DEVICES=0,1" --ops ar,ag --min 64 --max 1M \
+            --factor 16384 --iters 10000 --warmup 100 --repeats 1
+        NG=$NG_SAVE
+    done
+done
+{ echo "### one process per GPU, 4 GPUs"; python3 "$here/overhead_report.py" "$OUT/procs.tsv"; \
+  echo; echo "### one thread per GPU, 2 GPUs"; python3 "$here/overhead_report.py" "$OUT/gpus2.tsv"; } \
+    >"$OUT/report_q.txt"
+cat "$OUT/report_q.txt"
 fi
 { cat "$LOGS/machine.txt"; python3 "$here/overhead_report.py" "$OUT/sweep.tsv" "$OUT/net.tsv"; } | tee "$OUT/report.txt"
 
