@@ -51,13 +51,6 @@ const char *nsc_etype_name(unsigned etype) {
     return etype < NSC_ET_COUNT ? type_names[etype] : NULL;
 }
 
-int nsc_etype_from_bit(uint64_t bit) {
-    if (bit == 0 || (bit & (bit - 1)) != 0)
-        return -1;
-    int i = __builtin_ctzll(bit);
-    return i < NSC_ET_COUNT ? i : -1;
-}
-
 const char *nsc_state_name(unsigned state) {
     return state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : NULL;
 }

@@ -45,8 +45,14 @@ enum nsc_etype {
 /* "Coll", "ProxyStep", ... or NULL for an index out of range. */
 const char *nsc_etype_name(unsigned etype);
 
-/* Type index for an NCCL type bit (exactly one bit set), or -1. */
-int nsc_etype_from_bit(uint64_t bit);
+/* Type index for an NCCL type bit (exactly one bit set), or -1. Inline:
+ * every startEvent calls it. */
+static inline int nsc_etype_from_bit(uint64_t bit) {
+    if (bit == 0 || (bit & (bit - 1)) != 0)
+        return -1;
+    int i = __builtin_ctzll(bit);
+    return i < NSC_ET_COUNT ? i : -1;
+}
 
 /* "ProxyStepSendWait", "KernelChStop", ... or NULL for an unknown state. */
 const char *nsc_state_name(unsigned state);
