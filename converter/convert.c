@@ -848,13 +848,7 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
                     .dur = end - op->start_ns, .with_args = 1};
     out_event(c, &e);
     f->ops_drawn++;
-    uint64_t bytes = op->count; /* elements; bytes when the type is known below */
-    if (op->dtype && (strstr(op->dtype, "32") || !strcmp(op->dtype, "ncclFloat") || !strcmp(op->dtype, "ncclInt")))
-        bytes *= 4;
-    else if (op->dtype && strstr(op->dtype, "64"))
-        bytes *= 8;
-    else if (op->dtype && (strstr(op->dtype, "16") || !strcmp(op->dtype, "ncclHalf")))
-        bytes *= 2;
+    uint64_t bytes = op->count * (uint64_t)nsc_dtype_size(op->dtype);
     inflight_add(c, f, op->comm_serial, v, op->start_ns, end, bytes);
     if (lane < 0 || op->is_p2p || !c->o->flows)
         return;

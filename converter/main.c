@@ -148,6 +148,28 @@ static int align(char **files, int nfiles, const struct align_opts *ao, struct n
     return 0;
 }
 
+/* The job's trace files from the command line's inputs (directories
+ * expanded). Returns 0, 1 (none: usage error) or 3 (unreadable input);
+ * consumes `inputs`. */
+static int job_files(const char *cmd, char **inputs, int nin, char ***files, int *nfiles) {
+    int rc = expand(inputs, nin, files, nfiles);
+    free(inputs);
+    if (rc != 0)
+        return 3;
+    if (*nfiles == 0) {
+        fprintf(stderr, "ncclscope %s: no trace files\n", cmd);
+        free(*files);
+        return 1;
+    }
+    return 0;
+}
+
+static void free_files(char **files, int n) {
+    for (int i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+}
+
 /* "0,2,5-7" -> ranks. Returns the count, or -1. */
 static int parse_ranks(const char *s, int *out, int cap) {
     int n = 0;
@@ -249,21 +271,12 @@ static int cmd_convert(int argc, char **argv) {
     }
     char **files;
     int nfiles;
-    if (expand(inputs, nin, &files, &nfiles) != 0) {
-        free(inputs);
-        return 3;
-    }
-    free(inputs);
-    if (nfiles == 0) {
-        fprintf(stderr, "ncclscope convert: no trace files to convert\n");
-        free(files);
-        return 1;
-    }
+    int jr = job_files("convert", inputs, nin, &files, &nfiles);
+    if (jr)
+        return jr;
     struct nsc_align al;
     if (align(files, nfiles, &ao, &al, "convert") != 0) {
-        for (int i = 0; i < nfiles; i++)
-            free(files[i]);
-        free(files);
+        free_files(files, nfiles);
         return 2;
     }
     o.files = (const char *const *)files;
@@ -283,9 +296,7 @@ static int cmd_convert(int argc, char **argv) {
             nfiles, res.events, res.unfinished, res.filtered, res.drops,
             rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
             res.parts > 1 ? " (split into parts -000 ...)" : "");
-    for (int i = 0; i < nfiles; i++)
-        free(files[i]);
-    free(files);
+    free_files(files, nfiles);
     nsc_align_free(&al);
     return rc;
 }
@@ -320,15 +331,9 @@ static int cmd_stats(int argc, char **argv) {
     }
     char **files;
     int nfiles;
-    int rc = expand(inputs, nin, &files, &nfiles);
-    free(inputs);
-    if (rc != 0)
-        return 3;
-    if (nfiles == 0) {
-        fprintf(stderr, "ncclscope stats: no trace files\n");
-        free(files);
-        return 1;
-    }
+    int rc = job_files("stats", inputs, nin, &files, &nfiles);
+    if (rc)
+        return rc;
     struct nsc_align al;
     if (align(files, nfiles, &ao, &al, "stats") != 0)
         rc = 2;
@@ -343,9 +348,7 @@ static int cmd_stats(int argc, char **argv) {
         if (out != stdout && fclose(out) != 0)
             rc = 3;
     }
-    for (int i = 0; i < nfiles; i++)
-        free(files[i]);
-    free(files);
+    free_files(files, nfiles);
     nsc_align_free(&al);
     return rc;
 }
@@ -373,15 +376,9 @@ static int cmd_report(int argc, char **argv) {
     }
     char **files;
     int nfiles;
-    int rc = expand(inputs, nin, &files, &nfiles);
-    free(inputs);
-    if (rc != 0)
-        return 3;
-    if (nfiles == 0) {
-        fprintf(stderr, "ncclscope report: no trace files\n");
-        free(files);
-        return 1;
-    }
+    int rc = job_files("report", inputs, nin, &files, &nfiles);
+    if (rc)
+        return rc;
     struct nsc_align al;
     char *text = NULL;
     size_t tlen = 0;
@@ -398,9 +395,7 @@ static int cmd_report(int argc, char **argv) {
             fprintf(stderr, "ncclscope report: %d file(s) -> %s\n", nfiles, out_path);
     }
     free(text);
-    for (int i = 0; i < nfiles; i++)
-        free(files[i]);
-    free(files);
+    free_files(files, nfiles);
     nsc_align_free(&al);
     return rc;
 }

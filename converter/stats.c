@@ -49,24 +49,9 @@ static unsigned bucket_of(uint64_t bytes) {
     return b;
 }
 
-/* Bytes per element of NCCL's datatype names (ncclDataType_t). */
-static int dtype_size(const char *t) {
-    static const struct { const char *name; int size; } tab[] = {
-        {"ncclInt8", 1},    {"ncclChar", 1},     {"ncclUint8", 1},     {"ncclInt32", 4},
-        {"ncclInt", 4},     {"ncclUint32", 4},   {"ncclInt64", 8},     {"ncclUint64", 8},
-        {"ncclFloat16", 2}, {"ncclHalf", 2},     {"ncclFloat32", 4},   {"ncclFloat", 4},
-        {"ncclFloat64", 8}, {"ncclDouble", 8},   {"ncclBfloat16", 2},  {"ncclFloat8e4m3", 1},
-        {"ncclFloat8e5m2", 1},
-    };
-    for (size_t i = 0; t && i < sizeof(tab) / sizeof(tab[0]); i++)
-        if (!strcmp(t, tab[i].name))
-            return tab[i].size;
-    return 1; /* unknown: count elements as bytes */
-}
-
 /* nccl-tests' "size": the whole buffer for all_gather/reduce_scatter. */
 static uint64_t op_bytes(const struct nsc_op_done *op) {
-    uint64_t b = op->count * (uint64_t)dtype_size(op->dtype);
+    uint64_t b = op->count * (uint64_t)nsc_dtype_size(op->dtype);
     if (!op->is_p2p && op->func && op->nranks > 0 &&
         (!strcmp(op->func, "AllGather") || !strcmp(op->func, "ReduceScatter")))
         b *= (uint64_t)op->nranks;
@@ -225,6 +210,27 @@ static void size_label(char *buf, size_t n, unsigned bucket) {
         snprintf(buf, n, "%lluB", (unsigned long long)v);
 }
 
+/* What every output format prints for a row. */
+struct row_numbers {
+    double p50, p99, max;    /* ns */
+    double avg_bytes, algbw, busbw; /* bytes; GB/s (bytes per ns) */
+    uint64_t count;          /* collectives (rank-operations / ranks), or p2p operations */
+    const char *note;
+};
+
+static struct row_numbers numbers(const struct row *r) {
+    struct row_numbers n;
+    n.p50 = (double)lat_hist_quantile(&r->lat, 0.5);
+    n.p99 = (double)lat_hist_quantile(&r->lat, 0.99);
+    n.max = (double)r->lat.max;
+    n.avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
+    n.algbw = n.p50 > 0 ? n.avg_bytes / n.p50 : 0;
+    n.busbw = n.algbw * bus_factor(r->func, r->nranks);
+    n.count = r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops;
+    n.note = r->enqueue_only == r->ops ? "enqueue only" : r->enqueue_only ? "some enqueue only" : "";
+    return n;
+}
+
 /* ---- HTML (ncclscope report) ---- */
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -328,19 +334,15 @@ static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry
         struct row *r = v[i];
         char sz[16];
         size_label(sz, sizeof(sz), r->bucket);
-        double p50 = (double)lat_hist_quantile(&r->lat, 0.5);
-        double avg = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
-        double algbw = p50 > 0 ? avg / p50 : 0;
+        struct row_numbers n = numbers(r);
         fprintf(f, "<tr><td>%016llx</td><td>%d</td><td>", (unsigned long long)r->comm_id, r->nranks);
         html_escape(f, r->func);
         fprintf(f, "</td><td>");
         html_escape(f, r->dtype);
         fprintf(f, "</td><td>%s</td><td>%llu</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>"
                    "<td>%.2f</td><td>%s</td></tr>\n",
-                sz, (unsigned long long)(r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops),
-                p50 / 1e3, (double)lat_hist_quantile(&r->lat, 0.99) / 1e3, (double)r->lat.max / 1e3,
-                algbw, algbw * bus_factor(r->func, r->nranks),
-                r->enqueue_only == r->ops ? "enqueue only" : r->enqueue_only ? "some enqueue only" : "");
+                sz, (unsigned long long)n.count, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3, n.algbw,
+                n.busbw, n.note);
     }
     fprintf(f, "</table>\n<h2>Stragglers</h2>\n<p>Collectives whose last rank entered latest after the first "
                "(same commHash, function and seqNumber).</p>\n<table><tr><th>comm</th><th>seq</th>"
@@ -381,9 +383,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                 (unsigned long long)a->ops);
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
-            double p50 = (double)lat_hist_quantile(&r->lat, 0.5);
-            double avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
-            double algbw = p50 > 0 ? avg_bytes / p50 : 0; /* bytes/ns = GB/s */
+            struct row_numbers n = numbers(r);
             fprintf(f,
                     "%s\n  {\"comm\": \"%016llx\", \"nranks\": %d, \"op\": \"%s\", \"p2p\": %s, "
                     "\"dtype\": \"%s\", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
@@ -392,10 +392,9 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                     "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f}",
                     i ? "," : "", (unsigned long long)r->comm_id, r->nranks, r->func,
                     r->is_p2p ? "true" : "false", r->dtype, (unsigned long long)(1ull << r->bucket),
-                    avg_bytes, (unsigned long long)(r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops),
-                    (unsigned long long)r->ops, (unsigned long long)r->enqueue_only, p50 / 1e3,
-                    (double)lat_hist_quantile(&r->lat, 0.99) / 1e3, (double)r->lat.max / 1e3, algbw,
-                    algbw * bus_factor(r->func, r->nranks));
+                    n.avg_bytes, (unsigned long long)n.count, (unsigned long long)r->ops,
+                    (unsigned long long)r->enqueue_only, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3,
+                    n.algbw, n.busbw);
         }
         fprintf(f, "\n], \"stragglers\": [");
         for (size_t i = 0; i < top; i++)
@@ -415,18 +414,11 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
             struct row *r = v[i];
             char sz[16];
             size_label(sz, sizeof(sz), r->bucket);
-            double p50 = (double)lat_hist_quantile(&r->lat, 0.5);
-            double avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
-            double algbw = p50 > 0 ? avg_bytes / p50 : 0;
+            struct row_numbers n = numbers(r);
             fprintf(f, "%016llx %5d %-14s %-12s %7s %8llu %8llu %10.2f %10.2f %10.2f %9.2f %9.2f %s\n",
                     (unsigned long long)r->comm_id, r->nranks, r->func, r->dtype, sz,
-                    (unsigned long long)(r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops),
-                    (unsigned long long)r->ops, p50 / 1e3,
-                    (double)lat_hist_quantile(&r->lat, 0.99) / 1e3, (double)r->lat.max / 1e3, algbw,
-                    algbw * bus_factor(r->func, r->nranks),
-                    r->enqueue_only == r->ops ? "(enqueue only)"
-                    : r->enqueue_only           ? "(some enqueue only)"
-                                                : "");
+                    (unsigned long long)n.count, (unsigned long long)r->ops, n.p50 / 1e3,
+                    n.p99 / 1e3, n.max / 1e3, n.algbw, n.busbw, n.note);
         }
         fprintf(f, "\nalgbw/busbw in GB/s (nccl-tests' formulas, from the median latency).\n");
         fprintf(f, "\nstragglers: the %zu collectives whose last rank entered latest after the first\n",
