@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job. On a machine with NVIDIA GPUs and NCCL: the plugin under a real
 # NCCL run (bench/gpu/run_gpu_check.sh). Without a GPU: the real NCCL traces
-# recorded on 2 x H200 (tests/data) replayed through the real plugin, exactly
-# as NCCL would call it, then converted to Chrome trace JSON for Perfetto.
+# recorded on 2 x H200 and 4 x H200 (tests/data) replayed through the real
+# plugin, exactly as NCCL would call it, then converted (Chrome JSON and
+# Perfetto protobuf), summarized (stats) and reported (HTML).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -20,12 +21,21 @@ fi
 ninja -C build >/dev/null
 OUT=${OUT:-ncclscope-demo}
 rm -rf "$OUT" && mkdir -p "$OUT"
-echo "No GPU here: replaying real NCCL 2.28.9 callback streams (2 x H200) through the plugin."
-for t in tests/data/*.nsc; do
+echo "No GPU here: replaying real NCCL 2.28.9 callback streams (2 x H200, 4 x H200) through the plugin."
+for t in tests/data/*.nsc tests/data/h200x4_procs/*.nsc; do
     name=$(basename "$t" .nsc)
     NCCLSCOPE_DIR="$OUT/$name" NCCLSCOPE_EVENTS=all \
         build/converter/ncclscope replay --plugin build/plugin/libnccl-profiler-ncclscope.so "$t"
     build/converter/ncclscope info "$OUT/$name"/*.nsc
     build/converter/ncclscope convert "$OUT/$name" -o "$OUT/$name.json"
 done
-echo "Open $OUT/*.json in https://ui.perfetto.dev (or chrome://tracing)."
+# The job-level views, on the 4-process job recorded on 4 x H200 (one
+# process per GPU): its files as the plugin wrote them on the GPU machine.
+JOB=tests/data/h200x4_procs
+echo "A 4-process job recorded on 4 x H200 ($JOB): statistics, merged trace, report."
+build/converter/ncclscope stats "$JOB" --top 5
+build/converter/ncclscope convert "$JOB" -o "$OUT/job.json"
+build/converter/ncclscope convert "$JOB" -o "$OUT/job.pftrace"
+build/converter/ncclscope report "$JOB" -o "$OUT/report.html"
+echo "Open $OUT/*.json or $OUT/job.pftrace in https://ui.perfetto.dev (or chrome://tracing),"
+echo "and $OUT/report.html in any browser."

@@ -17,10 +17,12 @@ def main():
     scope = os.environ["NSC_PLUGIN"]
     d = tmpdir()
     js = os.path.join(d, "b.json")
-    # A low rate: the flusher keeps up on any machine, so ncclscope must keep
+    # A low rate and rings large enough for a slow machine's hiccups (this runs
+    # under ASan and TSan too): the flusher keeps up, so ncclscope must keep
     # every event and its trace must be intact.
     r = run([bench, "--plugin", empty, "--plugin", scope, "--mix", "allreduce64,allreduce1m,network",
-             "--thread-counts", "1,2", "--seconds", "0.2", "--rate", "100000", "--json", js])
+             "--thread-counts", "1,2", "--seconds", "0.2", "--rate", "20000", "--json", js],
+            env={"NCCLSCOPE_RING_KB": "8192"})
     rows = json.load(open(js))
     check(len(rows) == 2 * 3 * 2 * 3, "rows: %d" % len(rows))
     for row in rows:
