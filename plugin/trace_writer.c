@@ -108,9 +108,12 @@ static int write_block(struct nsc_writer *w, unsigned char *buf, uint16_t type, 
     return 0;
 }
 
-void nsc_writer_stream_begin(struct nsc_writer *w, enum nsc_block_type type) {
-    /* Drops any half-built frame; parameters (level, checksum) stay. */
+void nsc_writer_stream_begin(struct nsc_writer *w, enum nsc_block_type type, int level) {
+    /* Drops any half-built frame; parameters (checksum) stay. The level may
+     * change between frames. */
     ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    if (level != w->level && !ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)))
+        w->level = level;
     w->streaming = 1;
     w->stream_type = (uint16_t)type;
     w->stream_out = 0;

@@ -20,7 +20,7 @@ struct nsc_writer {
     int fd;
     int failed;          /* a write failed: stop writing, keep counting */
     uint32_t seq;
-    int level;
+    int level;           /* zstd level of the streamed block now */
     ZSTD_CCtx *cctx;     /* the streamed (chunk) block */
     unsigned char *buf;  /* its header + compressed payload */
     size_t buf_cap;
@@ -53,7 +53,7 @@ int nsc_writer_block(struct nsc_writer *w, enum nsc_block_type type, const void 
  * over its drain passes instead of stalling on a whole chunk at once: begin,
  * feed any number of times (total at most max_raw), end writes the block
  * with one write(2). Returns 0 or -1 (the writer is then marked failed). */
-void nsc_writer_stream_begin(struct nsc_writer *w, enum nsc_block_type type);
+void nsc_writer_stream_begin(struct nsc_writer *w, enum nsc_block_type type, int level);
 int nsc_writer_stream_feed(struct nsc_writer *w, const void *raw, size_t len);
 int nsc_writer_stream_end(struct nsc_writer *w);
 
