@@ -1,5 +1,6 @@
 /* clock_align.c - placing hosts on one timeline. */
 #include "clock_align.h"
+#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,19 +23,11 @@ struct file_samples {
     size_t n;
 };
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 static void on_op(void *ud, const struct nsc_op_done *op) {
     struct file_samples *fs = ud;
     if (op->is_p2p || !op->end_ns || fs->n >= SAMPLE_MAX)
         return;
-    uint64_t key = mix64(op->comm_id ^ mix64(op->seq + 1));
+    uint64_t key = nsc_mix64(op->comm_id ^ nsc_mix64(op->seq + 1));
     if (key % SAMPLE_EVERY)
         return;
     fs->s[fs->n++] = (struct sample){key, op->end_ns};

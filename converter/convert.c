@@ -1,5 +1,6 @@
 /* convert.c - the Chrome trace JSON writer. */
 #include "convert.h"
+#include "hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -657,9 +658,7 @@ static struct placed *recent_slot(struct conv *c, uint64_t local_id) {
 
 /* Collective key: NCCL numbers collectives per (communicator, function). */
 static uint64_t coll_key(const struct nsc_op_done *op) {
-    uint64_t h = op->comm_id * 0x9e3779b97f4a7c15ull ^ (op->seq + 1);
-    for (const char *p = op->func ? op->func : ""; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t h = nsc_fnv1a_str(op->comm_id * 0x9e3779b97f4a7c15ull ^ (op->seq + 1), op->func);
     return h ? h : 1;
 }
 

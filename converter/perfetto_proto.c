@@ -23,6 +23,8 @@
  */
 #include "perfetto_proto.h"
 
+#include "hash.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,12 +142,9 @@ static void packet_head(struct pf_writer *p, struct buf *pkt, uint64_t ts, int w
 
 /* ---- tracks ---- */
 
+/* Track uuids: well mixed, never 0 (the implicit global track). */
 static uint64_t mix(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
+    x = nsc_mix64(x);
     return x ? x : 1;
 }
 
@@ -290,10 +289,7 @@ static uint64_t iid_of(struct pf_writer *p, unsigned kind, const char *s, size_t
             return 0;
         for (size_t i = 0; i < t->cap; i++)
             if (t->e[i].s) {
-                uint64_t h = 1469598103934665603ull;
-                for (const char *q = t->e[i].s; *q; q++)
-                    h = (h ^ (unsigned char)*q) * 1099511628211ull;
-                size_t k = (size_t)h & (cap - 1);
+                size_t k = (size_t)nsc_fnv1a_str(NSC_FNV_SEED, t->e[i].s) & (cap - 1);
                 while (e[k].s)
                     k = (k + 1) & (cap - 1);
                 e[k] = t->e[i];
@@ -302,10 +298,7 @@ static uint64_t iid_of(struct pf_writer *p, unsigned kind, const char *s, size_t
         t->e = e;
         t->cap = cap;
     }
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    size_t k = (size_t)h & (t->cap - 1);
+    size_t k = (size_t)nsc_fnv1a(NSC_FNV_SEED, s, n) & (t->cap - 1);
     while (t->e[k].s && !(strncmp(t->e[k].s, s, n) == 0 && t->e[k].s[n] == '\0'))
         k = (k + 1) & (t->cap - 1);
     if (t->e[k].s)
@@ -495,10 +488,7 @@ void pf_instant(struct pf_writer *p, uint64_t pid, uint64_t tid, uint64_t ts, co
 
 void pf_counter(struct pf_writer *p, uint64_t pid, const char *name, uint64_t ts, int64_t value) {
     ensure_process(p, pid);
-    uint64_t h = 1469598103934665603ull;
-    for (const char *q = name; q && *q; q++)
-        h = (h ^ (unsigned char)*q) * 1099511628211ull;
-    uint64_t u = mix(process_uuid(pid) ^ h) ^ 3;
+    uint64_t u = mix(process_uuid(pid) ^ nsc_fnv1a_str(NSC_FNV_SEED, name)) ^ 3;
     if (!known(p, u))
         descriptor(p, u, process_uuid(pid), name, -1, -1, 1);
     struct buf ev = {p->ev, 0, sizeof(p->ev), 0};

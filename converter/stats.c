@@ -1,5 +1,6 @@
 /* stats.c - aggregating completed operations into tables. */
 #include "stats.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -130,10 +131,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     r->bytes_sum += bytes;
     if (!op->is_p2p) {
         /* NCCL numbers collectives per communicator and function. */
-        uint64_t fh = 1469598103934665603ull;
-        for (const char *p = func; *p; p++)
-            fh = (fh ^ (unsigned char)*p) * 1099511628211ull;
-        struct entry *e = entry_get(a, op->comm_id ^ fh, op->seq);
+        struct entry *e = entry_get(a, op->comm_id ^ nsc_fnv1a_str(NSC_FNV_SEED, func), op->seq);
         if (e) {
             if (!e->ranks || op->start_ns < e->first_ns) {
                 e->first_ns = op->start_ns;
