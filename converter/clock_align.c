@@ -1,11 +1,11 @@
 /* clock_align.c - placing hosts on one timeline. */
 #include "clock_align.h"
-#include "hash.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll_track.h"
+#include "hash.h"
 #include "trace_decode.h"
 
 /* Completions sampled per file: collectives whose (commHash, seq) hash is

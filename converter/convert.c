@@ -1,6 +1,5 @@
 /* convert.c - the Chrome trace JSON writer. */
 #include "convert.h"
-#include "hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,6 +10,7 @@
 #include "coll_track.h"
 #include "event_types.h"
 #include "gpu_clock.h"
+#include "hash.h"
 #include "json_writer.h"
 #include "perfetto_proto.h"
 #include "trace_decode.h"

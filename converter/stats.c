@@ -1,12 +1,12 @@
 /* stats.c - aggregating completed operations into tables. */
 #include "stats.h"
-#include "hash.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coll_track.h"
+#include "hash.h"
 #include "latency_hist.h"
 
 /* ---- aggregation rows ---- */
