@@ -111,6 +111,7 @@ struct conv {
     int out_error;
     uint64_t records_seen;
     double progress_t;
+    uint64_t orphans_by_type[16]; /* STOP/STATE records whose START never came, by type */
     uint64_t filtered;
     struct placed *recent;     /* recently written events of the current file */
     struct placed *chain;      /* last completion written per (comm, func, seq) */
@@ -1225,9 +1226,13 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         struct open_ev *e = map_get_or_add(&f->open, r->h.id);
         if (!e)
             return;
+        if (e->has_stop && !e->has_start)
+            c->orphans_by_type[r->h.etype & 15]++; /* a second STOP for an id never started */
         e->has_stop = 1;
         e->stop_ns = ns;
         e->stop_thread = thread;
+        if (!e->has_start)
+            e->start.h.etype = r->h.etype; /* remembered for the orphan count */
         if (e->has_start)
             emit(c, f, e, 0);
         /* else: the START is in a later chunk (another thread's ring was
@@ -1491,6 +1496,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 k = (size_t)-1; /* the table was rearranged: rescan */
             } else {
                 c.res.orphan_records++;
+                c.orphans_by_type[e->start.h.etype & 15]++;
                 map_remove(&f->open, e);
                 k = (size_t)-1;
             }
@@ -1517,6 +1523,19 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     jw_u64(c.aw, c.flows);
     jw_raw(c.aw, ",\"collective_chains_not_linked\":");
     jw_u64(c.aw, c.chain_full);
+    jw_raw(c.aw, ",\"orphan_records_by_type\":{");
+    {
+        int first_t = 1;
+        for (unsigned k = 0; k < NSC_ET_COUNT; k++)
+            if (c.orphans_by_type[k]) {
+                jw_raw(c.aw, first_t ? "\"" : ",\"");
+                jw_raw(c.aw, nsc_etype_name(k));
+                jw_raw(c.aw, "\":");
+                jw_u64(c.aw, c.orphans_by_type[k]);
+                first_t = 0;
+            }
+    }
+    jw_raw(c.aw, "}");
     jw_raw(c.aw, ",\"orphan_records\":");
     jw_u64(c.aw, c.res.orphan_records);
     jw_raw(c.aw, ",\"damaged\":");
