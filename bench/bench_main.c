@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
                     .plugin = plugins[p], .version = version, .threads = counts[c],
                     .seconds = seconds, .rate = rate, .keep_traces = keep,
                     .mix = replay_dir ? NULL : mixes[w],
-                    .script = replay_dir ? &scripts[w].s : NULL, .script_name = wname};
+                    .script = replay_dir ? &scripts[w].s : NULL};
                 struct bench_result res;
                 char err[1024];
                 if (bench_run(&cfg, &res, err, sizeof(err)) != 0) {

@@ -17,7 +17,6 @@ struct bench_config {
     int version;          /* 0: newest, else forced */
     const char *mix;      /* synthetic mix name, or NULL */
     const struct nsc_script *script; /* replay, or NULL */
-    const char *script_name;
     int threads;
     double seconds;
     double rate;          /* events/s per thread, 0 = as fast as possible */

@@ -54,7 +54,7 @@ struct nsc_coll_track {
     void *ud;
     int kernel;            /* the session recorded KernelCh */
     struct op *ops;        /* open addressing, capacity 2 x INFLIGHT */
-    size_t ops_cap, ops_n;
+    size_t ops_cap;
     uint64_t *fifo;        /* op ids in start order */
     size_t fifo_head, fifo_len;
     struct child *kids;
@@ -100,7 +100,6 @@ static void op_remove(struct nsc_coll_track *t, struct op *o) {
         }
     }
     t->ops[i].id = 0;
-    t->ops_n--;
 }
 
 static struct child *kid_find(struct nsc_coll_track *t, uint64_t id) {
@@ -266,7 +265,6 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
             o->start = *r;
             o->thread = thread;
             o->start_ns = when(t, r->h.ticks);
-            t->ops_n++;
             struct early *e = early_of(t, o->id, 0);
             if (e) { /* children that were written before this START */
                 o->children = e->children;

@@ -31,7 +31,7 @@ void jw_rawn_slow(struct jw *w, const char *s, size_t n);
 /* Inline so that strlen of a literal folds at compile time and the common
  * case is one memcpy into the buffer. */
 static inline void jw_rawn(struct jw *w, const char *s, size_t n) {
-    if (__builtin_expect(w->len + n <= w->cap, 1) && n) {
+    if (__builtin_expect(w->len + n <= w->cap, 1)) {
         memcpy(w->buf + w->len, s, n);
         w->len += n;
         return;

@@ -38,7 +38,6 @@ static struct {
     unsigned char *stage; /* one segment: header + packed records */
     struct nsc_pack_state pack;
     int pressure;       /* the last pass found a ring over a quarter full */
-    uint64_t fast_chunks;
     uint32_t strings_written;                       /* intern ids already in the file */
     uint32_t announced[NSC_MAX_THREADS_HARD];       /* incarnation announced per thread */
     uint64_t last_flush_ns;
