@@ -318,20 +318,30 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
             on_packed(d, ops, ud, &b);
             break;
         case NSC_BLK_STATS: {
+            /* v1/v2 headers are 40 bytes with header_size 0; v3 says its
+             * size, so a later version may append fields we skip. */
             struct nsc_stats_header h;
-            if (b.len < sizeof(h)) {
+            memset(&h, 0, sizeof(h));
+            if (b.len < NSC_STATS_HEADER_V2) {
                 bad_payload(d, ops, ud, &b, "stats block too short");
                 break;
             }
-            memcpy(&h, b.data, sizeof(h));
-            if ((b.len - sizeof(h)) / sizeof(struct nsc_thread_stats) < h.nthreads) {
+            memcpy(&h, b.data, NSC_STATS_HEADER_V2);
+            size_t hsize = h.header_size ? h.header_size : NSC_STATS_HEADER_V2;
+            if (hsize < NSC_STATS_HEADER_V2 || hsize > b.len) {
+                bad_payload(d, ops, ud, &b, "stats header size out of range");
+                break;
+            }
+            memcpy(&h, b.data, hsize < sizeof(h) ? hsize : sizeof(h));
+            h.header_size = (uint32_t)hsize;
+            if ((b.len - hsize) / sizeof(struct nsc_thread_stats) < h.nthreads) {
                 bad_payload(d, ops, ud, &b, "stats block shorter than its thread count");
                 break;
             }
             struct nsc_thread_stats *ts = malloc(h.nthreads * sizeof(*ts) + 1);
             if (!ts)
                 break;
-            memcpy(ts, (const char *)b.data + sizeof(h), h.nthreads * sizeof(*ts));
+            memcpy(ts, (const char *)b.data + hsize, h.nthreads * sizeof(*ts));
             if (ops->stats)
                 ops->stats(ud, d, &h, ts);
             free(ts);

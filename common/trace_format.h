@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NSC_FILE_MAGIC "NCCLSCP1" /* 8 bytes, no terminator on disk */
-#define NSC_FORMAT_VERSION 2u     /* written */
+#define NSC_FORMAT_VERSION 3u     /* written */
 #define NSC_FORMAT_VERSION_MIN 1u /* still read: v1 has no PACKED chunks */
 #define NSC_BLOCK_MAGIC 0x4b4c4253u /* "SBLK" */
 #define NSC_FILE_SUFFIX ".nsc"
@@ -125,12 +125,23 @@ struct nsc_packed_segment {
 
 struct nsc_stats_header {
     uint32_t nthreads;          /* struct nsc_thread_stats entries following */
-    uint32_t reserved;
+    uint32_t header_size;       /* v3: bytes of this header; 0 in v1/v2 files, whose
+                                 * header ends after string_overflow (40 bytes) */
     uint64_t drops_no_thread;   /* callbacks from threads beyond max_threads */
     uint64_t invalid_context;   /* startEvent with a context we did not create */
     uint64_t invalid_handle;    /* stop/state with a handle we did not return */
     uint64_t string_overflow;   /* strings past the intern table's capacity */
+    /* ---- v3 ---- */
+    uint64_t lost_write;        /* records drained but never written: write errors */
+    uint64_t lost_exit;         /* records still in memory when finalize/exit stopped waiting */
+    uint64_t comm_overflow;     /* comm descriptions that could not be kept */
+    uint64_t memory_peak;       /* bytes of record memory in use at the peak */
+    uint64_t memory_budget;     /* bytes of record memory allowed (NCCLSCOPE_MEMORY_MB) */
+    int32_t write_errno;        /* errno of the last failed write (0: none since the last success) */
+    uint32_t write_errors;      /* failed write(2) calls */
 };
+#define NSC_STATS_HEADER_V2 40u
+_Static_assert(sizeof(struct nsc_stats_header) == 88, "stats header");
 
 struct nsc_thread_stats {
     uint32_t thread;

@@ -122,6 +122,7 @@ static void write_stats(void) {
     struct nsc_thread_stats *ts = (struct nsc_thread_stats *)(sh + 1);
     struct nsc_thread *sent = nsc_thread_sentinel();
     sh->nthreads = n;
+    sh->header_size = sizeof(*sh);
     sh->drops_no_thread = atomic_load_explicit(&sent->drops_ring, memory_order_relaxed);
     sh->invalid_context = atomic_load_explicit(&invalid_context, memory_order_relaxed);
     sh->invalid_handle = atomic_load_explicit(&invalid_handle, memory_order_relaxed);
