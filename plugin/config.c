@@ -26,13 +26,6 @@ static int get_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi, uin
     return 0;
 }
 
-static uint32_t round_pow2(uint32_t x) {
-    uint32_t p = 1;
-    while (p < x)
-        p <<= 1;
-    return p;
-}
-
 int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     memset(cfg, 0, sizeof(*cfg));
     uint32_t v;
@@ -48,9 +41,18 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     if (ev && *ev && nsc_mask_parse(ev, &cfg->event_mask, err, errlen))
         return -1;
 
-    if (get_u32("NCCLSCOPE_RING_KB", 1024, 4, 1u << 20, &v, err, errlen))
+    if (get_u32("NCCLSCOPE_MEMORY_MB", 64, 4, 65536, &cfg->memory_mb, err, errlen))
         return -1;
-    cfg->ring_records = round_pow2(v * 1024u / 64u);
+    /* A thread may hold up to 3/4 of the budget (a burst on one thread is
+     * absorbed while the others keep a quarter). */
+    uint32_t ring_max_kb = cfg->memory_mb * 1024u / 4u * 3u;
+    if (get_u32("NCCLSCOPE_RING_KB", ring_max_kb, 4, ring_max_kb, &v, err, errlen))
+        return -1;
+    cfg->ring_records = v * 1024u / 64u;
+    if (get_u32("NCCLSCOPE_COMPRESS_THREADS", 0, 0, 16, &cfg->compress_threads, err, errlen))
+        return -1;
+    if (get_u32("NCCLSCOPE_EXIT_WAIT_MS", 2000, 0, 600000, &cfg->exit_wait_ms, err, errlen))
+        return -1;
     if (get_u32("NCCLSCOPE_MAX_THREADS", 32, 1, 4096, &cfg->max_threads, err, errlen))
         return -1;
     if (get_u32("NCCLSCOPE_FLUSH_MS", 1000, 1, 3600000, &cfg->flush_ms, err, errlen))

@@ -11,7 +11,10 @@ struct nsc_config {
     int enabled;             /* NCCLSCOPE_ENABLE (default 1) */
     char dir[1024];          /* NCCLSCOPE_DIR (default ./ncclscope-trace) */
     uint32_t event_mask;     /* NCCLSCOPE_EVENTS (default NSC_MASK_DEFAULT) */
-    uint32_t ring_records;   /* NCCLSCOPE_RING_KB * 1024 / 64, power of two */
+    uint32_t ring_records;   /* NCCLSCOPE_RING_KB * 1024 / 64: most records one thread may hold */
+    uint32_t memory_mb;      /* NCCLSCOPE_MEMORY_MB: all record memory of the process (default 64) */
+    uint32_t compress_threads; /* NCCLSCOPE_COMPRESS_THREADS: 0 = by the CPUs the process may use */
+    uint32_t exit_wait_ms;   /* NCCLSCOPE_EXIT_WAIT_MS: longest finalize/exit waits for the disk */
     uint32_t max_threads;    /* NCCLSCOPE_MAX_THREADS */
     uint32_t flush_ms;       /* NCCLSCOPE_FLUSH_MS: longest a record waits for the disk */
     uint32_t drain_us;       /* NCCLSCOPE_DRAIN_US: how often the flusher empties rings */
