@@ -45,7 +45,12 @@ static void make_key(void) { key_ok = pthread_key_create(&exit_key, on_thread_ex
 void nsc_thread_configure(uint32_t max, uint32_t records) {
     pthread_mutex_lock(&lock);
     max_threads = max < NSC_MAX_THREADS_HARD ? max : NSC_MAX_THREADS_HARD;
-    ring_records = records;
+    /* interim, until rings grow from the process budget: a power of two,
+     * at most 8 MiB */
+    uint32_t p = 64;
+    while (p * 2 <= records && p * 2 <= 131072)
+        p *= 2;
+    ring_records = p;
     pthread_mutex_unlock(&lock);
 }
 
