@@ -1,120 +1,279 @@
-/* flusher.c - draining rings, building chunks, writing blocks. */
+/* flusher.c - drainer, compressors and I/O thread (see flusher.h). */
 #include "flusher.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "clock.h"
 #include "comm_table.h"
+#include "counters.h"
 #include "intern.h"
 #include "log.h"
+#include "page_pool.h"
 #include "record_pack.h"
 #include "thread_state.h"
 #include "trace_writer.h"
 
-/* Records per segment: bounds the staging buffer and how long one ring
- * waits while another is drained. */
+struct nsc_counters nsc_counters;
+
+/* Records per segment: bounds how long one ring waits while another is
+ * drained, and the packer's context. */
 #define SEG_RECORDS 512u
+#define MAX_COMPRESSORS 16
+#define FAST_LEVEL (-10) /* zstd's fast levels: about twice the speed of level 1 */
 
-static struct {
+enum job_state { J_FREE, J_FILLING, J_QUEUED, J_COMPRESSING };
+
+/* One chunk on its way to the file: packed records and what they refer
+ * to. Owned by the drainer while FILLING, by one compressor from
+ * COMPRESSING until it is written and FREE again; state changes under
+ * f->mu, which orders the buffers' hand-over between threads. */
+struct job {
+    enum job_state state;
+    int last;                /* the session's final job: END follows */
+    uint64_t seq;
+    unsigned char *raw;      /* packed segments */
+    size_t raw_len, raw_cap;
+    uint64_t records;
+    uint32_t strings_upto;   /* intern ids below this are written before the chunk */
+    struct nsc_comm_info *comms;
+    unsigned ncomms, comms_cap;
+    struct nsc_anchor anchor;
+};
+
+struct flusher {
     struct nsc_config cfg;
+    struct nsc_session session;
     struct nsc_writer w;
-    pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;
-    int running;
-    /* the PACKED chunk being streamed into the writer's compressor */
-    int chunk_open;
-    size_t chunk_raw, chunk_max;
-    unsigned char *stage; /* one segment: header + packed records */
+    pthread_cond_t cv_drainer, cv_work, cv_turn, cv_done;
+    pthread_t drainer, workers[MAX_COMPRESSORS];
+    unsigned nworkers;
+    struct job *jobs;
+    unsigned njobs;
+    uint64_t seq_next;  /* next job the drainer opens */
+    uint64_t seq_write; /* next job to reach the file: its compressor's turn to write */
+    int stop, abandoned, io_done, drainer_done;
+
+    /* drainer-private */
+    struct job *cur;
+    uint64_t last_seal_ns;
     struct nsc_pack_state pack;
-    int pressure;       /* the last pass found a ring over a quarter full */
-    uint32_t strings_written;                       /* intern ids already in the file */
-    uint32_t announced[NSC_MAX_THREADS_HARD];       /* incarnation announced per thread */
-    uint64_t last_flush_ns;
-    struct nsc_comm_info comm_buf[256];
-} F = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-#define STAGE_BYTES (sizeof(struct nsc_packed_segment) + (size_t)(SEG_RECORDS + 1) * NSC_PACK_MAX)
+    /* used only by the compressor whose turn it is to write */
+    uint32_t strings_written;
+    struct nsc_comm_info *pending_comms; /* taken from jobs, not yet in the file */
+    unsigned npending, pending_cap;
+    uint64_t next_open_try_ns;
+    int in_error;
 
-static _Atomic uint64_t invalid_context, invalid_handle;
+    /* loss accounting (the writing compressor adds, anyone reads) */
+    _Atomic uint64_t lost_write, lost_exit;
+    _Atomic uint32_t write_errors;
+    _Atomic int32_t write_errno;
+};
 
-void nsc_flusher_count_invalid_context(void) {
-    atomic_fetch_add_explicit(&invalid_context, 1, memory_order_relaxed);
+static struct flusher *F; /* the running session's; NULL between sessions */
+static char path_shown[1280];
+
+const char *nsc_flusher_path(void) { return path_shown; }
+
+static uint64_t now_ns(void) { return nsc_clock_monotonic_ns(); }
+
+static void deadline_after(struct timespec *ts, uint64_t us) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    uint64_t ns = (uint64_t)ts->tv_nsec + us * 1000ull;
+    ts->tv_sec += (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
 }
-void nsc_flusher_count_invalid_handle(void) {
-    atomic_fetch_add_explicit(&invalid_handle, 1, memory_order_relaxed);
+
+/* ------------------------------------------------------------------ drainer */
+
+/* Opens the next job if its slot is free. Returns it or NULL (all jobs are
+ * on their way to the disk: leave the records in the rings). Under mu. */
+static struct job *open_job(struct flusher *f) {
+    struct job *j = &f->jobs[f->seq_next % f->njobs];
+    if (j->state != J_FREE)
+        return NULL;
+    j->state = J_FILLING;
+    j->seq = f->seq_next++;
+    j->last = 0;
+    j->raw_len = 0;
+    j->records = 0;
+    j->ncomms = 0;
+    return j;
 }
 
-const char *nsc_flusher_path(void) { return F.running ? F.w.path : ""; }
-
-static void write_strings(void) {
-    uint32_t n = nsc_intern_count();
-    if (F.strings_written >= n)
-        return;
-    /* Entries below n are immutable (intern.h): no lock needed. */
-    unsigned char buf[65536];
-    size_t len = 0;
-    while (F.strings_written < n) {
-        uint32_t id = F.strings_written;
-        const char *s = nsc_intern_text(id);
-        uint16_t sl = s ? (uint16_t)strlen(s) : 0;
-        if (len + 6 + sl > sizeof(buf)) {
-            nsc_writer_block(&F.w, NSC_BLK_STRINGS, buf, len, 1);
-            len = 0;
+static void take_comms(struct job *j) {
+    for (;;) {
+        if (j->comms_cap - j->ncomms < 256) {
+            unsigned cap = j->comms_cap ? j->comms_cap * 2 : 256;
+            struct nsc_comm_info *c = realloc(j->comms, cap * sizeof(*c));
+            if (!c)
+                return; /* they stay pending for the next job */
+            j->comms = c;
+            j->comms_cap = cap;
         }
-        if (id >= 1) {
-            memcpy(buf + len, &id, 4);
-            memcpy(buf + len + 4, &sl, 2);
-            memcpy(buf + len + 6, s, sl);
-            len += 6 + (size_t)sl;
-        }
-        F.strings_written++;
+        unsigned n = nsc_comm_take_pending(j->comms + j->ncomms, j->comms_cap - j->ncomms);
+        j->ncomms += n;
+        if (n == 0)
+            return;
     }
-    if (len)
-        nsc_writer_block(&F.w, NSC_BLK_STRINGS, buf, len, 1);
 }
 
-static void write_comms(void) {
-    unsigned n;
-    while ((n = nsc_comm_take_pending(F.comm_buf, 256)) > 0)
-        nsc_writer_block(&F.w, NSC_BLK_COMMS, F.comm_buf, n * sizeof(F.comm_buf[0]), 1);
+/* Hands the job being filled to the compressors, with everything its
+ * records refer to: strings and comms registered before the records were
+ * committed are all registered by now, and the anchor taken now bounds the
+ * chunk's timestamps from above. */
+static void seal(struct flusher *f, int last) {
+    struct job *j = f->cur;
+    j->strings_upto = nsc_intern_count();
+    take_comms(j);
+    nsc_clock_anchor(&j->anchor);
+    j->last = last;
+    pthread_mutex_lock(&f->mu);
+    j->state = J_QUEUED;
+    pthread_cond_signal(&f->cv_work);
+    pthread_mutex_unlock(&f->mu);
+    f->cur = NULL;
+    f->last_seal_ns = now_ns();
 }
 
-static void write_anchor(void) {
-    struct nsc_anchor a;
-    nsc_clock_anchor(&a);
-    nsc_writer_block(&F.w, NSC_BLK_ANCHOR, &a, sizeof(a), 0);
+static int ensure_job(struct flusher *f) {
+    if (f->cur)
+        return 1;
+    pthread_mutex_lock(&f->mu);
+    f->cur = open_job(f);
+    pthread_mutex_unlock(&f->mu);
+    return f->cur != NULL;
 }
 
-static void emit_chunk(void) {
-    if (!F.chunk_open)
-        return;
-    /* Order matters for readers: everything a record refers to (strings,
-     * comms) precedes it, and the anchor taken now bounds the chunk's
-     * timestamps from above. The strings and comms were registered before
-     * the records naming them were committed, so writing them now covers
-     * every record in the chunk. */
-    write_strings();
-    write_comms();
-    write_anchor();
-    nsc_writer_stream_end(&F.w);
-    F.chunk_open = 0;
-    F.chunk_raw = 0;
+/* Packs what ring i holds into jobs. Returns the records taken; *blocked is
+ * set when no job was free for the rest. */
+static uint64_t drain_ring(struct flusher *f, uint32_t i, struct nsc_thread *t, int *blocked) {
+    uint64_t pos, n = ring_readable(&t->ring, &pos), total = 0;
+    while (n > 0) {
+        if (!ensure_job(f)) {
+            *blocked = 1;
+            break;
+        }
+        struct job *j = f->cur;
+        size_t room = j->raw_cap - j->raw_len - sizeof(struct nsc_packed_segment);
+        uint64_t fit = room / NSC_PACK_MAX;
+        if (fit == 0 || j->raw_len >= (size_t)f->cfg.chunk_records * NSC_REC_SIZE) {
+            seal(f, 0);
+            continue;
+        }
+        uint64_t take = n < SEG_RECORDS ? n : SEG_RECORDS;
+        if (take > fit)
+            take = fit;
+        unsigned char *seg_at = j->raw + j->raw_len;
+        unsigned char *p = seg_at + sizeof(struct nsc_packed_segment);
+        nsc_pack_reset(&f->pack);
+        for (uint64_t k = 0; k < take; k++) {
+            /* The lines were written by another core: ask for them ahead. */
+            if (k + 8 < take)
+                __builtin_prefetch(ring_slot(&t->ring, pos + k + 8), 0, 0);
+            p = nsc_pack_record(&f->pack, ring_slot(&t->ring, pos + k), p);
+        }
+        /* Only read above; from here the producer may reuse the slots. */
+        ring_consume(&t->ring, pos, take);
+        struct nsc_packed_segment seg = {.thread = i, .nrecords = (uint32_t)take,
+                                         .nbytes = (uint32_t)(p - seg_at - sizeof(seg))};
+        memcpy(seg_at, &seg, sizeof(seg));
+        j->raw_len = (size_t)(p - j->raw);
+        j->records += take;
+        pos += take;
+        n -= take;
+        total += take;
+    }
+    return total;
 }
 
-static void write_stats(void) {
+static uint64_t drain_all(struct flusher *f, int *blocked) {
     uint32_t n = nsc_thread_count();
-    size_t len = sizeof(struct nsc_stats_header) + (size_t)(n + 1) * sizeof(struct nsc_thread_stats);
+    uint64_t total = 0;
+    *blocked = 0;
+    for (uint32_t i = 0; i < n && !*blocked; i++)
+        total += drain_ring(f, i, nsc_thread_at(i), blocked);
+    return total;
+}
+
+static void *drainer_main(void *arg) {
+    struct flusher *f = arg;
+    f->last_seal_ns = now_ns();
+    uint64_t sleep_us = 0;
+    pthread_mutex_lock(&f->mu);
+    while (!f->stop && !f->abandoned) {
+        if (sleep_us) {
+            struct timespec dl;
+            deadline_after(&dl, sleep_us);
+            pthread_cond_timedwait(&f->cv_drainer, &f->mu, &dl);
+            if (f->stop || f->abandoned)
+                break;
+        }
+        pthread_mutex_unlock(&f->mu);
+        int blocked;
+        uint64_t got = drain_all(f, &blocked);
+        uint64_t now = now_ns();
+        if (now - f->last_seal_ns >= (uint64_t)f->cfg.flush_ms * 1000000ull && ensure_job(f)) {
+            seal(f, 0); /* at least once per flush interval: strings, comms, STATS */
+            nsc_thread_reclaim_idle();
+        }
+        /* Sleep only while the rings are nearly empty: a pass that found a
+         * quarter page or more runs again at once, so a ring filling faster
+         * than the drainer's sleep is never left to overflow. Blocked (no
+         * free job): wait for the I/O thread to free one. */
+        if (blocked)
+            sleep_us = f->cfg.drain_us; /* woken early when a job frees */
+        else if (got >= NSC_PAGE_RECORDS / 4)
+            sleep_us = 0;
+        else if (got > 0)
+            sleep_us = f->cfg.drain_us < 200 ? f->cfg.drain_us : 200;
+        else
+            sleep_us = f->cfg.drain_us;
+        pthread_mutex_lock(&f->mu);
+    }
+    /* Stop: drain until the rings are empty, waiting for free jobs, then
+     * seal the last job (END follows it). Abandoned: leave at once. */
+    while (!f->abandoned) {
+        pthread_mutex_unlock(&f->mu);
+        int blocked;
+        uint64_t got = drain_all(f, &blocked);
+        pthread_mutex_lock(&f->mu);
+        if (blocked || (!f->cur && (f->cur = open_job(f)) == NULL)) {
+            pthread_cond_wait(&f->cv_drainer, &f->mu);
+            continue;
+        }
+        if (got == 0)
+            break;
+    }
+    if (!f->abandoned) {
+        pthread_mutex_unlock(&f->mu);
+        seal(f, 1);
+        pthread_mutex_lock(&f->mu);
+    }
+    f->drainer_done = 1;
+    pthread_cond_broadcast(&f->cv_done);
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------- writing, in seq order */
+
+static void stats_block(struct flusher *f) {
+    uint32_t n = nsc_thread_count();
+    size_t len = sizeof(struct nsc_stats_header) + (size_t)n * sizeof(struct nsc_thread_stats);
     unsigned char *buf = calloc(1, len);
     if (!buf)
         return;
@@ -124,248 +283,414 @@ static void write_stats(void) {
     sh->nthreads = n;
     sh->header_size = sizeof(*sh);
     sh->drops_no_thread = atomic_load_explicit(&sent->drops_ring, memory_order_relaxed);
-    sh->invalid_context = atomic_load_explicit(&invalid_context, memory_order_relaxed);
-    sh->invalid_handle = atomic_load_explicit(&invalid_handle, memory_order_relaxed);
+    sh->invalid_context = atomic_load_explicit(&nsc_counters.invalid_context, memory_order_relaxed);
+    sh->invalid_handle = atomic_load_explicit(&nsc_counters.invalid_handle, memory_order_relaxed);
     sh->string_overflow = nsc_intern_overflows();
+    sh->lost_write = atomic_load_explicit(&f->lost_write, memory_order_relaxed);
+    sh->lost_exit = atomic_load_explicit(&f->lost_exit, memory_order_relaxed);
+    sh->comm_overflow = 0;
+    sh->memory_peak = (uint64_t)page_pool_peak() * NSC_PAGE_BYTES +
+                      (uint64_t)f->njobs * 0; /* pages; job buffers are fixed (memory_budget) */
+    sh->memory_budget = (uint64_t)f->cfg.memory_mb << 20;
+    sh->write_errno = atomic_load_explicit(&f->write_errno, memory_order_relaxed);
+    sh->write_errors = atomic_load_explicit(&f->write_errors, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++) {
         struct nsc_thread *t = nsc_thread_at(i);
         ts[i].thread = i;
-        ts[i].tid = t->tid;
+        ts[i].tid = atomic_load_explicit(&t->tid, memory_order_relaxed);
         ts[i].records = atomic_load_explicit(&t->ring.head, memory_order_relaxed);
         ts[i].drops_ring = atomic_load_explicit(&t->drops_ring, memory_order_relaxed);
         ts[i].drops_events = atomic_load_explicit(&t->drops_events, memory_order_relaxed);
     }
-    nsc_writer_block(&F.w, NSC_BLK_STATS, buf,
-                     sizeof(*sh) + (size_t)n * sizeof(struct nsc_thread_stats), 1);
+    nsc_writer_block(&f->w, NSC_BLK_STATS, buf, len, 1);
     free(buf);
 }
 
-/* Packs up to SEG_RECORDS records of ring t (after its THREAD record when
- * the owner changed) into one segment and feeds it to the compressor.
- * Returns the number of ring records taken. */
-static uint64_t drain_segment(uint32_t i, struct nsc_thread *t, uint64_t pos, uint64_t n,
-                              int announce) {
-    const size_t min_room = sizeof(struct nsc_packed_segment) + 2 * NSC_PACK_MAX;
-    if (F.chunk_open && F.chunk_max - F.chunk_raw < min_room)
-        emit_chunk();
-    if (!F.chunk_open) {
-        /* Compression adapts to pressure: a chunk begun while some ring is
-         * over a quarter full uses zstd's fastest level (about 1.8x faster
-         * on packed records, about 2x larger), so the flusher catches up
-         * instead of letting rings overflow; otherwise the configured level. */
-        nsc_writer_stream_begin(&F.w, NSC_BLK_PACKED, F.pressure ? -10 : F.cfg.zstd_level);
-        F.chunk_open = 1;
-    }
-    /* As many records as surely fit in what is left of the chunk. */
-    uint64_t fit = (F.chunk_max - F.chunk_raw - sizeof(struct nsc_packed_segment)) / NSC_PACK_MAX -
-                   (announce ? 1 : 0);
-    struct nsc_packed_segment seg = {.thread = i, .nrecords = 0, .nbytes = 0};
-    unsigned char *p = F.stage + sizeof(seg);
-    struct nsc_pack_state *ps = &F.pack;
-    nsc_pack_reset(ps);
-    if (announce) {
-        struct nsc_rec r;
-        memset(&r, 0, sizeof(r));
-        r.h.kind = NSC_REC_THREAD;
-        r.h.aux = t->tid;
-        r.h.ticks = nsc_clock_ticks();
-        memcpy(r.u.thread_name, t->name, sizeof(t->name));
-        p = nsc_pack_record(ps, &r, p);
-        seg.nrecords++;
-    }
-    uint64_t take = n < SEG_RECORDS ? n : SEG_RECORDS;
-    if (take > fit)
-        take = fit;
-    for (uint64_t k = 0; k < take; k++) {
-        /* The lines were written by another core: ask for them ahead of use. */
-        __builtin_prefetch(ring_slot(&t->ring, pos + k + 8), 0, 0);
-        p = nsc_pack_record(ps, ring_slot(&t->ring, pos + k), p);
-    }
-    /* The slots were only read above; from here the producer may reuse them
-     * (ring_consume's RELEASE orders our reads before its store). */
-    if (take)
-        ring_consume(&t->ring, pos, take);
-    seg.nrecords += (uint32_t)take;
-    seg.nbytes = (uint32_t)(p - F.stage - sizeof(seg));
-    memcpy(F.stage, &seg, sizeof(seg));
-    size_t len = (size_t)(p - F.stage);
-    nsc_writer_stream_feed(&F.w, F.stage, len);
-    F.chunk_raw += len;
-    return take;
-}
-
-static uint64_t drain_thread(uint32_t i, struct nsc_thread *t) {
-    uint64_t pos;
-    uint64_t n = ring_readable(&t->ring, &pos);
-    /* Loaded after head (ACQUIRE above): an owner change that precedes the
-     * records we are about to copy is visible here. */
-    uint32_t inc = atomic_load_explicit(&t->incarnation, memory_order_acquire);
-    int announce = inc != F.announced[i];
-    uint64_t total = 0;
-    while (n > 0 || announce) {
-        uint64_t took = drain_segment(i, t, pos, n, announce);
-        if (announce) {
-            F.announced[i] = inc;
-            announce = 0;
+static int write_strings(struct flusher *f, uint32_t upto) {
+    unsigned char buf[65536];
+    size_t len = 0;
+    uint32_t id = f->strings_written;
+    while (id < upto) {
+        /* Entries below nsc_intern_count() are immutable (intern.h). */
+        const char *s = nsc_intern_text(id);
+        uint16_t sl = s ? (uint16_t)strlen(s) : 0;
+        if (len + 6 + sl > sizeof(buf)) {
+            if (nsc_writer_block(&f->w, NSC_BLK_STRINGS, buf, len, 1) != 0)
+                return -1;
+            f->strings_written = id;
+            len = 0;
         }
-        pos += took;
-        n -= took;
-        total += took;
-    }
-    return total;
-}
-
-/* Drains every ring; returns the largest number of records found in one
- * (how close the fullest ring came to dropping). */
-static uint64_t drain_all(void) {
-    uint32_t n = nsc_thread_count();
-    uint64_t fullest = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t k = drain_thread(i, nsc_thread_at(i));
-        if (k > fullest)
-            fullest = k;
-    }
-    return fullest;
-}
-
-/* How long to sleep before the next pass. The flusher tracks the fastest
- * recent fill rate of any ring (records per microsecond, a maximum that
- * decays by 5 % per pass, because applications write in bursts and a pass
- * that found little says nothing about the next burst) and wakes before
- * that rate could fill an eighth of a ring: a burst or a late wake-up,
- * which virtual machines make common, then has seven eighths of headroom.
- * Idle rings cost one wake-up per drain_us; a ring filling fast is drained
- * back to back. */
-static uint64_t next_sleep_us(uint64_t fullest, uint64_t cycle_ns, double *peak_rate) {
-    double rate = cycle_ns ? (double)fullest * 1000.0 / (double)cycle_ns : 0.0;
-    *peak_rate = rate > *peak_rate * 0.95 ? rate : *peak_rate * 0.95;
-    double budget = (double)(F.cfg.ring_records / 8);
-    if (*peak_rate <= 0.0 || budget / *peak_rate >= (double)F.cfg.drain_us)
-        return F.cfg.drain_us;
-    uint64_t us = (uint64_t)(budget / *peak_rate);
-    return us < 20 ? 0 : us;
-}
-
-static void deadline_after(struct timespec *ts, uint64_t us) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    uint64_t ns = (uint64_t)ts->tv_nsec + us * 1000ull;
-    ts->tv_sec += (time_t)(ns / 1000000000ull);
-    ts->tv_nsec = (long)(ns % 1000000000ull);
-}
-
-static void *flusher_main(void *arg) {
-    (void)arg;
-    F.last_flush_ns = nsc_clock_monotonic_ns();
-    uint64_t sleep_us = F.cfg.drain_us, last_pass_ns = nsc_clock_monotonic_ns();
-    double peak_rate = 0.0;
-    pthread_mutex_lock(&F.mu);
-    while (!F.stop) {
-        if (sleep_us) {
-            struct timespec dl;
-            deadline_after(&dl, sleep_us);
-            while (!F.stop) {
-                int rc = pthread_cond_timedwait(&F.cv, &F.mu, &dl);
-                if (rc == ETIMEDOUT)
-                    break;
-            }
+        if (id >= 1) {
+            memcpy(buf + len, &id, 4);
+            memcpy(buf + len + 4, &sl, 2);
+            memcpy(buf + len + 6, s, sl);
+            len += 6 + (size_t)sl;
         }
-        if (F.stop)
-            break;
-        pthread_mutex_unlock(&F.mu);
-        uint64_t now_ns = nsc_clock_monotonic_ns();
-        uint64_t fullest = drain_all();
-        F.pressure = fullest * 4 > F.cfg.ring_records;
-        sleep_us = next_sleep_us(fullest, now_ns - last_pass_ns, &peak_rate);
-        last_pass_ns = now_ns;
-        uint64_t now = nsc_clock_monotonic_ns();
-        if (now - F.last_flush_ns >= (uint64_t)F.cfg.flush_ms * 1000000ull) {
-            emit_chunk();
-            write_stats();
-            F.last_flush_ns = now;
-        }
-        pthread_mutex_lock(&F.mu);
+        id++;
     }
-    pthread_mutex_unlock(&F.mu);
-    drain_all();
-    emit_chunk();
-    write_strings();
-    write_comms();
-    write_anchor();
-    write_stats();
-    nsc_writer_block(&F.w, NSC_BLK_END, "", 0, 0);
-    return NULL;
-}
-
-int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *session, char *err,
-                      unsigned errlen) {
-    F.cfg = *cfg;
-    /* NCCLSCOPE_CHUNK_KB bounds a chunk's packed (uncompressed) size. */
-    F.chunk_max = (size_t)cfg->chunk_records * NSC_REC_SIZE;
-    F.stage = malloc(STAGE_BYTES);
-    if (!F.stage) {
-        snprintf(err, errlen, "out of memory for the flusher's staging buffer");
+    if (len && nsc_writer_block(&f->w, NSC_BLK_STRINGS, buf, len, 1) != 0)
         return -1;
-    }
-    F.chunk_open = 0;
-    F.chunk_raw = 0;
-    F.strings_written = 0;
-    memset(F.announced, 0, sizeof(F.announced));
-    if (nsc_writer_open(&F.w, cfg->dir, session->host, (int)session->pid, cfg->zstd_level,
-                        F.chunk_max, err, errlen) != 0) {
-        free(F.stage);
-        F.stage = NULL;
-        return -1;
-    }
-    nsc_writer_block(&F.w, NSC_BLK_SESSION, session, sizeof(*session), 0);
-
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&F.cv, &ca);
-    pthread_condattr_destroy(&ca);
-    F.stop = 0;
-
-    /* The flusher must not run the application's signal handlers. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&F.thread, NULL, flusher_main, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        snprintf(err, errlen, "cannot start the flusher thread: %s", strerror(rc));
-        nsc_writer_close(&F.w);
-        free(F.stage);
-        F.stage = NULL;
-        pthread_cond_destroy(&F.cv);
-        return -1;
-    }
-    pthread_setname_np(F.thread, "ncclscope-flush");
-    /* A new thread inherits the affinity of the thread that called init,
-     * which NCCL and training frameworks often pin to one core: the flusher
-     * would then steal that core from the application and fall behind.
-     * It takes the process's main-thread mask instead (the CPUs the job was
-     * given), so the scheduler can put it anywhere the job may run. */
-    cpu_set_t cpus;
-    if (sched_getaffinity(getpid(), sizeof(cpus), &cpus) == 0)
-        pthread_setaffinity_np(F.thread, sizeof(cpus), &cpus);
-    F.running = 1;
+    f->strings_written = id > f->strings_written ? id : f->strings_written;
     return 0;
 }
 
-void nsc_flusher_stop(void) {
-    if (!F.running)
+static int write_comms(struct flusher *f, struct job *j) {
+    if (j->ncomms) {
+        if (f->pending_cap - f->npending < j->ncomms) {
+            unsigned cap = f->npending + j->ncomms + 256;
+            struct nsc_comm_info *c = realloc(f->pending_comms, cap * sizeof(*c));
+            if (c) {
+                f->pending_comms = c;
+                f->pending_cap = cap;
+            }
+        }
+        unsigned k = j->ncomms < f->pending_cap - f->npending ? j->ncomms : f->pending_cap - f->npending;
+        memcpy(f->pending_comms + f->npending, j->comms, k * sizeof(*j->comms));
+        f->npending += k;
+        j->ncomms = 0;
+    }
+    unsigned done = 0;
+    while (done < f->npending) {
+        unsigned k = f->npending - done < 1024 ? f->npending - done : 1024;
+        if (nsc_writer_block(&f->w, NSC_BLK_COMMS, f->pending_comms + done, k * sizeof(struct nsc_comm_info), 1) != 0) {
+            memmove(f->pending_comms, f->pending_comms + done, (f->npending - done) * sizeof(struct nsc_comm_info));
+            f->npending -= done;
+            return -1;
+        }
+        done += k;
+    }
+    f->npending = 0;
+    return 0;
+}
+
+/* Everything a job carries, in the order readers need. Returns 0 when its
+ * chunk reached the file. */
+static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint16_t flags,
+                     size_t stored) {
+    if (f->w.fd < 0) {
+        uint64_t now = now_ns();
+        if (now < f->next_open_try_ns)
+            return -1;
+        if (nsc_writer_open(&f->w, &f->session) != 0) {
+            f->next_open_try_ns = now + 1000000000ull; /* retry once a second */
+            return -1;
+        }
+        snprintf(path_shown, sizeof(path_shown), "%s", f->w.path);
+        f->strings_written = 0;
+    }
+    if (write_strings(f, j->strings_upto) != 0 || write_comms(f, j) != 0)
+        return -1;
+    if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &j->anchor, sizeof(j->anchor), 0) != 0)
+        return -1;
+    if (j->raw_len &&
+        nsc_writer_prepared(&f->w, out, NSC_BLK_PACKED, flags, stored, j->raw_len) != 0)
+        return -1;
+    return 0;
+}
+
+static void account(struct flusher *f, struct job *j, int ok) {
+    if (ok) {
+        if (f->in_error) {
+            nsc_log_warn("ncclscope: writing %s works again; %llu records were lost (counted in the trace)",
+                         f->w.path, (unsigned long long)atomic_load(&f->lost_write));
+            f->in_error = 0;
+        }
         return;
-    pthread_mutex_lock(&F.mu);
-    F.stop = 1;
-    pthread_cond_signal(&F.cv);
-    pthread_mutex_unlock(&F.mu);
-    pthread_join(F.thread, NULL);
-    if (F.w.failed)
-        nsc_log_warn("writing %s failed; the trace is incomplete", F.w.path);
-    nsc_log_info("ncclscope: wrote %llu bytes to %s", (unsigned long long)F.w.bytes, F.w.path);
-    nsc_writer_close(&F.w);
-    pthread_cond_destroy(&F.cv);
-    free(F.stage);
-    F.stage = NULL;
-    F.running = 0;
+    }
+    int e = f->w.last_errno;
+    atomic_fetch_add_explicit(&f->lost_write, j->records, memory_order_relaxed);
+    atomic_fetch_add_explicit(&f->write_errors, 1, memory_order_relaxed);
+    atomic_store_explicit(&f->write_errno, e, memory_order_relaxed);
+    if (!f->in_error) {
+        nsc_log_warn("ncclscope: cannot write the trace %s: %s (errno %d); counting lost records and retrying",
+                     f->w.fd >= 0 ? f->w.path : f->cfg.dir, strerror(e), e);
+        f->in_error = 1;
+    }
+}
+
+/* -------------------------------------------------------------- compressors */
+
+/* A compressor takes the oldest sealed job, compresses it into its own
+ * buffer (several compressors work on consecutive jobs at once), then waits
+ * for its turn (seq_write) and writes the job's blocks: the file receives
+ * jobs in the order the drainer sealed them, which keeps every thread's
+ * records in order and strings and comms ahead of their users. Only the
+ * compressor whose turn it is touches the writer, so the file needs no
+ * lock of its own; a frozen disk stops that one in write(2), the others at
+ * their turn, and the drainer when every job is taken. */
+static void *compressor_main(void *arg) {
+    struct flusher *f = arg;
+    ZSTD_CCtx *cctx = NULL;
+    size_t hdr = sizeof(struct nsc_block_header);
+    size_t out_cap = hdr + ZSTD_compressBound(f->jobs[0].raw_cap);
+    unsigned char *out = malloc(out_cap);
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        struct job *j = NULL;
+        while (!f->abandoned && !f->io_done) {
+            for (uint64_t s = f->seq_write; s < f->seq_next && !j; s++)
+                if (f->jobs[s % f->njobs].state == J_QUEUED)
+                    j = &f->jobs[s % f->njobs];
+            if (j)
+                break;
+            pthread_cond_wait(&f->cv_work, &f->mu);
+        }
+        if (!j)
+            break;
+        j->state = J_COMPRESSING;
+        /* Pressure: most jobs are already sealed and waiting, so this one
+         * takes zstd's fastest level. */
+        uint64_t backlog = f->seq_next - f->seq_write;
+        int level = backlog * 2 > f->njobs ? FAST_LEVEL : f->cfg.zstd_level;
+        pthread_mutex_unlock(&f->mu);
+
+        uint16_t flags = 0;
+        size_t stored = 0;
+        if (j->raw_len && out) {
+            size_t n = 0;
+            if (!cctx && (cctx = ZSTD_createCCtx()) != NULL)
+                ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+            if (cctx) {
+                ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+                n = ZSTD_compress2(cctx, out + hdr, out_cap - hdr, j->raw, j->raw_len);
+            }
+            if (cctx && !ZSTD_isError(n)) {
+                stored = n;
+                flags = NSC_BLK_F_ZSTD;
+            } else { /* no memory for a context: store the packed bytes */
+                memcpy(out + hdr, j->raw, j->raw_len);
+                stored = j->raw_len;
+            }
+        }
+
+        pthread_mutex_lock(&f->mu);
+        while (!f->abandoned && f->seq_write != j->seq)
+            pthread_cond_wait(&f->cv_turn, &f->mu);
+        if (f->abandoned)
+            break;
+        pthread_mutex_unlock(&f->mu);
+        int ok = out && write_job(f, j, out, flags, stored) == 0;
+        account(f, j, ok);
+        if (f->w.fd >= 0) {
+            stats_block(f);
+            if (j->last)
+                nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
+        }
+        pthread_mutex_lock(&f->mu);
+        if (f->abandoned)
+            break; /* finalize gave up on us while we wrote: touch nothing more */
+        int last = j->last;
+        j->state = J_FREE;
+        f->seq_write++;
+        pthread_cond_broadcast(&f->cv_turn);
+        pthread_cond_signal(&f->cv_drainer);
+        if (last) {
+            f->io_done = 1;
+            pthread_cond_broadcast(&f->cv_work);
+            pthread_cond_broadcast(&f->cv_done);
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    ZSTD_freeCCtx(cctx);
+    free(out);
+    return NULL;
+}
+
+/* -------------------------------------------------------------- lifecycle */
+
+static unsigned compressors_for(const struct nsc_config *cfg) {
+    if (cfg->compress_threads)
+        return cfg->compress_threads < MAX_COMPRESSORS ? cfg->compress_threads : MAX_COMPRESSORS;
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 2;
+    return ncpu <= 4 ? 1 : ncpu <= 16 ? 2 : 4;
+}
+
+static void free_flusher(struct flusher *f) {
+    for (unsigned i = 0; i < f->njobs; i++) {
+        free(f->jobs[i].raw);
+        free(f->jobs[i].comms);
+    }
+    free(f->jobs);
+    free(f->pending_comms);
+    nsc_writer_close(&f->w);
+    pthread_cond_destroy(&f->cv_drainer);
+    pthread_cond_destroy(&f->cv_work);
+    pthread_cond_destroy(&f->cv_turn);
+    pthread_cond_destroy(&f->cv_done);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *session,
+                      unsigned session_index, char *err, unsigned errlen) {
+    /* The budget: a quarter for chunk jobs (packed bytes and their
+     * compressed form), the rest for the rings' pages. */
+    uint64_t budget = (uint64_t)cfg->memory_mb << 20;
+    size_t chunk = (size_t)cfg->chunk_records * NSC_REC_SIZE;
+    size_t raw_cap = chunk + sizeof(struct nsc_packed_segment) + (SEG_RECORDS + 1) * NSC_PACK_MAX;
+    size_t out_cap = sizeof(struct nsc_block_header) + ZSTD_compressBound(raw_cap);
+    unsigned nw = compressors_for(cfg);
+    uint64_t njobs = (budget / 4 - (uint64_t)nw * out_cap) / raw_cap;
+    if (njobs < 3)
+        njobs = 3;
+    if (njobs > 64)
+        njobs = 64;
+    uint64_t job_bytes = njobs * raw_cap + (uint64_t)nw * out_cap;
+    uint64_t pages = budget > job_bytes + 2 * NSC_PAGE_BYTES ? budget - job_bytes : 2 * NSC_PAGE_BYTES;
+    if (page_pool_create(pages) != 0) {
+        snprintf(err, errlen, "cannot reserve %llu MiB for records", (unsigned long long)(pages >> 20));
+        return -1;
+    }
+    struct flusher *f = calloc(1, sizeof(*f));
+    if (!f) {
+        snprintf(err, errlen, "out of memory for the flusher");
+        return -1;
+    }
+    f->cfg = *cfg;
+    f->session = *session;
+    nsc_writer_init(&f->w, cfg->dir, session->host, (int)session->pid, session_index,
+                    cfg->zstd_level);
+    snprintf(path_shown, sizeof(path_shown), "%s/", cfg->dir);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->cv_drainer, &ca);
+    pthread_cond_init(&f->cv_done, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&f->cv_work, NULL);
+    pthread_cond_init(&f->cv_turn, NULL);
+    f->njobs = (unsigned)njobs;
+    f->jobs = calloc(njobs, sizeof(*f->jobs));
+    int ok = f->jobs != NULL;
+    /* malloc'd but untouched: pages of these buffers become resident only
+     * when a chunk is that large. */
+    for (unsigned i = 0; ok && i < f->njobs; i++) {
+        f->jobs[i].raw = malloc(raw_cap);
+        f->jobs[i].raw_cap = raw_cap;
+        ok = f->jobs[i].raw != NULL;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "out of memory for the flusher's chunk buffers");
+        free_flusher(f);
+        return -1;
+    }
+
+    /* Our threads must not run the application's signal handlers, and they
+     * take the process's CPU mask instead of the (often pinned) caller's. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    cpu_set_t cpus;
+    int have_cpus = sched_getaffinity(getpid(), sizeof(cpus), &cpus) == 0;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (have_cpus)
+        pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+    int rc = 0;
+    for (f->nworkers = 0; f->nworkers < nw; f->nworkers++)
+        if (pthread_create(&f->workers[f->nworkers], &attr, compressor_main, f) != 0)
+            break;
+    if (f->nworkers == 0)
+        rc = EAGAIN;
+    if (rc == 0)
+        rc = pthread_create(&f->drainer, &attr, drainer_main, f);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        /* Whatever started stops at once: nothing was queued. */
+        pthread_mutex_lock(&f->mu);
+        f->abandoned = 1;
+        pthread_cond_broadcast(&f->cv_turn);
+        pthread_cond_broadcast(&f->cv_work);
+        pthread_mutex_unlock(&f->mu);
+        for (unsigned i = 0; i < f->nworkers; i++)
+            pthread_join(f->workers[i], NULL);
+        free_flusher(f);
+        snprintf(err, errlen, "cannot start the flusher threads: %s", strerror(rc));
+        return -1;
+    }
+    pthread_setname_np(f->drainer, "ncclscope-drain");
+    for (unsigned i = 0; i < f->nworkers; i++)
+        pthread_setname_np(f->workers[i], "ncclscope-zstd");
+    F = f;
+    return 0;
+}
+
+/* Keeps the library mapped for threads left behind (dlclose would unmap
+ * the code they run). */
+static void pin_library(void) {
+    Dl_info info;
+    if (dladdr((void *)&pin_library, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+void nsc_flusher_stop(void) {
+    struct flusher *f = F;
+    if (!f)
+        return;
+    F = NULL;
+    struct timespec dl;
+    deadline_after(&dl, (uint64_t)f->cfg.exit_wait_ms * 1000ull);
+    pthread_mutex_lock(&f->mu);
+    f->stop = 1;
+    pthread_cond_broadcast(&f->cv_drainer);
+    while (!f->io_done)
+        if (pthread_cond_timedwait(&f->cv_done, &f->mu, &dl) == ETIMEDOUT)
+            break;
+    if (f->io_done) {
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->drainer, NULL);
+        for (unsigned i = 0; i < f->nworkers; i++)
+            pthread_join(f->workers[i], NULL);
+        uint64_t lost = atomic_load(&f->lost_write);
+        if (lost)
+            nsc_log_warn("ncclscope: %llu records could not be written to %s (last error: %s)",
+                         (unsigned long long)lost, f->w.fd >= 0 ? f->w.path : f->cfg.dir,
+                         strerror(atomic_load(&f->write_errno)));
+        nsc_log_info("ncclscope: wrote %llu bytes to %s", (unsigned long long)f->w.bytes,
+                     f->w.fd >= 0 ? f->w.path : f->cfg.dir);
+        free_flusher(f);
+        return;
+    }
+    /* The disk did not let us finish in time. Leave: the drainer exits at
+     * once, compressors and the I/O thread when they next look; what they
+     * hold, and what the rings still hold, is counted as lost. */
+    f->abandoned = 1;
+    pthread_cond_broadcast(&f->cv_drainer);
+    pthread_cond_broadcast(&f->cv_work);
+    pthread_cond_broadcast(&f->cv_turn);
+    struct timespec dl2;
+    deadline_after(&dl2, 200000);
+    while (!f->drainer_done)
+        if (pthread_cond_timedwait(&f->cv_done, &f->mu, &dl2) == ETIMEDOUT)
+            break;
+    uint64_t lost = 0;
+    for (uint64_t s = f->seq_write; s < f->seq_next; s++)
+        lost += f->jobs[s % f->njobs].records;
+    if (f->cur && f->cur->state == J_FILLING)
+        lost += f->cur->records;
+    int drainer_gone = f->drainer_done;
+    pthread_mutex_unlock(&f->mu);
+    if (drainer_gone) {
+        /* We are the rings' only consumer now: empty them, so a later
+         * session starts clean. */
+        pthread_join(f->drainer, NULL);
+        uint32_t n = nsc_thread_count();
+        for (uint32_t i = 0; i < n; i++) {
+            struct nsc_thread *t = nsc_thread_at(i);
+            uint64_t pos, k = ring_readable(&t->ring, &pos);
+            if (k)
+                ring_consume(&t->ring, pos, k);
+            lost += k;
+        }
+    }
+    atomic_fetch_add(&f->lost_exit, lost);
+    pin_library();
+    nsc_log_warn("ncclscope: the trace in %s did not finish within NCCLSCOPE_EXIT_WAIT_MS=%u ms "
+                 "(disk stalled?); %llu records not written, %llu lost to write errors",
+                 f->cfg.dir, f->cfg.exit_wait_ms, (unsigned long long)lost,
+                 (unsigned long long)atomic_load(&f->lost_write));
+    /* f is left allocated: the threads still running read it. */
 }

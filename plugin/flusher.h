@@ -1,12 +1,24 @@
 /*
- * flusher.h - the background thread that empties the rings into the trace.
+ * flusher.h - the background threads that empty the rings into the trace.
  *
- * It is the only consumer of every ring (ring.h). Every NCCLSCOPE_DRAIN_US
- * it copies what the rings hold into a chunk; a chunk is compressed and
- * written when it is full or NCCLSCOPE_FLUSH_MS has passed since the last
- * write, preceded by the strings and comm descriptions it refers to and a
- * clock anchor. Drop counters go out as a STATS block every flush.
- * Callbacks never wait for it and never wake it.
+ *   rings ──► drainer ──► chunk jobs ──► compressors (1..N) ──► I/O thread ──► file
+ *            (packs)      (bounded set)   (zstd, in parallel)    (in order)
+ *
+ * - The drainer is the only consumer of every ring (ring.h). It packs what
+ *   the rings hold (common/record_pack.h) into the chunk job being filled,
+ *   and seals the job when it is full or NCCLSCOPE_FLUSH_MS has passed,
+ *   together with what its records refer to: the strings and comm
+ *   descriptions registered so far and a clock anchor taken at sealing.
+ *   It sleeps only while the rings are nearly empty.
+ * - Compressor threads turn sealed jobs into zstd frames, several at once;
+ *   under pressure (most jobs waiting) at zstd's fastest level.
+ * - The I/O thread opens the file and writes each job's blocks in sequence
+ *   order; write errors are counted (records lost, errno) and writing
+ *   resumes when the disk does. It alone waits on the disk.
+ * - Jobs are a fixed set sized from the memory budget. When all are taken
+ *   (the disk is slow or frozen) the drainer stops draining: the rings'
+ *   pages absorb what comes, and when the budget is spent writers drop and
+ *   count. No callback ever waits for any of these threads.
  */
 #ifndef NSC_FLUSHER_H
 #define NSC_FLUSHER_H
@@ -14,20 +26,20 @@
 #include "config.h"
 #include "trace_format.h"
 
-/* Opens the trace file, writes the SESSION block and starts the thread.
- * Returns 0, or -1 with a message in err. Called under the session mutex. */
-int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *session, char *err,
-                      unsigned errlen);
+/* Starts the threads; the file is opened by the I/O thread, so this never
+ * touches the disk. session_index numbers the process's sessions (the file
+ * name). Returns 0, or -1 with a message in err. Under the session mutex. */
+int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *session,
+                      unsigned session_index, char *err, unsigned errlen);
 
-/* Drains everything, writes the last chunk, STATS and END, joins the thread
- * and closes the file. Called under the session mutex. */
+/* Drains everything, writes the last chunk, STATS and END, joins the
+ * threads and closes the file, waiting at most NCCLSCOPE_EXIT_WAIT_MS for
+ * the disk. Past that it leaves the I/O thread behind (the library stays
+ * mapped for it), counts what could not be written and says so through
+ * NCCL's logger. Under the session mutex. */
 void nsc_flusher_stop(void);
 
-/* Path of the current trace file ("" when none). */
+/* Where the trace goes (the directory until the file exists). */
 const char *nsc_flusher_path(void);
-
-/* Process-wide counters written into STATS. */
-void nsc_flusher_count_invalid_context(void);
-void nsc_flusher_count_invalid_handle(void);
 
 #endif /* NSC_FLUSHER_H */

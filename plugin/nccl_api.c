@@ -155,7 +155,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v6
     *eHandle = NULL;
     struct nsc_comm *c = nsc_comm_from_context(ctx);
     if (__builtin_expect(!c, 0)) {
-        nsc_flusher_count_invalid_context();
+        nsc_count(&nsc_counters.invalid_context);
         return;
     }
     int et = nsc_etype_from_bit(type);

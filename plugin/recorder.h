@@ -19,7 +19,7 @@
 #include "clock.h"
 #include "comm_table.h"
 #include "event_types.h"
-#include "flusher.h"
+#include "counters.h"
 #include "thread_state.h"
 #include "trace_format.h"
 
@@ -98,21 +98,11 @@ static inline int nsc_start_begin(struct nsc_start *s, struct nsc_comm *c, unsig
 
 static inline void nsc_start_commit(struct nsc_start *s) { ring_commit(&s->t->ring, s->pos, s->n); }
 
-/* stopEvent and recordEventState for every version. */
-static inline void nsc_record_stop(void *handle) {
-    uint64_t h = (uint64_t)(uintptr_t)handle;
-    if (!h)
-        return;
-    uint64_t ticks = nsc_clock_ticks();
-    if (__builtin_expect(!nsc_handle_valid(h), 0)) {
-        nsc_flusher_count_invalid_handle();
-        return;
-    }
-    struct nsc_thread *t = nsc_thread_get();
-    if (__builtin_expect(h & NSC_HANDLE_DROPPED, 0)) {
-        nsc_thread_count_drop(t, 1, 0);
-        return;
-    }
+/* One record that is not a START: a STOP or STATE of the event behind
+ * handle h (0 for a marker), or a marker. Shared by stop, state and the
+ * markers so that they reserve, fill and publish the same way. */
+static inline void nsc_record_one(struct nsc_thread *t, uint8_t kind, uint64_t h, uint32_t aux,
+                                  uint64_t arg, uint64_t ticks) {
     uint64_t pos = ring_reserve(&t->ring, 1);
     if (__builtin_expect(pos == UINT64_MAX, 0)) {
         nsc_thread_count_drop(t, 1, 0);
@@ -120,57 +110,42 @@ static inline void nsc_record_stop(void *handle) {
     }
     struct nsc_rec *r = ring_slot(&t->ring, pos);
     memset(r, 0, sizeof(*r));
-    r->h.kind = NSC_REC_STOP;
+    r->h.kind = kind;
     r->h.etype = (uint8_t)((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf);
-    r->h.ticks = ticks;
-    r->h.id = h & NSC_ID_MASK;
-    ring_commit(&t->ring, pos, 1);
-}
-
-static inline void nsc_record_state(void *handle, int state, uint64_t arg) {
-    uint64_t h = (uint64_t)(uintptr_t)handle;
-    if (!h)
-        return;
-    uint64_t ticks = nsc_clock_ticks();
-    if (__builtin_expect(!nsc_handle_valid(h), 0)) {
-        nsc_flusher_count_invalid_handle();
-        return;
-    }
-    struct nsc_thread *t = nsc_thread_get();
-    if (__builtin_expect(h & NSC_HANDLE_DROPPED, 0)) {
-        nsc_thread_count_drop(t, 1, 0);
-        return;
-    }
-    uint64_t pos = ring_reserve(&t->ring, 1);
-    if (__builtin_expect(pos == UINT64_MAX, 0)) {
-        nsc_thread_count_drop(t, 1, 0);
-        return;
-    }
-    struct nsc_rec *r = ring_slot(&t->ring, pos);
-    memset(r, 0, sizeof(*r));
-    r->h.kind = NSC_REC_STATE;
-    r->h.etype = (uint8_t)((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf);
-    r->h.aux = (uint32_t)state;
+    r->h.aux = aux;
     r->h.ticks = ticks;
     r->h.id = h & NSC_ID_MASK;
     r->u.state.arg = arg;
     ring_commit(&t->ring, pos, 1);
 }
 
-/* A marker record (comm init/finalize) from the calling thread. */
-static inline void nsc_record_marker(enum nsc_rec_kind kind, uint32_t aux) {
+/* stopEvent (kind STOP) and recordEventState (kind STATE) for every version. */
+static inline void nsc_record_end(void *handle, uint8_t kind, uint32_t state, uint64_t arg) {
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    if (!h)
+        return;
+    uint64_t ticks = nsc_clock_ticks();
+    if (__builtin_expect(!nsc_handle_valid(h), 0)) {
+        nsc_count(&nsc_counters.invalid_handle);
+        return;
+    }
     struct nsc_thread *t = nsc_thread_get();
-    uint64_t pos = ring_reserve(&t->ring, 1);
-    if (pos == UINT64_MAX) {
+    if (__builtin_expect(h & NSC_HANDLE_DROPPED, 0)) {
         nsc_thread_count_drop(t, 1, 0);
         return;
     }
-    struct nsc_rec *r = ring_slot(&t->ring, pos);
-    memset(r, 0, sizeof(*r));
-    r->h.kind = (uint8_t)kind;
-    r->h.aux = aux;
-    r->h.ticks = nsc_clock_ticks();
-    ring_commit(&t->ring, pos, 1);
+    nsc_record_one(t, kind, h, state, arg, ticks);
+}
+
+static inline void nsc_record_stop(void *handle) { nsc_record_end(handle, NSC_REC_STOP, 0, 0); }
+
+static inline void nsc_record_state(void *handle, int state, uint64_t arg) {
+    nsc_record_end(handle, NSC_REC_STATE, (uint32_t)state, arg);
+}
+
+/* A marker record (comm init/finalize) from the calling thread. */
+static inline void nsc_record_marker(enum nsc_rec_kind kind, uint32_t aux) {
+    nsc_record_one(nsc_thread_get(), (uint8_t)kind, 0, aux, 0, nsc_clock_ticks());
 }
 
 #endif /* NSC_RECORDER_H */

@@ -1,33 +1,41 @@
 /*
- * ring.h - single-producer single-consumer ring of 64-byte records.
+ * ring.h - a writer thread's single-producer single-consumer queue of
+ * 64-byte records, made of pages borrowed from the process's page pool
+ * (page_pool.h), so one thread's burst can use most of the budget while an
+ * idle thread holds at most one page.
  *
  * Contract:
- *   - exactly one producer thread at a time calls ring_reserve/ring_slot/
- *     ring_commit (the writer thread that owns the ring; ownership moves to
- *     another thread only while the ring is empty, under the thread
- *     registry's mutex, which orders the hand-over);
- *   - exactly one consumer (the flusher) calls ring_readable/ring_consume;
- *   - producer and consumer run concurrently; nothing here blocks, takes a
- *     lock, makes a syscall or allocates. A full ring makes ring_reserve
- *     fail; the caller drops the record and counts it.
+ *   - exactly one producer at a time calls ring_reserve/ring_slot/ring_commit
+ *     (the thread that owns the ring; a dead thread's ring passes to a new
+ *     thread under the thread registry's mutex, which orders the hand-over);
+ *   - exactly one consumer (the flusher) calls ring_readable/ring_slot/
+ *     ring_consume; it gives fully drained pages back to the pool;
+ *   - producer and consumer run concurrently; the producer's common path
+ *     takes no lock, makes no syscall and allocates nothing: a full page
+ *     takes the next one from the pool (lock-free, ring.c); when the pool is
+ *     spent or the ring holds its cap (NCCLSCOPE_RING_KB), reserve fails and
+ *     the caller drops the record and counts it.
  *
- * Positions are free-running 64-bit counters (never wrap in practice); the
- * slot of position p is p & mask.
+ * Positions are free-running 64-bit counters. Position p lives in the page
+ * pt[(p >> NSC_PAGE_SHIFT) & pt_mask], slot p % NSC_PAGE_RECORDS.
+ *
+ *   tail ......... head ......... limit
+ *   [ readable    )[ reserved by  )     pages cover [tail & ~page, limit)
+ *                   the producer
  *
  * Memory ordering:
- *   - producer: fills the slots, then store-RELEASE `head` (ring_commit);
- *     pairs with the consumer's load-ACQUIRE of `head` (ring_readable), so
- *     the consumer sees complete records.
- *   - consumer: copies the records out, then store-RELEASE `tail`
- *     (ring_consume); pairs with the producer's load-ACQUIRE of `tail` in
- *     ring_reserve, so the producer never overwrites a slot still being read.
- *   - the producer keeps a private copy of `tail` (`cached_tail`) and only
- *     re-reads the shared one when the cached space runs out: the common
- *     path touches no cache line the consumer writes.
+ *   - producer: fills the slots (and pt entries of new pages), then
+ *     store-RELEASE `head` (ring_commit); pairs with the consumer's
+ *     load-ACQUIRE of `head` (ring_readable): the consumer sees complete
+ *     records and the pt entries that locate them;
+ *   - consumer: reads the records, then store-RELEASE `tail` (ring_consume);
+ *     pairs with the producer's load-ACQUIRE of `tail` in the slow path of
+ *     ring_reserve, which counts the pages still held before taking another;
+ *     drained pages go back to the pool with a RELEASE (page_pool.h);
+ *   - `limit` and `cached_tail` are producer-private.
  *
- * Layout: producer-hot fields and consumer-hot fields sit on separate cache
- * lines (checked by _Static_assert), so neither side's stores invalidate the
- * other's line on every record.
+ * Layout: producer-hot and consumer-hot fields on separate cache lines
+ * (_Static_assert below).
  */
 #ifndef NSC_RING_H
 #define NSC_RING_H
@@ -37,54 +45,61 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "page_pool.h"
 #include "trace_format.h"
 
 #define NSC_CACHELINE 64
 #define NSC_RING_PREFETCH 8 /* records ahead of the writer prefetched for writing */
 
 struct nsc_ring {
-    /* producer-hot: written by the producer on every commit */
+    /* producer-hot */
     alignas(NSC_CACHELINE) _Atomic uint64_t head;
+    uint64_t limit;       /* positions below it have a page (producer-private) */
     uint64_t cached_tail; /* producer-private copy of tail */
-    struct nsc_rec *slots;
-    uint64_t mask;
-    /* consumer-hot: written by the flusher */
+    _Atomic uint32_t *pt; /* page of each position's page number (see above) */
+    uint32_t pt_mask;
+    uint32_t max_pages;   /* most pages this ring may hold at once; 0: never records */
+    /* consumer-hot */
     alignas(NSC_CACHELINE) _Atomic uint64_t tail;
 };
 _Static_assert(offsetof(struct nsc_ring, tail) - offsetof(struct nsc_ring, head) >= NSC_CACHELINE,
                "head and tail on separate cache lines");
 
-/* Allocates a ring of `records` slots (a power of two). Returns 0 or -1. */
-int ring_create(struct nsc_ring *r, uint32_t records);
+/* Sets up an empty ring that may hold up to max_records (rounded up to
+ * whole pages). Returns 0, or -1 when its page table cannot be allocated.
+ * Slow path. max_records 0 makes a ring that always refuses. */
+int ring_create(struct nsc_ring *r, uint64_t max_records);
 void ring_destroy(struct nsc_ring *r);
 
-/* Producer: reserves n contiguous positions. Returns the first position, or
- * UINT64_MAX when fewer than n slots are free. */
-static inline uint64_t ring_reserve(struct nsc_ring *r, unsigned n) {
-    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed); /* own field */
-    uint64_t cap = r->mask + 1;
-    if (__builtin_expect(head + n - r->cached_tail > cap, 0)) {
-        /* ACQUIRE: pairs with ring_consume's RELEASE; slots below the new
-         * tail are no longer read by the flusher. */
-        r->cached_tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (head + n - r->cached_tail > cap)
-            return UINT64_MAX;
-    }
-    /* The slots ahead were last read by the flusher on another core: ask
-     * for them in exclusive state now, so the stores of the records to come
-     * do not wait for that core to let go of the line. */
-    __builtin_prefetch(&r->slots[(head + NSC_RING_PREFETCH) & r->mask], 1, 3);
-    return head;
+/* Slow path of ring_reserve: takes pages until [head, head + n) is covered. */
+int ring_grow(struct nsc_ring *r, uint64_t need);
+
+static inline struct nsc_rec *ring_slot(const struct nsc_ring *r, uint64_t pos) {
+    uint32_t page = atomic_load_explicit(&r->pt[(pos >> NSC_PAGE_SHIFT) & r->pt_mask],
+                                         memory_order_relaxed);
+    return page_pool_records(page) + (pos & (NSC_PAGE_RECORDS - 1));
 }
 
-static inline struct nsc_rec *ring_slot(struct nsc_ring *r, uint64_t pos) {
-    return &r->slots[pos & r->mask];
+/* Producer: reserves n (1 or 2) positions. Returns the first, or UINT64_MAX
+ * when no memory is left for them. */
+static inline uint64_t ring_reserve(struct nsc_ring *r, unsigned n) {
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed); /* own field */
+    if (__builtin_expect(head + n > r->limit, 0)) {
+        if (ring_grow(r, head + n) != 0)
+            return UINT64_MAX;
+    } else if (head + NSC_RING_PREFETCH < r->limit) {
+        /* The slots ahead were last read by the flusher on another core:
+         * ask for them in exclusive state now, so the stores of the records
+         * to come do not wait for that core to let go of the line. */
+        __builtin_prefetch(ring_slot(r, head + NSC_RING_PREFETCH), 1, 3);
+    }
+    return head;
 }
 
 /* Producer: publishes n records starting at the reserved position. */
 static inline void ring_commit(struct nsc_ring *r, uint64_t pos, unsigned n) {
-    /* RELEASE: pairs with ring_readable's ACQUIRE; the record bytes written
-     * before this store are visible to the flusher once it sees the head. */
+    /* RELEASE: pairs with ring_readable's ACQUIRE; the record bytes and pt
+     * entries written before this store are visible once head is. */
     atomic_store_explicit(&r->head, pos + n, memory_order_release);
 }
 
@@ -96,13 +111,18 @@ static inline uint64_t ring_readable(struct nsc_ring *r, uint64_t *pos) {
     return head - tail;
 }
 
-/* Consumer: hands n records back to the producer. */
-static inline void ring_consume(struct nsc_ring *r, uint64_t pos, uint64_t n) {
-    /* RELEASE: our reads of these slots happen before the producer reuses them. */
-    atomic_store_explicit(&r->tail, pos + n, memory_order_release);
+/* Consumer: hands n records from pos (== tail) back; pages now fully
+ * drained return to the pool. */
+void ring_consume(struct nsc_ring *r, uint64_t pos, uint64_t n);
+
+/* Records currently held (consumer's view; statistics). */
+static inline uint64_t ring_backlog(struct nsc_ring *r) {
+    return atomic_load_explicit(&r->head, memory_order_acquire) -
+           atomic_load_explicit(&r->tail, memory_order_relaxed);
 }
 
-/* Consumer: copies n records from position pos into dst (handles the wrap). */
-void ring_copy_out(const struct nsc_ring *r, uint64_t pos, uint64_t n, struct nsc_rec *dst);
+/* Registry, with no producer attached and the ring drained (tail == head):
+ * returns the page still held for the next records to the pool. */
+void ring_release_idle(struct nsc_ring *r);
 
 #endif /* NSC_RING_H */

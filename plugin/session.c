@@ -23,6 +23,7 @@ static int session_open;
 static int forked_child;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct nsc_config cfg;
+static unsigned sessions_started; /* names the files of later sessions */
 
 static void before_fork(void) { pthread_mutex_lock(&lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
@@ -79,7 +80,7 @@ static int open_session(int api_version) {
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);
     nsc_comm_reset_pending();
     nsc_session_pid = (int)s.pid;
-    if (nsc_flusher_start(&cfg, &s, err, sizeof(err)) != 0) {
+    if (nsc_flusher_start(&cfg, &s, sessions_started, err, sizeof(err)) != 0) {
         nsc_log_warn("ncclscope disabled: %s", err);
         return -1;
     }
@@ -87,6 +88,7 @@ static int open_session(int api_version) {
     nsc_log_info("ncclscope %s: NCCL profiler API v%d, events %s, clock %s, writing %s",
                  NSC_VERSION, api_version, nsc_mask_format(s.event_mask, names, sizeof(names)),
                  s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_flusher_path());
+    sessions_started++;
     session_open = 1;
     return 0;
 }

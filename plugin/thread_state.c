@@ -8,14 +8,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 __thread struct nsc_thread *nsc_tls_thread __attribute__((tls_model("initial-exec")));
+/* Registry generation this thread saw when it was put on the sentinel, and
+ * whether it is exiting (then it stays there). */
+static __thread uint32_t tls_gen_seen __attribute__((tls_model("initial-exec")));
+static __thread int tls_exiting __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nsc_thread *threads[NSC_MAX_THREADS_HARD];
 static _Atomic uint32_t nthreads;
-static uint32_t max_threads = 32;
-static uint32_t ring_records = 16384;
+static uint32_t max_threads = 256;
+static uint64_t ring_records = 1u << 20;
 static int disabled;
+/* Bumped when a state becomes free to adopt: sentinel threads retry. */
+static _Atomic uint32_t registry_gen;
 /* Ids are taken in blocks from here, one atomic add per NSC_ID_BLOCK events. */
 static _Atomic uint64_t next_id = 1;
 
@@ -23,10 +31,10 @@ static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int key_ok;
 
-/* The sentinel's ring has one slot, head 1 and tail 0: always full. */
-static struct nsc_rec sentinel_slot;
+/* The sentinel's ring has no page and may take none: reserve always fails
+ * without writing anything, so any number of threads may share it. */
 static struct nsc_thread sentinel = {
-    .ring = {.head = 1, .cached_tail = 0, .slots = &sentinel_slot, .mask = 0, .tail = 0},
+    .ring = {.head = 0, .limit = 0, .max_pages = 0},
     .shared = 1,
     .index = UINT32_MAX,
 };
@@ -35,22 +43,22 @@ static void on_thread_exit(void *p) {
     struct nsc_thread *t = p;
     /* Any callback this thread makes from a later destructor goes to the
      * sentinel, so it can never write into a ring another thread adopted. */
+    tls_exiting = 1;
     nsc_tls_thread = &sentinel;
-    /* RELEASE: the ring's last head store happens before an adopter sees dead. */
+    /* RELEASE: the ring's last head store happens before an adopter's
+     * ACQUIRE of dead; the adopter continues from that head. */
     atomic_store_explicit(&t->dead, 1, memory_order_release);
+    atomic_fetch_add_explicit(&registry_gen, 1, memory_order_release);
 }
 
 static void make_key(void) { key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0; }
 
-void nsc_thread_configure(uint32_t max, uint32_t records) {
+void nsc_thread_configure(uint32_t max, uint64_t records) {
     pthread_mutex_lock(&lock);
     max_threads = max < NSC_MAX_THREADS_HARD ? max : NSC_MAX_THREADS_HARD;
-    /* interim, until rings grow from the process budget: a power of two,
-     * at most 8 MiB */
-    uint32_t p = 64;
-    while (p * 2 <= records && p * 2 <= 131072)
-        p *= 2;
-    ring_records = p;
+    /* Rings made from now on take the new cap; existing ones keep theirs
+     * (their page tables are sized for it). */
+    ring_records = records;
     pthread_mutex_unlock(&lock);
 }
 
@@ -73,50 +81,77 @@ static struct nsc_thread *create(void) {
     return t;
 }
 
+/* The owner's first record: who writes what follows. */
+static void write_thread_record(struct nsc_thread *t) {
+    uint64_t pos = ring_reserve(&t->ring, 1);
+    if (pos == UINT64_MAX) {
+        nsc_thread_count_drop(t, 1, 0);
+        return;
+    }
+    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    memset(r, 0, sizeof(*r));
+    r->h.kind = NSC_REC_THREAD;
+    r->h.aux = atomic_load_explicit(&t->tid, memory_order_relaxed);
+    r->h.ticks = nsc_clock_ticks();
+    memcpy(r->u.thread_name, t->name, sizeof(t->name));
+    ring_commit(&t->ring, pos, 1);
+}
+
 struct nsc_thread *nsc_thread_attach(void) {
-    if (disabled) { /* forked child: the registry's mutex may be unusable */
+    struct nsc_thread *cur = nsc_tls_thread;
+    if (disabled || tls_exiting) { /* forked child (the mutex may be unusable), or exiting */
         nsc_tls_thread = &sentinel;
         return &sentinel;
     }
+    uint32_t gen = atomic_load_explicit(&registry_gen, memory_order_acquire);
+    if (cur == &sentinel && gen == tls_gen_seen)
+        return &sentinel; /* nothing freed since the last try */
     pthread_once(&key_once, make_key);
     pthread_mutex_lock(&lock);
     struct nsc_thread *t = NULL;
-    {
-        uint32_t n = atomic_load_explicit(&nthreads, memory_order_relaxed);
-        for (uint32_t i = 0; i < n && !t; i++) {
-            struct nsc_thread *c = threads[i];
-            /* ACQUIRE on dead pairs with on_thread_exit's RELEASE; ACQUIRE
-             * on tail pairs with the flusher's ring_consume: an empty ring
-             * can change hands. */
-            if (atomic_load_explicit(&c->dead, memory_order_acquire) &&
-                atomic_load_explicit(&c->ring.tail, memory_order_acquire) ==
-                    atomic_load_explicit(&c->ring.head, memory_order_relaxed))
-                t = c;
-        }
-        if (!t && n < max_threads && (t = create()) != NULL) {
-            t->index = n;
-            threads[n] = t;
-            /* RELEASE: the flusher sees a complete state at index n. */
-            atomic_store_explicit(&nthreads, n + 1, memory_order_release);
-        }
+    uint32_t n = atomic_load_explicit(&nthreads, memory_order_relaxed);
+    for (uint32_t i = 0; i < n && !t; i++)
+        /* ACQUIRE: pairs with on_thread_exit's RELEASE; the dead owner's
+         * last head is visible, and we continue after it. */
+        if (atomic_load_explicit(&threads[i]->dead, memory_order_acquire))
+            t = threads[i];
+    if (!t && n < max_threads && (t = create()) != NULL) {
+        t->index = n;
+        threads[n] = t;
+        /* RELEASE: the flusher sees a complete state at index n. */
+        atomic_store_explicit(&nthreads, n + 1, memory_order_release);
     }
     if (t) {
-        t->tid = (uint32_t)syscall(SYS_gettid);
+        atomic_store_explicit(&t->tid, (uint32_t)syscall(SYS_gettid), memory_order_relaxed);
         memset(t->name, 0, sizeof(t->name));
         prctl(PR_GET_NAME, t->name, 0, 0, 0);
         memset(&t->strings, 0, sizeof(t->strings));
         atomic_store_explicit(&t->dead, 0, memory_order_relaxed);
-        /* RELEASE: tid and name are visible to the flusher once it reads
-         * the new incarnation (it loads head first, then this). */
-        atomic_fetch_add_explicit(&t->incarnation, 1, memory_order_release);
+        write_thread_record(t);
     }
     pthread_mutex_unlock(&lock);
-    if (!t)
+    if (!t) {
+        tls_gen_seen = gen;
         t = &sentinel;
-    else if (key_ok)
+    } else if (key_ok) {
         pthread_setspecific(exit_key, t);
+    }
     nsc_tls_thread = t;
     return t;
+}
+
+void nsc_thread_reclaim_idle(void) {
+    pthread_mutex_lock(&lock);
+    uint32_t n = atomic_load_explicit(&nthreads, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++) {
+        struct nsc_thread *t = threads[i];
+        /* Dead and drained: no producer, and the mutex keeps adopters out. */
+        if (atomic_load_explicit(&t->dead, memory_order_acquire) && ring_backlog(&t->ring) == 0 &&
+            t->ring.limit > (atomic_load_explicit(&t->ring.tail, memory_order_relaxed) &
+                             ~(uint64_t)(NSC_PAGE_RECORDS - 1)))
+            ring_release_idle(&t->ring);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 uint64_t nsc_thread_refill_ids(struct nsc_thread *t) {
@@ -152,4 +187,5 @@ void nsc_thread_free_all(int free_memory) {
     }
     atomic_store_explicit(&nthreads, 0, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
+    page_pool_destroy();
 }

@@ -5,16 +5,22 @@
  * Contract:
  *   - nsc_thread_get() returns the calling thread's state; the first call on
  *     a thread attaches one (slow path: takes the registry mutex, may
- *     allocate the ring); later calls are one TLS load;
+ *     allocate a page table); later calls are one TLS load and one test;
  *   - a state is written only by the thread it is attached to; the flusher
  *     reads rings (ring.h contract) and the counters (relaxed loads: they
  *     are statistics);
- *   - when the thread exits, its state is marked dead and may be adopted by
- *     a new thread once the flusher has emptied its ring; `incarnation`
- *     tells the flusher the owner changed (see thread_state.c);
- *   - threads beyond NCCLSCOPE_MAX_THREADS, and threads of a forked child,
- *     get a shared sentinel whose ring is always full: their records are
- *     dropped and counted, nothing else happens.
+ *   - every owner's first record is a THREAD record (tid, name) written into
+ *     the ring by the owner itself, so the trace attributes the records that
+ *     follow to it without the flusher having to see the hand-over;
+ *   - when a thread exits, its state is marked dead and the next thread to
+ *     attach adopts it at once, whatever its ring still holds (the dead
+ *     owner will never write again: the exit's RELEASE of `dead` pairs with
+ *     the adopter's ACQUIRE), so threads that come and go reuse a few states;
+ *   - more than NCCLSCOPE_MAX_THREADS live threads share a sentinel whose
+ *     ring never records: their records are dropped and counted; such a
+ *     thread attaches for real as soon as another thread has exited (the
+ *     registry generation tells it to retry);
+ *   - threads of a forked child get the sentinel for good;
  *   - states live until the library is unloaded; at most max_threads exist.
  */
 #ifndef NSC_THREAD_STATE_H
@@ -42,10 +48,9 @@ struct nsc_thread {
     int shared;                    /* the sentinel: counters shared by many threads */
     struct nsc_intern_cache strings;
 
-    /* owner description: written at attach before `incarnation` (RELEASE) */
-    alignas(NSC_CACHELINE) _Atomic uint32_t incarnation;
-    _Atomic int dead;
-    uint32_t tid;
+    /* owner description: written at attach, under the registry mutex */
+    alignas(NSC_CACHELINE) _Atomic int dead;
+    _Atomic uint32_t tid;
     char name[16];
 };
 
@@ -55,9 +60,9 @@ struct nsc_thread *nsc_thread_attach(void);
 
 static inline struct nsc_thread *nsc_thread_get(void) {
     struct nsc_thread *t = nsc_tls_thread;
-    if (__builtin_expect(t != 0, 1))
+    if (__builtin_expect(t != 0 && !t->shared, 1))
         return t;
-    return nsc_thread_attach();
+    return nsc_thread_attach(); /* first call, or on the sentinel: maybe retry */
 }
 
 uint64_t nsc_thread_refill_ids(struct nsc_thread *t);
@@ -95,8 +100,12 @@ struct nsc_thread *nsc_thread_at(uint32_t i);
 /* The sentinel (drops of threads without a state). */
 struct nsc_thread *nsc_thread_sentinel(void);
 
+/* Flusher, once in a while: dead threads' drained rings give their last
+ * page back to the pool (registry mutex; slow path). */
+void nsc_thread_reclaim_idle(void);
+
 /* Session control (slow paths). */
-void nsc_thread_configure(uint32_t max_threads, uint32_t ring_records);
+void nsc_thread_configure(uint32_t max_threads, uint64_t ring_records);
 void nsc_thread_disable_after_fork(void);
 /* Library unload: deletes the thread-exit key; frees every state when
  * free_memory is set (no callback can run any more). */

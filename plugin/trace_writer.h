@@ -1,9 +1,14 @@
 /*
- * trace_writer.h - appends blocks to a trace file (docs/format.md).
+ * trace_writer.h - the trace file: creating it and appending blocks
+ * (docs/format.md).
  *
- * Used by the flusher thread only (one writer per file, no locking).
+ * Used by the flusher's I/O thread only (one writer per file, no locking):
+ * no callback, init, finalize or exit path ever waits on these calls.
  * Each block is built in memory and handed to the kernel with one write(2),
  * so a crash leaves complete blocks plus at most one torn block at the end.
+ * A failed write (disk full, I/O error) is cut back off the file with
+ * ftruncate, so the file stays a sequence of whole blocks and later blocks
+ * append cleanly once writing works again; the caller counts what was lost.
  */
 #ifndef NSC_TRACE_WRITER_H
 #define NSC_TRACE_WRITER_H
@@ -17,45 +22,40 @@
 #define NSC_WRITER_SMALL_MAX (256u << 10)
 
 struct nsc_writer {
-    int fd;
-    int failed;          /* a write failed: stop writing, keep counting */
-    uint32_t seq;
-    int level;           /* zstd level of the streamed block now */
-    ZSTD_CCtx *cctx;     /* the streamed (chunk) block */
-    unsigned char *buf;  /* its header + compressed payload */
-    size_t buf_cap;
-    ZSTD_CCtx *small_cctx; /* whole blocks (strings, comms, stats...), which are
-                            * written while a chunk is still being streamed */
+    int fd;              /* -1 until opened */
+    uint32_t seq;        /* next block's sequence number */
+    uint64_t bytes;      /* bytes in the file (all whole blocks) */
+    int last_errno;      /* errno of the last failure, 0 after a success */
+    ZSTD_CCtx *small_cctx; /* small whole blocks (strings, comms, stats) */
     unsigned char *small_buf;
     size_t small_cap;
-    uint64_t bytes;      /* bytes written */
-    /* the streamed block under construction (nsc_writer_stream_*) */
-    int streaming;
-    uint16_t stream_type;
-    size_t stream_out;   /* compressed bytes so far, after the header */
-    size_t stream_raw;   /* raw bytes fed so far */
-    char path[1200];
+    int level;
+    char dir[1024];
+    char stem[160];      /* <host>-<pid> */
+    unsigned first_index; /* first number tried: the process's session count */
+    char path[1280];
 };
 
-/* Creates <dir>/<host>-<pid>.nsc (or -1, -2, ... if taken) and writes the
- * file header. max_raw bounds a streamed block's raw size; whole blocks
- * (nsc_writer_block) may be up to NSC_WRITER_SMALL_MAX.
- * Returns 0, or -1 with a message in err. */
-int nsc_writer_open(struct nsc_writer *w, const char *dir, const char *host, int pid,
-                    int zstd_level, size_t max_raw, char *err, size_t errlen);
+/* Remembers where the file goes; touches no disk. */
+void nsc_writer_init(struct nsc_writer *w, const char *dir, const char *host, int pid,
+                     unsigned session_index, int zstd_level);
 
-/* Writes one block; compresses the payload when compress is set. Returns 0
- * or -1 (the writer is then marked failed). */
+/* Creates the directory (0750 before umask) and a new file in it (0640
+ * before umask; <stem>.nsc for a process's first session, <stem>-N.nsc for
+ * its session N, or the next free N when taken: no cap),
+ * and writes the file header and the SESSION block. Returns 0 or -1 with
+ * errno in w->last_errno. */
+int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session);
+
+/* Writes one small block, compressed when compress is set. Returns 0 or -1. */
 int nsc_writer_block(struct nsc_writer *w, enum nsc_block_type type, const void *raw, size_t len,
                      int compress);
 
-/* A compressed block fed in pieces, so the flusher spreads compression
- * over its drain passes instead of stalling on a whole chunk at once: begin,
- * feed any number of times (total at most max_raw), end writes the block
- * with one write(2). Returns 0 or -1 (the writer is then marked failed). */
-void nsc_writer_stream_begin(struct nsc_writer *w, enum nsc_block_type type, int level);
-int nsc_writer_stream_feed(struct nsc_writer *w, const void *raw, size_t len);
-int nsc_writer_stream_end(struct nsc_writer *w);
+/* Writes a block whose payload is already at buf + sizeof(struct
+ * nsc_block_header) (stored bytes; raw_len before compression; flags says
+ * whether it is a zstd frame). Returns 0 or -1. */
+int nsc_writer_prepared(struct nsc_writer *w, unsigned char *buf, enum nsc_block_type type,
+                        uint16_t flags, size_t stored, size_t raw_len);
 
 void nsc_writer_close(struct nsc_writer *w);
 

@@ -20,38 +20,71 @@ static int passed, failed;
             fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);            \
         }                                                                                      \
     } while (0)
+/* For checks in loops: counts one failure, not thousands of passes. */
+#define CHECK_QUIET(c)                                                                         \
+    do {                                                                                       \
+        if (!(c)) {                                                                            \
+            failed++;                                                                          \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c);           \
+        }                                                                                      \
+    } while (0)
 
+/* The paged ring through the consumer API the flusher uses: pages come
+ * from the pool, a ring holds at most its cap, drained pages go back. */
 static void test_ring(void) {
-    struct nsc_ring r;
-    CHECK(ring_create(&r, 3) == -1); /* not a power of two */
-    CHECK(ring_create(&r, 8) == 0);
-    uint64_t pos;
-    /* fill: 8 slots, the 9th fails */
-    for (int i = 0; i < 8; i++) {
+    CHECK(page_pool_create(4 * NSC_PAGE_BYTES) == 0);
+    uint32_t pool = page_pool_pages();
+    CHECK(pool >= 4);
+    struct nsc_ring r, r2;
+    CHECK(ring_create(&r, 2 * NSC_PAGE_RECORDS) == 0); /* cap: 2 pages */
+    CHECK(ring_create(&r2, 0) == 0);                    /* never records */
+    CHECK(ring_reserve(&r2, 1) == UINT64_MAX);
+    uint64_t pos, cap = 2 * NSC_PAGE_RECORDS;
+    for (uint64_t i = 0; i < cap; i++) {
         uint64_t p = ring_reserve(&r, 1);
-        CHECK(p == (uint64_t)i);
-        ring_slot(&r, p)->h.id = (uint64_t)i + 100;
+        CHECK_QUIET(p == i);
+        ring_slot(&r, p)->h.id = i + 100;
         ring_commit(&r, p, 1);
     }
+    CHECK(page_pool_in_use() == 2);
+    CHECK(ring_reserve(&r, 1) == UINT64_MAX); /* at the cap */
+    CHECK(ring_readable(&r, &pos) == cap && pos == 0);
+    CHECK(ring_slot(&r, 0)->h.id == 100 && ring_slot(&r, NSC_PAGE_RECORDS + 5)->h.id == NSC_PAGE_RECORDS + 105);
+    ring_consume(&r, pos, NSC_PAGE_RECORDS - 1); /* the first page is not drained yet */
+    CHECK(page_pool_in_use() == 2);
     CHECK(ring_reserve(&r, 1) == UINT64_MAX);
-    CHECK(ring_readable(&r, &pos) == 8 && pos == 0);
-    struct nsc_rec out[8];
-    ring_copy_out(&r, pos, 5, out);
-    CHECK(out[0].h.id == 100 && out[4].h.id == 104);
-    ring_consume(&r, pos, 5);
-    /* two contiguous positions across the wrap */
+    ring_consume(&r, NSC_PAGE_RECORDS - 1, 1); /* now it is: back to the pool */
+    CHECK(page_pool_in_use() == 1);
+    /* two positions across a page boundary */
     uint64_t p = ring_reserve(&r, 2);
-    CHECK(p == 8);
+    CHECK(p == cap);
     ring_slot(&r, p)->h.id = 200;
     ring_slot(&r, p + 1)->h.id = 201;
     ring_commit(&r, p, 2);
-    CHECK(ring_reserve(&r, 4) == UINT64_MAX); /* 3 free */
-    CHECK(ring_readable(&r, &pos) == 5 && pos == 5);
-    ring_copy_out(&r, pos, 5, out);
-    CHECK(out[2].h.id == 107 && out[3].h.id == 200 && out[4].h.id == 201);
-    ring_consume(&r, pos, 5);
+    CHECK(ring_readable(&r, &pos) == NSC_PAGE_RECORDS + 2 && pos == NSC_PAGE_RECORDS);
+    CHECK(ring_slot(&r, cap)->h.id == 200 && ring_slot(&r, cap + 1)->h.id == 201);
+    ring_consume(&r, pos, NSC_PAGE_RECORDS + 2);
     CHECK(ring_readable(&r, &pos) == 0);
+    CHECK(page_pool_in_use() == 1); /* the page holding the next position */
+    ring_release_idle(&r);
+    CHECK(page_pool_in_use() == 0);
+    /* the budget is shared: one ring cannot take more than the pool has */
+    struct nsc_ring big;
+    CHECK(ring_create(&big, 64 * NSC_PAGE_RECORDS) == 0);
+    uint64_t got = 0;
+    while (ring_reserve(&big, 1) != UINT64_MAX) {
+        ring_commit(&big, got, 1);
+        got++;
+    }
+    CHECK(got == (uint64_t)pool * NSC_PAGE_RECORDS);
+    CHECK(page_pool_peak() == pool);
+    ring_consume(&big, 0, got); /* whole pages: every one goes back */
+    CHECK(page_pool_in_use() == 0);
+    ring_release_idle(&big);
+    CHECK(page_pool_in_use() == 0);
+    ring_destroy(&big);
     ring_destroy(&r);
+    ring_destroy(&r2);
 }
 
 static void test_mask(void) {
