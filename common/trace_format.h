@@ -137,7 +137,7 @@ struct nsc_stats_header {
     uint64_t comm_overflow;     /* comm descriptions that could not be kept */
     uint64_t memory_peak;       /* bytes of record memory in use at the peak */
     uint64_t memory_budget;     /* bytes of record memory allowed (NCCLSCOPE_MEMORY_MB) */
-    int32_t write_errno;        /* errno of the last failed write (0: none since the last success) */
+    int32_t write_errno;        /* errno of the most recent failed write (0: none ever) */
     uint32_t write_errors;      /* failed write(2) calls */
 };
 #define NSC_STATS_HEADER_V2 40u

@@ -334,7 +334,10 @@ static int write_strings(struct flusher *f, uint32_t upto) {
     return 0;
 }
 
-static int write_comms(struct flusher *f, struct job *j) {
+/* Moves a job's comm descriptions to the pending list, where they stay
+ * until a COMMS block reaches the file: a description is never lost with a
+ * failed write. */
+static void keep_comms(struct flusher *f, struct job *j) {
     if (j->ncomms) {
         if (f->pending_cap - f->npending < j->ncomms) {
             unsigned cap = f->npending + j->ncomms + 256;
@@ -349,6 +352,9 @@ static int write_comms(struct flusher *f, struct job *j) {
         f->npending += k;
         j->ncomms = 0;
     }
+}
+
+static int write_comms(struct flusher *f) {
     unsigned done = 0;
     while (done < f->npending) {
         unsigned k = f->npending - done < 1024 ? f->npending - done : 1024;
@@ -367,6 +373,7 @@ static int write_comms(struct flusher *f, struct job *j) {
  * chunk reached the file. */
 static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint16_t flags,
                      size_t stored) {
+    keep_comms(f, j);
     if (f->w.fd < 0) {
         uint64_t now = now_ns();
         if (now < f->next_open_try_ns)
@@ -378,7 +385,7 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
         snprintf(path_shown, sizeof(path_shown), "%s", f->w.path);
         f->strings_written = 0;
     }
-    if (write_strings(f, j->strings_upto) != 0 || write_comms(f, j) != 0)
+    if (write_strings(f, j->strings_upto) != 0 || write_comms(f) != 0)
         return -1;
     if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &j->anchor, sizeof(j->anchor), 0) != 0)
         return -1;

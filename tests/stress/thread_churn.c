@@ -11,12 +11,16 @@
  * sleepers hold every state; a late thread's first calls are dropped
  * (counted); once a sleeper exits, the late thread must attach and its next
  * E events be kept. Prints "late_tid T" for the test to look up.
+ * --stream S instead: one thread records 10,000 events every 10 ms for S
+ * seconds (a job that keeps running while its disk fills or freezes), then
+ * finalizes and prints "finalized after X s" (the disk tests time it).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -69,11 +73,14 @@ static void *late(void *arg) {
 int main(int argc, char **argv) {
     const char *plugin = NULL;
     long churn = 10000;
+    double stream = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
             plugin = argv[++i];
         else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
             churn = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--stream") && i + 1 < argc)
+            stream = atof(argv[++i]);
         else if (!strcmp(argv[i], "--events") && i + 1 < argc)
             events = atol(argv[++i]);
         else {
@@ -90,6 +97,25 @@ int main(int argc, char **argv) {
     if (nsc_host_init(&host, &ctx, 0x1234, &mask, "churn", 1, 1, 0) != 0) {
         fprintf(stderr, "thread_churn: init failed\n");
         return 1;
+    }
+    if (stream > 0) {
+        struct timespec t0, t1, t2;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long done = 0;
+        do {
+            some_events(10000);
+            done += 10000;
+            struct timespec nap = {0, 10000000};
+            nanosleep(&nap, NULL);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+        } while ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 < stream);
+        nsc_host_finalize(&host, ctx);
+        clock_gettime(CLOCK_MONOTONIC, &t2);
+        printf("events %ld\nfinalized after %.3f s\n", done,
+               (double)(t2.tv_sec - t1.tv_sec) + (double)(t2.tv_nsec - t1.tv_nsec) * 1e-9);
+        fflush(stdout);
+        nsc_host_unload(&host);
+        return 0;
     }
     for (long i = 0; i < churn; i++) {
         pthread_t t;

@@ -1,0 +1,114 @@
+"""The disk never holds the job up, and a full disk never loses data
+silently (issue: frozen and full filesystems). Needs root for mount and
+fsfreeze: skips with a message otherwise.
+
+1. NCCLSCOPE_DIR on an ext4 image frozen with fsfreeze before the job
+   starts: init, every callback and finalize return; finalize within
+   NCCLSCOPE_EXIT_WAIT_MS (then the job may leave).
+2. NCCLSCOPE_DIR on a full tmpfs that gets space back after a second: the
+   plugin counts what it could not write, says why (ENOSPC) in the file,
+   resumes writing, and the file converts."""
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+
+from nsctest import *
+
+churn = sys.argv[1]
+
+
+def sh(*cmd):
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def skip(msg):
+    print("SKIP: " + msg)
+    sys.exit(SKIP)
+
+
+def frozen(cli, plugin, d):
+    img, mnt = os.path.join(d, "img"), os.path.join(d, "ext")
+    os.makedirs(mnt)
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    if sh("mkfs.ext4", "-q", "-F", img).returncode != 0:
+        skip("mkfs.ext4 failed")
+    if sh("mount", "-o", "loop", img, mnt).returncode != 0:
+        skip("cannot mount a loop device here (needs root and loop devices)")
+    try:
+        if sh("fsfreeze", "-f", mnt).returncode != 0:
+            skip("fsfreeze not allowed here")
+        t0 = time.time()
+        p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "1.5"], stdout=subprocess.PIPE,
+                             text=True, env=dict(os.environ, NCCLSCOPE_DIR=os.path.join(mnt, "trace"),
+                                                 NCCLSCOPE_EXIT_WAIT_MS="500", NCCLSCOPE_FLUSH_MS="100"))
+        out, line = "", ""
+        while "finalized" not in out and time.time() - t0 < 20:
+            r, _, _ = select.select([p.stdout], [], [], 0.2)
+            if r:
+                line = p.stdout.readline()
+                out += line
+        elapsed = time.time() - t0
+        fin = re.search(r"finalized after ([\d.]+) s", out)
+        check(fin is not None, "the job got through init, its callbacks and finalize on a frozen disk: %r" % out)
+        check(float(fin.group(1)) < 1.5, "finalize waited %s s (NCCLSCOPE_EXIT_WAIT_MS=500)" % fin.group(1))
+        check(elapsed < 10, "the job ran 1.5 s of work in %.1f s on a frozen disk" % elapsed)
+        print("ok: frozen disk: %s; finalize %s s, whole job %.1f s" % (out.split("\n")[0], fin.group(1), elapsed))
+    finally:
+        sh("fsfreeze", "-u", mnt)
+    p.wait(timeout=60)  # a thread stuck in write(2) holds the exit until the thaw
+    sh("umount", mnt)
+
+
+def full(cli, plugin, d):
+    mnt = os.path.join(d, "full")
+    os.makedirs(mnt)
+    if sh("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt).returncode != 0:
+        skip("cannot mount a tmpfs here (needs root)")
+    try:
+        filler = os.path.join(mnt, "filler")
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        trace = os.path.join(mnt, "trace")
+        os.makedirs(trace)
+        p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "3"], stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, NCCLSCOPE_DIR=trace, NCCLSCOPE_FLUSH_MS="100"))
+        time.sleep(1.0)
+        os.unlink(filler)  # space comes back
+        out, _ = p.communicate(timeout=60)
+        check(p.returncode == 0, "job exit %d" % p.returncode)
+        files = trace_files(trace)
+        check(len(files) == 1, "one trace file: %s" % files)
+        r = run([cli, "info", files[0]], ok=(0, 2))
+        info = r.stdout
+        check("closed cleanly  yes" in info, "the file was finished after space came back:\n" + info)
+        lost = re.search(r"lost to write errors\D*(\d+)", info)
+        check(lost and int(lost.group(1)) > 0, "the loss is in the file:\n" + info)
+        check("ENOSPC" in info, "and its cause:\n" + info)
+        events = int(re.search(r"events (\d+)", out).group(1))
+        kept = int(re.search(r"GroupApi=(\d+)", info).group(1))
+        check(0 < kept < events, "kept %d of %d events: writing resumed" % (kept, events))
+        doc, _ = convert(files, os.path.join(d, "full.json"))
+        print("ok: full disk: %d of %d events kept, %s records lost and counted" % (kept, events, lost.group(1)))
+    finally:
+        sh("umount", mnt)
+
+
+def main():
+    cli, plugin, _ = env_paths()
+    if os.geteuid() != 0:
+        skip("needs root (mount, fsfreeze): the disk tests run in CI as root")
+    d = tmpdir()
+    full(cli, plugin, d)
+    frozen(cli, plugin, d)
+
+
+main()
