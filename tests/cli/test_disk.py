@@ -43,14 +43,13 @@ def frozen(cli, plugin, d):
             skip("fsfreeze not allowed here")
         t0 = time.time()
         p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "1.5"], stdout=subprocess.PIPE,
-                             text=True, env=dict(os.environ, NCCLSCOPE_DIR=os.path.join(mnt, "trace"),
+                             bufsize=0, env=dict(os.environ, NCCLSCOPE_DIR=os.path.join(mnt, "trace"),
                                                  NCCLSCOPE_EXIT_WAIT_MS="500", NCCLSCOPE_FLUSH_MS="100"))
-        out, line = "", ""
+        out = ""
         while "finalized" not in out and time.time() - t0 < 20:
             r, _, _ = select.select([p.stdout], [], [], 0.2)
             if r:
-                line = p.stdout.readline()
-                out += line
+                out += os.read(p.stdout.fileno(), 4096).decode()
         elapsed = time.time() - t0
         fin = re.search(r"finalized after ([\d.]+) s", out)
         check(fin is not None, "the job got through init, its callbacks and finalize on a frozen disk: %r" % out)
