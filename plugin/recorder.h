@@ -31,6 +31,17 @@ static inline int nsc_handle_valid(uint64_t h) {
            ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) < NSC_ET_COUNT && (h & NSC_ID_MASK) != 0;
 }
 
+/* A handle this process issued: well-formed, and its id below the ids
+ * handed out so far. A garbage value (a pointer, a random number) almost
+ * never passes: ids are small next to the 2^56 id space. The block of ids
+ * holding h was taken (relaxed RMW) before h reached NCCL, and NCCL passing h
+ * to this thread orders that before our load. Not used for parentObj, which
+ * may come from another process (PXN). */
+static inline int nsc_handle_issued(uint64_t h) {
+    return nsc_handle_valid(h) &&
+           (h & NSC_ID_MASK) < atomic_load_explicit(&nsc_next_id, memory_order_relaxed);
+}
+
 /* Parent id of a parentObj of ours (0 for NULL). A value we could not have
  * made is flagged, not followed. */
 static inline uint64_t nsc_parent_id(const void *parent_obj, uint16_t *flags) {
@@ -125,7 +136,7 @@ static inline void nsc_record_end(void *handle, uint8_t kind, uint32_t state, ui
     if (!h)
         return;
     uint64_t ticks = nsc_clock_ticks();
-    if (__builtin_expect(!nsc_handle_valid(h), 0)) {
+    if (__builtin_expect(!nsc_handle_issued(h), 0)) {
         nsc_count(&nsc_counters.invalid_handle);
         return;
     }

@@ -25,7 +25,8 @@ static int disabled;
 /* Bumped when a state becomes free to adopt: sentinel threads retry. */
 static _Atomic uint32_t registry_gen;
 /* Ids are taken in blocks from here, one atomic add per NSC_ID_BLOCK events. */
-static _Atomic uint64_t next_id = 1;
+_Atomic uint64_t nsc_next_id = 1;
+#define next_id nsc_next_id
 
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;

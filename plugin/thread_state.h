@@ -67,6 +67,9 @@ static inline struct nsc_thread *nsc_thread_get(void) {
 
 uint64_t nsc_thread_refill_ids(struct nsc_thread *t);
 
+/* Ids below this have been handed out (blocks are taken ahead of use). */
+extern _Atomic uint64_t nsc_next_id;
+
 /* A fresh event id, never 0, unique in the process. */
 static inline uint64_t nsc_thread_next_id(struct nsc_thread *t) {
     if (__builtin_expect(t->id_next < t->id_end, 1))

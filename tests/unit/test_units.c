@@ -118,6 +118,22 @@ static void test_handles(void) {
     CHECK(nsc_parent_id((void *)(uintptr_t)0x0f00000000001234ull, &flags) == 0 &&
           (flags & NSC_RF_BAD_PARENT));
     CHECK(!nsc_handle_valid(0) && !nsc_handle_valid(1ull << 61));
+    /* Garbage handles for stop/state: of a million random 64-bit values,
+     * user-space pointers and small integers, only small integers below the
+     * ids handed out so far could pass (they are well-formed ids). */
+    struct nsc_thread t;
+    memset(&t, 0, sizeof(t));
+    uint64_t first = nsc_thread_refill_ids(&t); /* ids [first, first + 4096) issued */
+    CHECK(nsc_handle_issued(first | ((uint64_t)NSC_ET_COLL << NSC_HANDLE_ETYPE_SHIFT)));
+    CHECK(!nsc_handle_issued((first + 1000000) | ((uint64_t)NSC_ET_COLL << NSC_HANDLE_ETYPE_SHIFT)));
+    uint64_t x = 0x9e3779b97f4a7c15ull, accepted = 0;
+    for (int i = 0; i < 1000000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        accepted += nsc_handle_issued(x);
+        accepted += nsc_handle_issued(0x00007f0000000000ull | (x & 0xffffffffffull)); /* mmap/stack */
+        accepted += nsc_handle_issued(0x0000550000000000ull | (x & 0xffffffffffull)); /* heap */
+    }
+    CHECK(accepted == 0);
 }
 
 /* Packed records decode to exactly the 64 bytes that went in, whatever
