@@ -71,6 +71,8 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
     }
     if (c) {
         c->serial = next_serial++;
+        if (next_serial == 0) /* after 2^32 - 1 comms: 0 means "no comm" */
+            next_serial = 1;
         atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
         memset(&c->info, 0, sizeof(c->info));
         c->info.serial = c->serial;
