@@ -208,8 +208,11 @@ static nsc_abi_result stop_event(void *eHandle) {
 }
 
 /* A context that is not live (a second finalize, one kept past it) is
- * counted and ignored: its slot may belong to another communicator now. */
+ * counted and ignored: its slot may belong to another communicator now.
+ * NULL is what a failed init left; nothing to count. */
 static nsc_abi_result finalize(void *ctx) {
+    if (!ctx)
+        return NSC_ABI_SUCCESS;
     struct nsc_comm *c = nsc_comm_claim_context(ctx);
     if (c)
         nsc_session_comm_close(c);
