@@ -1,8 +1,10 @@
-/* comm_table.c - communicator slots and their descriptions for the trace. */
+/* comm_table.c - communicator slots, their contexts, and their descriptions
+ * for the trace (slow path; comm_table.h has the contract). */
 #include "comm_table.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct nsc_comm nsc_comms[NSC_MAX_COMMS];
@@ -10,28 +12,67 @@ struct nsc_comm nsc_comms[NSC_MAX_COMMS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_serial = 1;
 static unsigned active_count;
-/* Descriptions waiting for the flusher. Bounded: at most one per open and
- * one per rank update, and the flusher empties it at least every flush. */
-#define PENDING_MAX (2 * NSC_MAX_COMMS)
-static struct nsc_comm_info pending[PENDING_MAX];
-static unsigned npending;
+/* Next-fit: the search for a free slot starts after the last slot taken,
+ * so a slot is reused as late as possible (a context kept by mistake is
+ * rejected by its generation anyway; this only makes reuse rarer). */
+static unsigned cursor;
+/* Descriptions of comms closed before the flusher took them, in closing
+ * order: [head, n) are pending. */
+static struct nsc_comm_info *retired;
+static unsigned retired_head, retired_n, retired_cap;
+static _Atomic uint64_t overflows;
 
-static void publish(const struct nsc_comm_info *info) {
-    if (npending < PENDING_MAX)
-        pending[npending++] = *info;
+static void count_overflow(uint64_t n) {
+    /* Relaxed: a statistic; the flusher reads it whenever it writes STATS. */
+    atomic_fetch_add_explicit(&overflows, n, memory_order_relaxed);
+}
+
+/* Keeps a closed comm's pending description (lock held). */
+static void retire(const struct nsc_comm_info *info) {
+    if (retired_n == retired_cap && retired_head > 0) { /* takes stopped early */
+        memmove(retired, retired + retired_head, (retired_n - retired_head) * sizeof(*retired));
+        retired_n -= retired_head;
+        retired_head = 0;
+    }
+    if (retired_n == retired_cap) {
+        unsigned cap = retired_cap ? retired_cap * 2 : 64;
+        if (cap > NSC_COMM_RETIRED_MAX)
+            cap = NSC_COMM_RETIRED_MAX;
+        struct nsc_comm_info *p =
+            cap > retired_cap ? realloc(retired, (size_t)cap * sizeof(*p)) : NULL;
+        if (!p) {
+            count_overflow(1);
+            return;
+        }
+        retired = p;
+        retired_cap = cap;
+    }
+    retired[retired_n++] = *info;
+}
+
+void *nsc_comm_context(const struct nsc_comm *c) {
+    uint64_t g = atomic_load_explicit(&c->gen, memory_order_relaxed); /* our own slot */
+    uint64_t v = (g & NSC_COMM_GEN_MASK) << NSC_COMM_GEN_SHIFT |
+                 (uint64_t)NSC_COMM_CTX_TAG << NSC_COMM_INDEX_BITS | (uint64_t)(c - nsc_comms);
+    return (void *)(uintptr_t)v;
 }
 
 struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, int nranks,
                                int rank, uint64_t init_ticks) {
     pthread_mutex_lock(&lock);
     struct nsc_comm *c = NULL;
-    for (unsigned i = 0; i < NSC_MAX_COMMS; i++)
-        if (!atomic_load_explicit(&nsc_comms[i].active, memory_order_relaxed)) {
+    for (unsigned k = 0; k < NSC_MAX_COMMS; k++) {
+        unsigned i = (cursor + k) % NSC_MAX_COMMS;
+        if (!nsc_comms[i].in_use) {
             c = &nsc_comms[i];
+            cursor = i + 1;
             break;
         }
+    }
     if (c) {
         c->serial = next_serial++;
+        if (next_serial == 0) /* after 2^32 - 1 comms: 0 means "no comm" */
+            next_serial = 1;
         atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
         memset(&c->info, 0, sizeof(c->info));
         c->info.serial = c->serial;
@@ -41,10 +82,29 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
         c->info.comm_id = comm_id;
         c->info.init_ticks = init_ticks;
         snprintf(c->info.name, sizeof(c->info.name), "%s", name ? name : "");
-        publish(&c->info);
+        c->in_use = 1;
+        c->dirty = 1;
         active_count++;
-        /* RELEASE: pairs with nsc_comm_from_context's ACQUIRE. */
-        atomic_store_explicit(&c->active, 1, memory_order_release);
+        /* A free slot's generation is even; this makes it odd (open).
+         * RELEASE: pairs with nsc_comm_from_context's ACQUIRE, which then
+         * sees serial and info filled for this generation. */
+        uint64_t g = atomic_load_explicit(&c->gen, memory_order_relaxed);
+        atomic_store_explicit(&c->gen, g + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+struct nsc_comm *nsc_comm_claim_context(const void *ctx) {
+    pthread_mutex_lock(&lock);
+    struct nsc_comm *c = nsc_comm_from_context(ctx);
+    if (c) {
+        /* Ends the generation: a second claim with ctx fails here, and
+         * callbacks still holding ctx are rejected. Relaxed: nothing is
+         * published by ending it (the slot's fields stay as they are until
+         * nsc_comm_close and the next open, both under the lock). */
+        uint64_t g = atomic_load_explicit(&c->gen, memory_order_relaxed);
+        atomic_store_explicit(&c->gen, g + 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&lock);
     return c;
@@ -52,8 +112,14 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
 
 void nsc_comm_close(struct nsc_comm *c) {
     pthread_mutex_lock(&lock);
-    if (atomic_load_explicit(&c->active, memory_order_relaxed)) {
-        atomic_store_explicit(&c->active, 0, memory_order_release);
+    if (c->in_use) {
+        uint64_t g = atomic_load_explicit(&c->gen, memory_order_relaxed);
+        if (g & 1) /* no claim came first */
+            atomic_store_explicit(&c->gen, g + 1, memory_order_relaxed);
+        if (c->dirty)
+            retire(&c->info);
+        c->dirty = 0;
+        c->in_use = 0;
         active_count--;
     }
     pthread_mutex_unlock(&lock);
@@ -68,26 +134,49 @@ unsigned nsc_comm_active_count(void) {
 
 void nsc_comm_learn_rank_slow(struct nsc_comm *c, int rank) {
     pthread_mutex_lock(&lock);
-    if (atomic_load_explicit(&c->rank, memory_order_relaxed) < 0 && rank >= 0) {
+    if (c->in_use && atomic_load_explicit(&c->rank, memory_order_relaxed) < 0 && rank >= 0) {
         atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
         c->info.rank = rank;
-        publish(&c->info);
+        c->dirty = 1;
     }
     pthread_mutex_unlock(&lock);
 }
 
 unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max) {
     pthread_mutex_lock(&lock);
-    unsigned n = npending < max ? npending : max;
-    memcpy(out, pending, n * sizeof(*out));
-    memmove(pending, pending + n, (npending - n) * sizeof(*out));
-    npending -= n;
+    unsigned n = retired_n - retired_head;
+    if (n > max)
+        n = max;
+    if (n) {
+        memcpy(out, retired + retired_head, (size_t)n * sizeof(*out));
+        retired_head += n;
+    }
+    if (retired_head == retired_n) {
+        retired_head = retired_n = 0;
+        if (retired_cap > 1024) { /* a burst is over: give its memory back */
+            free(retired);
+            retired = NULL;
+            retired_cap = 0;
+        }
+    }
+    /* Then open comms, by a pass over every slot: 1,024 flag tests per call,
+     * a few calls per chunk. */
+    for (unsigned i = 0; i < NSC_MAX_COMMS && n < max; i++)
+        if (nsc_comms[i].dirty) {
+            out[n++] = nsc_comms[i].info;
+            nsc_comms[i].dirty = 0;
+        }
     pthread_mutex_unlock(&lock);
     return n;
 }
 
 void nsc_comm_reset_pending(void) {
     pthread_mutex_lock(&lock);
-    npending = 0;
+    count_overflow(retired_n - retired_head);
+    retired_head = retired_n = 0;
+    for (unsigned i = 0; i < NSC_MAX_COMMS; i++)
+        nsc_comms[i].dirty = nsc_comms[i].in_use;
     pthread_mutex_unlock(&lock);
 }
+
+uint64_t nsc_comm_overflows(void) { return atomic_load_explicit(&overflows, memory_order_relaxed); }

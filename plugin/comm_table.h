@@ -1,16 +1,42 @@
 /*
- * comm_table.h - the contexts ncclscope hands NCCL: one slot per live
- * communicator in a static array.
+ * comm_table.h - the communicators ncclscope profiles: one slot per live
+ * communicator in a static array, and the contexts handed to NCCL for them.
  *
- * A context NCCL passes back is trusted only if it points exactly at a slot
- * of this array and the slot is active: nsc_comm_from_context() checks that
- * with arithmetic on the address before reading anything through it, so a
- * context we did not create (another plugin's, a stale or garbage pointer)
- * is rejected without being dereferenced.
+ * Contexts. NCCL never dereferences the context init returns; it passes it
+ * back to every callback and to finalize. Ours is not a pointer but an
+ * encoded integer (bits, low to high):
  *
- * Slots are taken and released in init/finalize (slow path, under the
- * session mutex). `active` is stored with RELEASE after the slot is filled
- * and loaded with ACQUIRE by callbacks.
+ *     0..9    slot index (NSC_MAX_COMMS = 1024 slots)
+ *     10..15  NSC_COMM_CTX_TAG, so that small integers and most pointers
+ *             (another plugin's context) are rejected at once
+ *     16..63  the slot's generation when it was opened (48 low bits)
+ *
+ * A slot's generation is odd while its communicator is open and is bumped
+ * when it is opened and when finalize begins, so a context is accepted only
+ * while exactly that opening is live: a context kept past its finalize (a
+ * second finalize, a late callback) is rejected even after the slot has
+ * been reused. nsc_comm_from_context() decodes, indexes the array (always
+ * in bounds) and compares one atomic load: it never dereferences anything
+ * the caller passed.
+ *
+ * Who calls what, concurrently:
+ *   - nsc_comm_from_context(): any callback, any thread (hot path, no lock);
+ *   - nsc_comm_open(), nsc_comm_claim_context(), nsc_comm_close(),
+ *     nsc_comm_learn_rank_slow(), nsc_comm_reset_pending(): init, finalize
+ *     and the first descriptors of v1-v3 (slow path, the table's mutex);
+ *   - nsc_comm_take_pending(), nsc_comm_overflows(): the flusher (the same
+ *     mutex for take, held only to copy; never across I/O).
+ *
+ * Descriptions for the trace. A slot is marked dirty when its description
+ * changes (open; the rank learnt later); the flusher's take copies dirty
+ * slots and clears the mark, so updates coalesce and nothing is queued per
+ * event. A slot closed while still dirty first moves its description to a
+ * retired list, which the next take drains before anything else: a closed
+ * comm's description reaches the file even when its slot is reused at once.
+ * The retired list grows on demand up to NSC_COMM_RETIRED_MAX entries
+ * (8 MiB; only reached when the flusher cannot take for a long while, e.g.
+ * a frozen disk, while comms keep being created and destroyed); what does
+ * not fit is counted by nsc_comm_overflows().
  */
 #ifndef NSC_COMM_TABLE_H
 #define NSC_COMM_TABLE_H
@@ -20,34 +46,56 @@
 
 #include "trace_format.h"
 
-#define NSC_MAX_COMMS 1024
+#define NSC_COMM_INDEX_BITS 10
+#define NSC_MAX_COMMS (1u << NSC_COMM_INDEX_BITS)
+#define NSC_COMM_CTX_TAG 0x2bu /* 6 bits */
+#define NSC_COMM_GEN_SHIFT 16
+#define NSC_COMM_GEN_MASK ((UINT64_C(1) << (64 - NSC_COMM_GEN_SHIFT)) - 1)
+#define NSC_COMM_RETIRED_MAX 65536u
+
+_Static_assert(sizeof(void *) == 8, "contexts encode 64 bits");
 
 struct nsc_comm {
-    _Atomic uint32_t active;
-    uint32_t serial;
-    _Atomic int32_t rank; /* -1 until known (v1-v3 learn it from descriptors) */
-    uint32_t pad;
+    _Atomic uint64_t gen;  /* odd while open (see above) */
+    uint32_t serial;       /* what records name; unique in the process */
+    _Atomic int32_t rank;  /* -1 until known (v1-v3 learn it from descriptors) */
     struct nsc_comm_info info;
-    char pad2[256 - 16 - sizeof(struct nsc_comm_info)];
+    uint32_t in_use;       /* lock: taken, until nsc_comm_close */
+    uint32_t dirty;        /* lock: info changed since the flusher last took it */
+    char pad[256 - 16 - sizeof(struct nsc_comm_info) - 8];
 };
-_Static_assert(sizeof(struct nsc_comm) == 256, "comm slot is a power of two");
+_Static_assert(sizeof(struct nsc_comm) == 256, "comm slot");
 
 extern struct nsc_comm nsc_comms[NSC_MAX_COMMS];
 
+/* The slot of a live context, or NULL (not ours, stale, garbage). */
 static inline struct nsc_comm *nsc_comm_from_context(const void *ctx) {
-    uintptr_t off = (uintptr_t)ctx - (uintptr_t)nsc_comms;
-    if (off >= sizeof(nsc_comms) || (off & (sizeof(struct nsc_comm) - 1)) != 0)
+    uint64_t v = (uint64_t)(uintptr_t)ctx;
+    if (((v >> NSC_COMM_INDEX_BITS) & 0x3f) != NSC_COMM_CTX_TAG)
         return 0;
-    struct nsc_comm *c = (struct nsc_comm *)ctx;
-    /* ACQUIRE: pairs with the RELEASE in nsc_comm_open; the slot's fields are set. */
-    return atomic_load_explicit(&c->active, memory_order_acquire) ? c : 0;
+    struct nsc_comm *c = &nsc_comms[v & (NSC_MAX_COMMS - 1)];
+    /* ACQUIRE: pairs with the RELEASE in nsc_comm_open; the slot's fields
+     * (serial, info) are set for the generation we compare against. */
+    uint64_t g = atomic_load_explicit(&c->gen, memory_order_acquire);
+    return (g & 1) && (g & NSC_COMM_GEN_MASK) == (v >> NSC_COMM_GEN_SHIFT) ? c : 0;
 }
 
-/* Takes a free slot and fills it (serial assigned here). NULL when full. */
+/* The context to give NCCL for a slot nsc_comm_open just returned. */
+void *nsc_comm_context(const struct nsc_comm *c);
+
+/* Takes a free slot and fills it (serial assigned here); its description
+ * is pending for the flusher. NULL when NSC_MAX_COMMS are open. */
 struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, int nranks,
                                int rank, uint64_t init_ticks);
+/* Finalize's first step: validates ctx like nsc_comm_from_context and, for
+ * exactly one caller, ends the generation (callbacks with ctx are rejected
+ * from now on). Returns the slot, still taken until nsc_comm_close; NULL
+ * for a context that is not live (a second finalize, garbage). */
+struct nsc_comm *nsc_comm_claim_context(const void *ctx);
+/* Frees the slot (ends the generation first if no claim did). A pending
+ * description is kept for the flusher. Closing a free slot does nothing. */
 void nsc_comm_close(struct nsc_comm *c);
-/* Number of active comms. */
+/* Number of taken slots. */
 unsigned nsc_comm_active_count(void);
 
 /* v1-v3: NCCL's init does not tell the rank; the first descriptor does.
@@ -58,10 +106,17 @@ static inline void nsc_comm_learn_rank(struct nsc_comm *c, int rank) {
         nsc_comm_learn_rank_slow(c, rank);
 }
 
-/* The flusher takes the comm descriptions published since its last call
- * (new comms and rank updates) into out[0..max); returns how many. */
+/* The flusher takes descriptions not yet taken (closed comms' first, then
+ * open comms' new or changed ones) into out[0..max); returns how many.
+ * Call until it returns 0: every description pending when the first call
+ * began has then been taken. */
 unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max);
-/* Forgets pending descriptions (session start). */
+/* Session start: forgets closed comms' descriptions not taken (they belong
+ * to the previous file; counted as overflows) and marks every open comm's
+ * description pending, so the new file describes the comms it may name. */
 void nsc_comm_reset_pending(void);
+/* Comm descriptions that could not be kept (retired list full, out of
+ * memory, or dropped at a session start), since the process started. */
+uint64_t nsc_comm_overflows(void);
 
 #endif /* NSC_COMM_TABLE_H */

@@ -1,68 +1,198 @@
-/* config.c - NCCLSCOPE_* environment variables. */
+/* config.c - NCCLSCOPE_* environment variables.
+ *
+ * Parsing is strict, because a value read differently from what the user
+ * meant silently changes what is recorded: numbers are plain decimal
+ * digits (no sign, no blanks, no leading zero, no 0x: "010" would be 8 to
+ * strtoul and 10 to a person; "-1" would wrap), within the setting's range;
+ * strings must fit their buffer. Anything else is refused with a message
+ * naming the setting, its value and what is accepted (docs/config.md). */
 #include "config.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "event_types.h"
 
-static int get_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi, uint32_t *out,
-                   char *err, unsigned errlen) {
+/* Writes v for a message: in quotes, at most 64 bytes, bytes that are not
+ * printable ASCII as \xNN, so a stray blank or control byte shows. */
+static const char *quoted(const char *v, char *buf, size_t len) {
+    size_t o = 0, i = 0;
+    buf[o++] = '"';
+    for (; v[i] && i < 64 && o + 8 < len; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\')
+            o += (size_t)snprintf(buf + o, len - o, "\\x%02x", ch);
+        else
+            buf[o++] = (char)ch;
+    }
+    if (v[i] && o + 5 < len) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+enum { NUM_OK, NUM_MALFORMED, NUM_TOO_BIG };
+
+/* Plain decimal: one or more digits, no leading zero unless the value is
+ * "0". Values above UINT64_MAX are NUM_TOO_BIG (never wrapped). */
+static int parse_decimal(const char *v, uint64_t *out) {
+    if (!*v || (v[0] == '0' && v[1]))
+        return NUM_MALFORMED;
+    uint64_t x = 0;
+    int big = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return NUM_MALFORMED;
+        unsigned d = (unsigned)(*p - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            big = 1;
+        else
+            x = x * 10 + d;
+    }
+    *out = x;
+    return big ? NUM_TOO_BIG : NUM_OK;
+}
+
+/* Hexadecimal digits (either case), at least one. */
+static int parse_hex(const char *v, uint64_t *out) {
+    if (!*v)
+        return NUM_MALFORMED;
+    uint64_t x = 0;
+    int big = 0;
+    for (const char *p = v; *p; p++) {
+        unsigned d;
+        if (*p >= '0' && *p <= '9')
+            d = (unsigned)(*p - '0');
+        else if (*p >= 'a' && *p <= 'f')
+            d = (unsigned)(*p - 'a' + 10);
+        else if (*p >= 'A' && *p <= 'F')
+            d = (unsigned)(*p - 'A' + 10);
+        else
+            return NUM_MALFORMED;
+        if (x >> 60)
+            big = 1;
+        else
+            x = x << 4 | d;
+    }
+    *out = x;
+    return big ? NUM_TOO_BIG : NUM_OK;
+}
+
+/* Reads setting `name` into *out: unset or empty gives def; otherwise a
+ * plain decimal number in [lo, hi]. `note` (may be "") follows the range
+ * in messages, e.g. its unit. */
+static int get_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi, const char *note,
+                   uint32_t *out, char *err, unsigned errlen) {
     const char *v = getenv(name);
     if (!v || !*v) {
         *out = def;
         return 0;
     }
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 0);
-    if (errno || *end || x < lo || x > hi) {
-        snprintf(err, errlen, "%s=%s: expected an integer in [%u, %u]", name, v, lo, hi);
+    uint64_t x = 0;
+    int rc = parse_decimal(v, &x);
+    if (rc == NUM_OK && x >= lo && x <= hi) {
+        *out = (uint32_t)x;
+        return 0;
+    }
+    char q[300];
+    snprintf(err, errlen, "%s=%s: %s; accepted: %u..%u%s", name, quoted(v, q, sizeof(q)),
+             rc == NUM_MALFORMED ? "not a plain decimal number (digits only: no sign, blank, "
+                                   "leading zero or 0x)"
+                                 : "out of range",
+             lo, hi, note);
+    return -1;
+}
+
+/* NCCLSCOPE_EVENTS: names (event_types.c parses them), or a number in
+ * plain decimal or 0x hexadecimal, parsed here with the same strictness
+ * as the other settings. */
+static int get_events(uint32_t *mask, char *err, unsigned errlen) {
+    const char *v = getenv("NCCLSCOPE_EVENTS");
+    *mask = NSC_MASK_DEFAULT;
+    if (!v || !*v)
+        return 0;
+    char q[300];
+    const char *s = v;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (*s >= '0' && *s <= '9') {
+        uint64_t x = 0;
+        int rc = NUM_MALFORMED; /* blanks before a number */
+        if (s == v)
+            rc = v[0] == '0' && (v[1] == 'x' || v[1] == 'X') ? parse_hex(v + 2, &x)
+                                                             : parse_decimal(v, &x);
+        if (rc == NUM_OK && x <= NSC_MASK_ALL) {
+            *mask = (uint32_t)x;
+            return 0;
+        }
+        snprintf(err, errlen,
+                 "NCCLSCOPE_EVENTS=%s: %s; accepted: event names, or a mask 0..0x%x in plain "
+                 "decimal or 0x hexadecimal",
+                 quoted(v, q, sizeof(q)),
+                 rc == NUM_MALFORMED ? "not a plain decimal or 0x hexadecimal number"
+                                     : "out of range",
+                 NSC_MASK_ALL);
         return -1;
     }
-    *out = (uint32_t)x;
+    char why[256];
+    if (nsc_mask_parse(v, mask, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "NCCLSCOPE_EVENTS=%s: %s", quoted(v, q, sizeof(q)), why);
+        return -1;
+    }
     return 0;
 }
 
 int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     memset(cfg, 0, sizeof(*cfg));
     uint32_t v;
-    if (get_u32("NCCLSCOPE_ENABLE", 1, 0, 1, &v, err, errlen))
+    if (get_u32("NCCLSCOPE_ENABLE", 1, 0, 1, "", &v, err, errlen))
         return -1;
     cfg->enabled = (int)v;
 
     const char *dir = getenv("NCCLSCOPE_DIR");
-    snprintf(cfg->dir, sizeof(cfg->dir), "%s", dir && *dir ? dir : "./ncclscope-trace");
+    if (!dir || !*dir)
+        dir = "./ncclscope-trace";
+    size_t dlen = strlen(dir);
+    if (dlen > NSC_CONFIG_DIR_MAX) {
+        char q[300];
+        snprintf(err, errlen, "NCCLSCOPE_DIR=%s is %zu bytes long; accepted: at most %u bytes",
+                 quoted(dir, q, sizeof(q)), dlen, NSC_CONFIG_DIR_MAX);
+        return -1;
+    }
+    memcpy(cfg->dir, dir, dlen + 1);
 
-    const char *ev = getenv("NCCLSCOPE_EVENTS");
-    cfg->event_mask = NSC_MASK_DEFAULT;
-    if (ev && *ev && nsc_mask_parse(ev, &cfg->event_mask, err, errlen))
+    if (get_events(&cfg->event_mask, err, errlen))
         return -1;
 
-    if (get_u32("NCCLSCOPE_MEMORY_MB", 64, 4, 65536, &cfg->memory_mb, err, errlen))
+    if (get_u32("NCCLSCOPE_MEMORY_MB", 64, 4, 65536, " MiB", &cfg->memory_mb, err, errlen))
         return -1;
     /* A thread may hold up to 3/4 of the budget (a burst on one thread is
      * absorbed while the others keep a quarter). */
     uint32_t ring_max_kb = cfg->memory_mb * 1024u / 4u * 3u;
-    if (get_u32("NCCLSCOPE_RING_KB", ring_max_kb, 4, ring_max_kb, &v, err, errlen))
+    char note[96];
+    snprintf(note, sizeof(note), " KiB (3/4 of NCCLSCOPE_MEMORY_MB=%u)", cfg->memory_mb);
+    if (get_u32("NCCLSCOPE_RING_KB", ring_max_kb, 4, ring_max_kb, note, &v, err, errlen))
         return -1;
-    cfg->ring_records = v * 1024u / 64u;
-    if (get_u32("NCCLSCOPE_COMPRESS_THREADS", 0, 0, 16, &cfg->compress_threads, err, errlen))
+    cfg->ring_records = v * (1024u / 64u); /* v <= 48 Mi: no 32-bit overflow */
+    if (get_u32("NCCLSCOPE_COMPRESS_THREADS", 0, 0, 16, "", &cfg->compress_threads, err, errlen))
         return -1;
-    if (get_u32("NCCLSCOPE_EXIT_WAIT_MS", 2000, 0, 600000, &cfg->exit_wait_ms, err, errlen))
+    if (get_u32("NCCLSCOPE_EXIT_WAIT_MS", 2000, 0, 600000, " ms", &cfg->exit_wait_ms, err,
+                errlen))
         return -1;
-    if (get_u32("NCCLSCOPE_MAX_THREADS", 32, 1, 4096, &cfg->max_threads, err, errlen))
+    if (get_u32("NCCLSCOPE_MAX_THREADS", 256, 1, 4096, "", &cfg->max_threads, err, errlen))
         return -1;
-    if (get_u32("NCCLSCOPE_FLUSH_MS", 1000, 1, 3600000, &cfg->flush_ms, err, errlen))
+    if (get_u32("NCCLSCOPE_FLUSH_MS", 1000, 1, 3600000, " ms", &cfg->flush_ms, err, errlen))
         return -1;
-    if (get_u32("NCCLSCOPE_DRAIN_US", 1000, 10, 3600000000u, &cfg->drain_us, err, errlen))
+    if (get_u32("NCCLSCOPE_DRAIN_US", 1000, 10, 3600000000u, " us", &cfg->drain_us, err, errlen))
         return -1;
-    if (get_u32("NCCLSCOPE_CHUNK_KB", 1024, 4, 16384, &v, err, errlen))
+    if (get_u32("NCCLSCOPE_CHUNK_KB", 1024, 4, 16384, " KiB", &v, err, errlen))
         return -1;
-    cfg->chunk_records = v * 1024u / 64u;
-    if (get_u32("NCCLSCOPE_ZSTD_LEVEL", 1, 1, 19, &v, err, errlen))
+    cfg->chunk_records = v * (1024u / 64u);
+    if (get_u32("NCCLSCOPE_ZSTD_LEVEL", 1, 1, 19, "", &v, err, errlen))
         return -1;
     cfg->zstd_level = (int)v;
 
@@ -70,7 +200,9 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     if (!clk || !*clk)
         clk = "auto";
     if (strcmp(clk, "auto") && strcmp(clk, "tsc") && strcmp(clk, "monotonic")) {
-        snprintf(err, errlen, "NCCLSCOPE_CLOCK=%s: expected auto, tsc or monotonic", clk);
+        char q[300];
+        snprintf(err, errlen, "NCCLSCOPE_CLOCK=%s: accepted: auto, tsc or monotonic",
+                 quoted(clk, q, sizeof(q)));
         return -1;
     }
     snprintf(cfg->clock, sizeof(cfg->clock), "%s", clk);

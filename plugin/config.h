@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#define NSC_CONFIG_DIR_MAX 1023 /* bytes of NCCLSCOPE_DIR (the writer's buffers) */
+
 struct nsc_config {
     int enabled;             /* NCCLSCOPE_ENABLE (default 1) */
     char dir[1024];          /* NCCLSCOPE_DIR (default ./ncclscope-trace) */
@@ -24,7 +26,9 @@ struct nsc_config {
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with a message in err
- * for a malformed setting (the plugin then disables itself and says why). */
+ * naming the setting, its value and what is accepted, for a malformed or
+ * out-of-range number or a string that does not fit (the plugin then
+ * disables itself and says why; nothing is cut or wrapped). */
 int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen);
 
 #endif /* NSC_CONFIG_H */

@@ -288,7 +288,7 @@ static void stats_block(struct flusher *f) {
     sh->string_overflow = nsc_intern_overflows();
     sh->lost_write = atomic_load_explicit(&f->lost_write, memory_order_relaxed);
     sh->lost_exit = atomic_load_explicit(&f->lost_exit, memory_order_relaxed);
-    sh->comm_overflow = 0;
+    sh->comm_overflow = nsc_comm_overflows();
     sh->memory_peak = (uint64_t)page_pool_peak() * NSC_PAGE_BYTES +
                       (uint64_t)f->njobs * 0; /* pages; job buffers are fixed (memory_budget) */
     sh->memory_budget = (uint64_t)f->cfg.memory_mb << 20;

@@ -12,15 +12,24 @@
  *     equal text share an id;
  *   - the flusher reads entries [0, nsc_intern_count()) without a lock:
  *     entries never change once published (see intern.c for the ordering).
- * Id 0 is NULL. Past NSC_INTERN_MAX distinct strings, new ones map to
- * NSC_INTERN_OVERFLOW ("?") and are counted.
+ * Id 0 is NULL. Texts are kept to their first NSC_INTERN_TEXT_LEN bytes.
+ *
+ * Capacity: every id a record's 16-bit field can carry (65,534 strings
+ * besides NULL and "?") and NSC_INTERN_TEXT_MAX bytes of text, whichever
+ * comes first; the table's own arrays take 768 KiB of address space,
+ * touched only as strings arrive. Past that, new strings map to
+ * NSC_INTERN_OVERFLOW ("?"), and every use of such a string by an event is
+ * counted (nsc_intern_overflows(): the trace's string_overflow), not only
+ * the first.
  */
 #ifndef NSC_INTERN_H
 #define NSC_INTERN_H
 
 #include <stdint.h>
 
-#define NSC_INTERN_MAX 4096
+#define NSC_INTERN_MAX 65536               /* ids: what a uint16_t field holds */
+#define NSC_INTERN_TEXT_MAX (4u << 20)     /* bytes of text, NULs included */
+#define NSC_INTERN_TEXT_LEN 255            /* longest text kept */
 #define NSC_INTERN_OVERFLOW 1 /* id of "?" */
 #define NSC_INTERN_CACHE 64
 
@@ -30,6 +39,8 @@ struct nsc_intern_cache {
 };
 
 uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s);
+/* Counts one more use of a string that did not fit (out of line: rare). */
+void nsc_intern_count_overflow(void);
 
 static inline unsigned nsc_intern_slot(const char *s) {
     uint64_t x = (uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull;
@@ -40,8 +51,12 @@ static inline uint16_t nsc_intern(struct nsc_intern_cache *c, const char *s) {
     if (!s)
         return 0;
     unsigned i = nsc_intern_slot(s);
-    if (__builtin_expect(c->ptr[i] == s, 1))
-        return c->id[i];
+    if (__builtin_expect(c->ptr[i] == s, 1)) {
+        uint16_t id = c->id[i];
+        if (__builtin_expect(id == NSC_INTERN_OVERFLOW, 0))
+            nsc_intern_count_overflow();
+        return id;
+    }
     return nsc_intern_slow(c, s);
 }
 
@@ -49,7 +64,8 @@ static inline uint16_t nsc_intern(struct nsc_intern_cache *c, const char *s) {
 uint32_t nsc_intern_count(void);
 /* Text of a published id (NUL-terminated, at most 255 bytes). */
 const char *nsc_intern_text(uint32_t id);
-/* Strings that did not fit. */
+/* Uses of strings that did not fit: one per string field of an event
+ * that reads "?" for it. */
 uint64_t nsc_intern_overflows(void);
 /* Frees the table (library unload only). */
 void nsc_intern_free_all(void);

@@ -207,10 +207,17 @@ static nsc_abi_result stop_event(void *eHandle) {
     return NSC_ABI_SUCCESS;
 }
 
+/* A context that is not live (a second finalize, one kept past it) is
+ * counted and ignored: its slot may belong to another communicator now.
+ * NULL is what a failed init left; nothing to count. */
 static nsc_abi_result finalize(void *ctx) {
-    struct nsc_comm *c = nsc_comm_from_context(ctx);
+    if (!ctx)
+        return NSC_ABI_SUCCESS;
+    struct nsc_comm *c = nsc_comm_claim_context(ctx);
     if (c)
         nsc_session_comm_close(c);
+    else
+        nsc_flusher_count_invalid_context();
     return NSC_ABI_SUCCESS;
 }
 
@@ -223,7 +230,7 @@ static nsc_abi_result init_common(int version, void **ctx, int *mask, uint64_t c
         nsc_session_comm_open(version, comm_id, name, nnodes, nranks, rank, logfn, &m);
     if (!c)
         return NSC_ABI_INTERNAL_ERROR;
-    *ctx = c;
+    *ctx = nsc_comm_context(c);
     *mask = (int)m;
     return NSC_ABI_SUCCESS;
 }

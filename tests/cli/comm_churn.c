@@ -1,0 +1,118 @@
+/*
+ * comm_churn.c - communicators created and destroyed the way long jobs
+ * and elastic restarts do, through a profiler plugin loaded as NCCL loads
+ * it (common/host.c):
+ *
+ *   comm_churn --plugin SO --comms N [--open-at-once K] [--stale-finalize]
+ *
+ * One "anchor" comm stays open throughout (so the process keeps one
+ * session and one file). N comms "churn-<i>" (commHash 0xc0000000 + i,
+ * rank i % 4 of 4) are created in quick succession, each runs one Coll
+ * (AllReduce, seqNumber i) and is finalized once K newer ones are open.
+ * With --stale-finalize, 1,023 comms "late-<j>" (commHash 0xd0000000 + j)
+ * then fill every slot besides the anchor's, every churn comm's context
+ * is finalized a second time (each now names a slot another live comm
+ * holds), and only then does each late comm run its Coll and finalize:
+ * a second finalize that closed a live comm would lose that Coll.
+ * Prints "comms N late L stale-finalizes S".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+
+static struct nsc_host host;
+
+static int comm_init(void **ctx, uint64_t id, const char *name, int rank) {
+    int mask = 0;
+    if (nsc_host_init(&host, ctx, id, &mask, name, 1, 4, rank) != 0 || !*ctx) {
+        fprintf(stderr, "comm_churn: init of %s failed\n", name);
+        return -1;
+    }
+    return 0;
+}
+
+static void one_coll(void *ctx, uint64_t seq, int rank) {
+    nsc_abi_descr_v6 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_COLL;
+    d.rank = rank;
+    d.coll.seqNumber = seq;
+    d.coll.func = "AllReduce";
+    d.coll.datatype = "ncclFloat32";
+    d.coll.algo = "RING";
+    d.coll.proto = "LL";
+    d.coll.count = 1024;
+    d.coll.nChannels = 1;
+    void *h = NULL;
+    nsc_host_start(&host, ctx, &h, &d);
+    nsc_host_stop(&host, h);
+}
+
+int main(int argc, char **argv) {
+    const char *plugin = NULL;
+    long comms = 3000, at_once = 100;
+    int stale = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+            plugin = argv[++i];
+        else if (!strcmp(argv[i], "--comms") && i + 1 < argc)
+            comms = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--open-at-once") && i + 1 < argc)
+            at_once = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--stale-finalize"))
+            stale = 1;
+        else {
+            fprintf(stderr, "comm_churn: unknown argument %s\n", argv[i]);
+            return 1;
+        }
+    }
+    if (comms < 1 || at_once < 1 || at_once > 1000) {
+        fprintf(stderr, "comm_churn: --comms >= 1, --open-at-once 1..1000\n");
+        return 1;
+    }
+    char err[1024];
+    if (!plugin || nsc_host_load(&host, plugin, 0, err, sizeof(err)) != 0) {
+        fprintf(stderr, "comm_churn: %s\n", plugin ? err : "--plugin is required");
+        return 1;
+    }
+    void *anchor;
+    if (comm_init(&anchor, 0xa11c0deull, "anchor", 0) != 0)
+        return 1;
+    void **ctx = calloc((size_t)comms, sizeof(*ctx));
+    if (!ctx)
+        return 1;
+    char name[64];
+    for (long i = 0; i < comms; i++) {
+        snprintf(name, sizeof(name), "churn-%ld", i);
+        if (comm_init(&ctx[i], 0xc0000000ull + (uint64_t)i, name, (int)(i % 4)) != 0)
+            return 1;
+        one_coll(ctx[i], (uint64_t)i, (int)(i % 4));
+        if (i >= at_once)
+            nsc_host_finalize(&host, ctx[i - at_once]);
+    }
+    for (long i = comms > at_once ? comms - at_once : 0; i < comms; i++)
+        nsc_host_finalize(&host, ctx[i]);
+    long late = 0, stale_calls = 0;
+    if (stale) {
+        enum { LATE = 1023 };
+        static void *lctx[LATE];
+        for (; late < LATE; late++) {
+            snprintf(name, sizeof(name), "late-%ld", late);
+            if (comm_init(&lctx[late], 0xd0000000ull + (uint64_t)late, name, (int)(late % 4)) != 0)
+                return 1;
+        }
+        for (long i = 0; i < comms; i++, stale_calls++)
+            nsc_host_finalize(&host, ctx[i]);
+        for (long j = 0; j < LATE; j++) {
+            one_coll(lctx[j], 1000000 + (uint64_t)j, (int)(j % 4));
+            nsc_host_finalize(&host, lctx[j]);
+        }
+    }
+    one_coll(anchor, 0, 0);
+    nsc_host_finalize(&host, anchor);
+    free(ctx);
+    printf("comms %ld late %ld stale-finalizes %ld\n", comms, late, stale_calls);
+    return 0;
+}

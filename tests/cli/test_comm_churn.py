@@ -1,0 +1,95 @@
+"""Communicators created and destroyed quickly (issue 9): every comm's
+description reaches the trace however many come and go between two flushes
+(3,000 here; 2,048 were kept), and a second finalize of a dead context is
+counted and harms no live comm, even one that now holds its slot.
+
+Run A stalls the flusher (it takes descriptions only at the end: all 4,024
+at once); run B makes it take every millisecond, concurrently with the
+churn. Each comm runs one AllReduce; in the converted trace each must sit
+under its own comm's process, named with its name and commHash."""
+import os
+import re
+import sys
+
+from nsctest import *
+
+CHURN = 3000
+LATE = 1023
+
+
+def expected(stale):
+    """commHash -> (name, rank) of every comm the driver creates."""
+    e = {0xA11C0DE: ("anchor", 0)}
+    for i in range(CHURN):
+        e[0xC0000000 + i] = ("churn-%d" % i, i % 4)
+    if stale:
+        for j in range(LATE):
+            e[0xD0000000 + j] = ("late-%d" % j, j % 4)
+    return e
+
+
+def check_run(driver, env, args, stale):
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = dict(env, NCCLSCOPE_DIR=d)
+    out = run([driver, "--plugin", plugin, "--comms", str(CHURN), *args], env=env).stdout
+    check("comms %d" % CHURN in out, out)
+    files = trace_files(d)
+    check(len(files) == 1, "one session, one file: %s" % files)
+    want = expected(stale)
+
+    # info: every comm listed once, with its name, rank and commHash
+    info = run([cli, "info", files[0]]).stdout
+    listed = {}
+    for m in re.finditer(r'#(\d+) rank (-?\d+) of 4, 1 node\(s\), commId ([0-9a-f]{16}) name "([^"]*)"', info):
+        h = int(m.group(3), 16)
+        check(h not in listed, "comm %x listed twice" % h)
+        listed[h] = (m.group(4), int(m.group(2)))
+    missing = sorted(set(want) - set(listed))
+    check(not missing, "%d comm descriptions missing from the file, e.g. %s" %
+          (len(missing), [want[h][0] for h in missing[:5]]))
+    check(listed == want, "comm descriptions differ from what the driver created")
+    m = re.search(r"invalid calls\s+(\d+) unknown contexts", info)
+    check(m and int(m.group(1)) == (CHURN if stale else 0),
+          "unknown contexts: %s (want %d)" % (m and m.group(1), CHURN if stale else 0))
+
+    # convert: each comm's AllReduce under its own comm's process
+    doc, _ = convert(files, os.path.join(d, "t.json"))
+    pname = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    seen = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] != "X" or e.get("cat") != "Coll":
+            continue
+        a = e["args"]
+        check("commHash" in a, "a Coll without its comm: %s" % e)
+        h = int(a["commHash"], 16)
+        check(h in want, "Coll on an unknown comm %x" % h)
+        name, rank = want[h]
+        check(pname.get(e["pid"], "").endswith("rank %d/4 comm %s %016x" % (rank, name, h)),
+              "Coll of %s under process %r" % (name, pname.get(e["pid"])))
+        seen[h] = seen.get(h, 0) + 1
+    lost = sorted(set(want) - set(seen))
+    check(not lost, "%d comms' AllReduce missing (a second finalize closed them?), e.g. %s" %
+          (len(lost), [want[h][0] for h in lost[:5]]))
+    check(all(n == 1 for n in seen.values()), "a comm's AllReduce appears twice")
+
+    # stats: no operation without its comm
+    stats = run([cli, "stats", files[0]]).stdout
+    check("0000000000000000" not in stats, "operations under comm 0000000000000000:\n" + stats[:2000])
+    rows = [int(h, 16) for h in re.findall(r"^([0-9a-f]{16}) +4 AllReduce ", stats, re.M)]
+    check(sorted(rows) == sorted(want), "stats: one row per comm")
+    return len(want)
+
+
+def main():
+    driver = sys.argv[1]
+    n = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "3600000", "NCCLSCOPE_DRAIN_US": "3600000000"},
+                  ["--open-at-once", "100", "--stale-finalize"], True)
+    m = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "1", "NCCLSCOPE_DRAIN_US": "100"},
+                  ["--open-at-once", "1000"], False)
+    print("ok: %d comms with a stalled flusher (%d stale finalizes counted, no live comm harmed), "
+          "%d with a flusher taking every millisecond; every description in the trace" % (n, CHURN, m))
+
+
+main()
