@@ -217,7 +217,7 @@ static nsc_abi_result finalize(void *ctx) {
     if (c)
         nsc_session_comm_close(c);
     else
-        nsc_flusher_count_invalid_context();
+        nsc_count(&nsc_counters.invalid_context);
     return NSC_ABI_SUCCESS;
 }
 

@@ -42,11 +42,11 @@ static void test_defaults(void) {
     CHECK(cfg.event_mask == NSC_MASK_DEFAULT);
     CHECK(cfg.memory_mb == 64);
     CHECK(cfg.ring_records == 64u * 1024 * 3 / 4 * 16); /* 3/4 of the budget, in records */
-    CHECK(cfg.compress_threads == 0 && cfg.exit_wait_ms == 2000 && cfg.max_threads == 32);
+    CHECK(cfg.compress_threads == 0 && cfg.exit_wait_ms == 2000 && cfg.max_threads == 256);
     CHECK(cfg.flush_ms == 1000 && cfg.drain_us == 1000 && cfg.chunk_records == 1024 * 16);
     CHECK(cfg.zstd_level == 1 && strcmp(cfg.clock, "auto") == 0);
     /* an empty value means unset */
-    CHECK(load_with("NCCLSCOPE_MAX_THREADS", "") == 0 && cfg.max_threads == 32);
+    CHECK(load_with("NCCLSCOPE_MAX_THREADS", "") == 0 && cfg.max_threads == 256);
 }
 
 struct numeric {
