@@ -943,18 +943,26 @@ static void gpu_phase_out(struct conv *c, struct file_ctx *f, const struct gpu_p
 }
 
 /* Draws the KernelPhases waiting for KernelCh `parent` (every one waiting
- * for parent 0), clamped into [ps, pe]. Drawn after their KernelCh, phases
- * starting at its GPU start still nest under it in the protobuf output,
- * where slices of equal timestamps keep the order they were written in. */
+ * for parent 0), clamped into [ps, pe], earliest first. The protobuf output
+ * needs that order: Perfetto orders a track's events by time, keeping the
+ * written order for equal times, and an END closes the slice opened last;
+ * so a KernelCh is written before its phases (a phase starting at its GPU
+ * start still nests), and a phase before the next (one ending where the
+ * next begins closes first). */
 static void gpu_phases_draw(struct conv *c, struct file_ctx *f, uint64_t parent, uint64_t ps,
                             uint64_t pe) {
-    for (uint32_t i = 0; i < f->nphases;) {
-        if (parent && f->phases[i].parent != parent) {
-            i++;
-            continue;
-        }
-        gpu_phase_out(c, f, &f->phases[i], ps, pe);
-        f->phases[i] = f->phases[--f->nphases];
+    for (;;) {
+        uint32_t k = UINT32_MAX;
+        for (uint32_t i = 0; i < f->nphases; i++)
+            if ((!parent || f->phases[i].parent == parent) &&
+                (k == UINT32_MAX || f->phases[i].gs < f->phases[k].gs))
+                k = i;
+        if (k == UINT32_MAX)
+            return;
+        struct gpu_phase p = f->phases[k];
+        memmove(&f->phases[k], &f->phases[k + 1], (f->nphases - k - 1) * sizeof(p));
+        f->nphases--;
+        gpu_phase_out(c, f, &p, ps, pe);
     }
 }
 
