@@ -1104,13 +1104,13 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
                 arg_u(c, "parentGroup", out_id(c, f->index, x->coll.parent_group));
             arg_p(c, "sendBuff", x->coll.send_buff);
             arg_p(c, "recvBuff", x->coll.recv_buff);
-            /* API v7: the tag when there is one; the variant of symmetric
-             * kernels; isSymColl wherever the API says it (older ones do not) */
+            /* API v7's fields where set (older traces cannot tell 0 from
+             * unknown, and a replay of one at v7 must read the same) */
             if (x->coll.user_tag)
                 arg_u(c, "userTag", x->coll.user_tag);
             if (x->coll.variant)
                 arg_str(c, f, "kernelVariant", x->coll.variant);
-            if (f->dec.session.api_version >= 7)
+            if (x->coll.is_sym)
                 arg_u(c, "isSymColl", x->coll.is_sym);
         }
         if (ci)
