@@ -263,8 +263,8 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    if (max_threads < 1 || max_threads > 1024 || seconds <= 0 || version < 0 || version > 6) {
-        fprintf(stderr, "ncclscope-bench: --threads 1..1024, --seconds > 0, --version v1..v6\n");
+    if (max_threads < 1 || max_threads > 1024 || seconds <= 0 || version < 0 || version > 7) {
+        fprintf(stderr, "ncclscope-bench: --threads 1..1024, --seconds > 0, --version v1..v7\n");
         return 1;
     }
     for (int i = 0; i < ncounts; i++)

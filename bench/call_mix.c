@@ -34,7 +34,7 @@ static int start(struct mix_op *op, int type, int parent) {
     return e;
 }
 
-static void coll_fields(nsc_abi_descr_v6 *d, uint64_t count, int nch, const char *proto) {
+static void coll_fields(nsc_abi_descr_v7 *d, uint64_t count, int nch, const char *proto) {
     d->coll.func = "AllReduce";
     d->coll.count = count;
     d->coll.datatype = "ncclFloat32";
@@ -52,7 +52,7 @@ static int api_part(struct mix_op *op, uint64_t count, int nch, const char *prot
     op->ev[gapi].d.groupApi.groupDepth = 1;
     add_step(op, MIX_STATE, gapi, 23 /* GroupApi: start of the group */, 0);
     int capi = start(op, NSC_ABI_COLL_API, gapi);
-    nsc_abi_descr_v6 *d = &op->ev[capi].d;
+    nsc_abi_descr_v7 *d = &op->ev[capi].d;
     d->collApi.func = "AllReduce";
     d->collApi.count = count;
     d->collApi.datatype = "ncclFloat32";
@@ -102,7 +102,7 @@ int mix_build(struct mix_op *op, const char *name) {
         for (int p = 0; p < 4; p++) {
             int is_send = p & 1;
             int po = start(op, NSC_ABI_PROXY_OP, coll);
-            nsc_abi_descr_v6 *d = &op->ev[po].d;
+            nsc_abi_descr_v7 *d = &op->ev[po].d;
             d->proxyOp.channelId = (uint8_t)(p / 2);
             d->proxyOp.peer = 1;
             d->proxyOp.nSteps = 8;
@@ -129,7 +129,7 @@ int mix_build(struct mix_op *op, const char *name) {
 
 static inline void do_start(struct mix_runner *r, void **hs, int e) {
     struct mix_event *me = &r->op->ev[e];
-    nsc_abi_descr_v6 *d = &me->d;
+    nsc_abi_descr_v7 *d = &me->d;
     d->parentObj = me->parent >= 0 ? hs[me->parent] : NULL;
     if (d->type == NSC_ABI_COLL) {
         d->coll.parentGroup = hs[me->parent_group];

@@ -40,7 +40,7 @@ struct mix_step {
 };
 
 struct mix_event {
-    nsc_abi_descr_v6 d;
+    nsc_abi_descr_v7 d;
     int parent;       /* event index, -1 none */
     int parent_group; /* Coll's Group, -1 none */
 };

@@ -6,7 +6,7 @@
  *
  * It is what every benchmark table compares ncclscope against: the cost of
  * being a profiler at all (NCCL's own bookkeeping, the indirect calls),
- * without any recording. Exports ncclProfiler_v1 .. v6 like ncclscope so a
+ * without any recording. Exports ncclProfiler_v1 .. v7 like ncclscope so a
  * forced version compares like with like.
  */
 #include <stdint.h>
@@ -64,6 +64,8 @@ static nsc_abi_result finalize(void *ctx) {
     return NSC_ABI_SUCCESS;
 }
 
+EXPORT const nsc_abi_profiler_v5 ncclProfiler_v7 = {"empty", init_v5, start_event, stop_event,
+                                                    record_state, finalize};
 EXPORT const nsc_abi_profiler_v5 ncclProfiler_v6 = {"empty", init_v5, start_event, stop_event,
                                                     record_state, finalize};
 EXPORT const nsc_abi_profiler_v5 ncclProfiler_v5 = {"empty", init_v5, start_event, stop_event,

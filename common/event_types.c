@@ -11,6 +11,7 @@ static const char *const type_names[NSC_ET_COUNT] = {
     "Group",     "Coll",      "P2p",      "ProxyOp",      "ProxyStep",
     "ProxyCtrl", "KernelCh",  "NetPlugin", "GroupApi",    "CollApi",
     "P2pApi",    "KernelLaunch", "CeColl", "CeSync",      "CeBatch",
+    "KernelPhase",
 };
 
 static const char *const state_names[] = {
@@ -45,6 +46,7 @@ static const char *const state_names[] = {
     [28] = "CeSyncComplete",
     [29] = "CeBatchStart",
     [30] = "CeBatchComplete",
+    [31] = "KernelPhaseStop",
 };
 
 const char *nsc_etype_name(unsigned etype) {
@@ -53,6 +55,24 @@ const char *nsc_etype_name(unsigned etype) {
 
 const char *nsc_state_name(unsigned state) {
     return state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : NULL;
+}
+
+uint32_t nsc_mask_for_api(uint32_t mask, int api_version) {
+    unsigned last; /* the last type index the version defines */
+    if (api_version <= 2)
+        last = NSC_ET_PROXY_CTRL;
+    else if (api_version <= 4)
+        last = NSC_ET_NET_PLUGIN;
+    else if (api_version == 5)
+        last = NSC_ET_KERNEL_LAUNCH;
+    else if (api_version == 6)
+        last = NSC_ET_CE_BATCH;
+    else
+        last = NSC_ET_KERNEL_PHASE;
+    mask &= (uint32_t)((2ull << last) - 1);
+    if (mask & (1u << NSC_ET_KERNEL_PHASE))
+        mask |= 1u << NSC_ET_KERNEL_CH;
+    return mask;
 }
 
 struct group {
@@ -66,7 +86,7 @@ static const struct group groups[] = {
     {"default", NSC_MASK_DEFAULT},
     {"api", B(GROUP_API) | B(COLL_API) | B(P2P_API) | B(KERNEL_LAUNCH)},
     {"proxy", B(PROXY_OP) | B(PROXY_STEP) | B(PROXY_CTRL)},
-    {"kernel", B(KERNEL_CH) | B(KERNEL_LAUNCH)},
+    {"kernel", B(KERNEL_CH) | B(KERNEL_LAUNCH) | B(KERNEL_PHASE)},
     {"ce", B(CE_COLL) | B(CE_SYNC) | B(CE_BATCH)},
     {"net", B(NET_PLUGIN)},
     {"none", 0},

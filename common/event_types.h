@@ -1,10 +1,12 @@
 /*
- * event_types.h - ncclscope's internal event model: the 15 NCCL event types
+ * event_types.h - ncclscope's internal event model: the 16 NCCL event types
  * as small dense indices, their names, the names of states, and the parser
  * for NCCLSCOPE_EVENTS masks.
  *
  * A type index is what a trace record stores (4 bits); the NCCL mask bit of
- * type index i is (1 << i), which is how NCCL numbers them too.
+ * type index i is (1 << i), which is how NCCL numbers them too. With v7's
+ * KernelPhase the 4 bits are full: a 17th type needs a wider field in the
+ * records, the packed encoding and the handles (docs/format.md).
  */
 #ifndef NSC_EVENT_TYPES_H
 #define NSC_EVENT_TYPES_H
@@ -27,15 +29,18 @@ enum nsc_etype {
     NSC_ET_CE_COLL = 12,
     NSC_ET_CE_SYNC = 13,
     NSC_ET_CE_BATCH = 14,
-    NSC_ET_COUNT = 15
+    NSC_ET_KERNEL_PHASE = 15,
+    NSC_ET_COUNT = 16
 };
 
 #define NSC_MASK_ALL ((1u << NSC_ET_COUNT) - 1)
 
 /* The default mask is the one we defend for always-on use (docs/config.md):
- * every host-side event plus ProxyOp, but not KernelCh (NCCL itself pays about
- * 0.9 us per operation to produce it), ProxyStep/NetPlugin (tens to hundreds
- * of callbacks per operation on the network path) or ProxyCtrl. */
+ * every host-side event plus ProxyOp, but not KernelCh or KernelPhase (NCCL
+ * itself pays about 0.9 us per operation to produce GPU timers, and asking
+ * for KernelPhase makes NCCL produce KernelCh too), ProxyStep/NetPlugin
+ * (tens to hundreds of callbacks per operation on the network path) or
+ * ProxyCtrl. */
 #define NSC_MASK_DEFAULT                                                                       \
     ((1u << NSC_ET_GROUP_API) | (1u << NSC_ET_COLL_API) | (1u << NSC_ET_P2P_API) |              \
      (1u << NSC_ET_KERNEL_LAUNCH) | (1u << NSC_ET_GROUP) | (1u << NSC_ET_COLL) |                \
@@ -53,6 +58,13 @@ static inline int nsc_etype_from_bit(uint64_t bit) {
     int i = __builtin_ctzll(bit);
     return i < NSC_ET_COUNT ? i : -1;
 }
+
+/* The part of `mask` that NCCL delivers through profiler API `api_version`
+ * (1..7): the types that version defines, plus KernelCh when KernelPhase is
+ * asked for (NCCL 2.31 produces KernelPhase only under a KernelCh and turns
+ * KernelCh on itself). What a plugin hands NCCL at init and what a trace
+ * should say it asked for. */
+uint32_t nsc_mask_for_api(uint32_t mask, int api_version);
 
 /* "ProxyStepSendWait", "KernelChStop", ... or NULL for an unknown state. */
 const char *nsc_state_name(unsigned state);

@@ -33,7 +33,7 @@ int nsc_host_load(struct nsc_host *h, const char *path, int force_version, char 
         snprintf(err, errlen, "cannot load plugin %s: %s", path, dlerror());
         return -1;
     }
-    for (int v = 6; v >= 1; v--) {
+    for (int v = 7; v >= 1; v--) {
         if (force_version && v != force_version)
             continue;
         char sym[32];
@@ -49,7 +49,7 @@ int nsc_host_load(struct nsc_host *h, const char *path, int force_version, char 
     if (force_version)
         snprintf(err, errlen, "plugin %s has no ncclProfiler_v%d symbol", path, force_version);
     else
-        snprintf(err, errlen, "plugin %s has no ncclProfiler_v1..v6 symbol", path);
+        snprintf(err, errlen, "plugin %s has no ncclProfiler_v1..v7 symbol", path);
     dlclose(h->lib);
     h->lib = NULL;
     return -1;
@@ -71,8 +71,10 @@ uint32_t nsc_host_type_mask(const struct nsc_host *h) {
         return 0xff;
     case 5:
         return 0xfff;
-    default:
+    case 6:
         return 0x7fff;
+    default:
+        return 0xffff;
     }
 }
 
@@ -121,16 +123,21 @@ int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, c
         }                                                                                      \
     } while (0)
 
-int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc_abi_descr_v6 *d) {
+int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc_abi_descr_v7 *d) {
     *handle = NULL;
     if (!(d->type & nsc_host_type_mask(h)))
         return 0;
     const nsc_abi_profiler_v5 *t = h->table; /* startEvent sits at the same offset in all */
     switch (h->version) {
+    case 7:
     case 6:
     case 5:
         /* NCCL hands its own descriptor over as is; so do we (a copy would
-         * add its cost to every benchmarked start). Plugins only read it. */
+         * add its cost to every benchmarked start). Plugins only read it.
+         * v5 and v6 plugins read the same members at the same offsets
+         * (nccl_abi.h checks it) and never see the v7 ones; NCCL 2.31's
+         * adapters copy those members and drop the rest, which a reader
+         * cannot tell apart. */
         t->startEvent(ctx, handle, (void *)(uintptr_t)d);
         return 1;
     case 4: {
@@ -243,6 +250,8 @@ void nsc_host_stop(const struct nsc_host *h, void *handle) {
         ((const nsc_abi_profiler_v5 *)h->table)->stopEvent(handle);
 }
 
+/* States NCCL's adapter for `version` passes on: v5 drops v6's CE states,
+ * v6 drops v7's KernelPhaseStop. */
 static int state_known(int version, int state) {
     int ctrl = state >= NSC_ABI_PROXY_CTRL_IDLE && state <= NSC_ABI_PROXY_CTRL_APPEND_END;
     int step = state >= NSC_ABI_PROXY_STEP_SEND_GPU_WAIT && state <= NSC_ABI_PROXY_STEP_RECV_GPU_WAIT;
@@ -252,7 +261,11 @@ static int state_known(int version, int state) {
         return ctrl || step || state == NSC_ABI_PROXY_OP_IN_PROGRESS_V4 ||
                state == NSC_ABI_PROXY_STEP_SEND_PEER_WAIT_V4 ||
                state == NSC_ABI_NET_PLUGIN_UPDATE || state == NSC_ABI_KERNEL_CH_STOP;
-    return 1;
+    if (version == 5)
+        return state < NSC_ABI_CE_COLL_START;
+    if (version == 6)
+        return state < NSC_ABI_KERNEL_PHASE_STOP;
+    return state < NSC_ABI_STATE_COUNT;
 }
 
 int nsc_host_state(const struct nsc_host *h, void *handle, int state, uint64_t arg) {

@@ -1,8 +1,10 @@
 /*
- * nccl_abi.h - the NCCL profiler plugin ABI, versions 1 to 6, as ncclscope sees it.
+ * nccl_abi.h - the NCCL profiler plugin ABI, versions 1 to 7, as ncclscope sees it.
  *
  * Written from the layout NCCL documents in plugins/profiler/README.md and
- * its profiler_v*.h headers (NCCL 2.23 = v1 ... NCCL 2.29+ = v6). This is our
+ * its profiler_v*.h headers (NCCL 2.23 = v1 ... NCCL 2.29/2.30 = v6, NCCL
+ * 2.31 = v7; v7 read from NVIDIA/nccl commit 8898068360978085, where NCCL
+ * first asks for ncclProfiler_v7, then v6 ... v1). This is our
  * own description of the binary interface, not a copy: names carry an
  * `nsc_abi_` prefix so the file can sit beside the real nccl.h in programs
  * that link NCCL (bench/gpu), and every struct's size and key offsets are
@@ -12,7 +14,10 @@
  * Who calls what: NCCL calls init/finalize once per communicator from the
  * thread creating/destroying it, and startEvent/stopEvent/recordEventState
  * from the application threads, the proxy progress thread and network
- * plugin helper threads, concurrently.
+ * plugin helper threads, concurrently. From NCCL 2.31 on, KernelCh (and
+ * v7's KernelPhase) come from a profiler thread NCCL starts per device
+ * (shared by the communicators that share resources), no longer from the
+ * proxy thread.
  */
 #ifndef NSC_NCCL_ABI_H
 #define NSC_NCCL_ABI_H
@@ -50,6 +55,7 @@ enum {
     NSC_ABI_CE_COLL = 1 << 12,      /* v6 */
     NSC_ABI_CE_SYNC = 1 << 13,      /* v6 */
     NSC_ABI_CE_BATCH = 1 << 14,     /* v6 */
+    NSC_ABI_KERNEL_PHASE = 1 << 15, /* v7: needs KERNEL_CH, which NCCL then turns on itself */
 };
 
 /* ncclProfilerEventState_t: one numbering shared by all versions. */
@@ -75,7 +81,8 @@ enum {
     NSC_ABI_GROUP_END_API_START = 24,
     NSC_ABI_CE_COLL_START = 25, /* 25..30 are defined by v6 but never delivered */
     NSC_ABI_CE_BATCH_COMPLETE = 30,
-    NSC_ABI_STATE_COUNT = 31
+    NSC_ABI_KERNEL_PHASE_STOP = 31, /* v7: args are kernelCh.pTimer, the phase's GPU end */
+    NSC_ABI_STATE_COUNT = 32
 };
 
 /* Network plugin event identifiers (NetPlugin descriptor `id`): the low 16
@@ -313,7 +320,7 @@ typedef struct {
     };
 } nsc_abi_descr_v4;
 
-/* v4..v6 state arguments. */
+/* v4..v7 state arguments. */
 typedef union {
     struct {
         size_t transSize;
@@ -439,6 +446,121 @@ typedef struct {
     };
 } nsc_abi_descr_v6;
 
+/* ---- v7 (NCCL 2.31): user tags, kernel variants, KernelPhase ----
+ * Every v6 member keeps its offset; v7 only appends to collApi, p2pApi,
+ * coll, p2p and ceColl and adds kernelPhase (checked below), so a plugin of
+ * an older version can read a v7 descriptor's v6 part where it lies. */
+typedef struct {
+    uint64_t type;
+    void *parentObj;
+    int rank;
+    union {
+        struct {
+            bool graphCaptured;
+            int groupDepth;
+        } groupApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            int root;
+            void *stream;
+            bool graphCaptured;
+            uint64_t userTag; /* the call's ncclCollConfig_t userProfilerTag; 0 = none */
+        } collApi;
+        struct {
+            const char *func;
+            size_t count;
+            const char *datatype;
+            void *stream;
+            bool graphCaptured;
+            uint64_t userTag;
+        } p2pApi;
+        struct {
+            void *stream;
+        } kernelLaunch;
+        struct {
+            uint64_t seqNumber;
+            const char *func;
+            const void *sendBuff;
+            void *recvBuff;
+            size_t count;
+            int root;
+            const char *datatype;
+            uint8_t nChannels;
+            uint8_t nWarps;
+            const char *algo;
+            const char *proto;
+            void *parentGroup;
+            const char *kernelVariant; /* symmetric kernels ("AGxLL_R"), else NULL */
+            bool isSymColl;
+            uint64_t userTag;
+        } coll;
+        struct {
+            const char *func;
+            void *buff;
+            const char *datatype;
+            size_t count;
+            int peer;
+            uint8_t nChannels;
+            void *parentGroup;
+            uint64_t userTag;
+        } p2p;
+        struct {
+            pid_t pid;
+            uint8_t channelId;
+            int peer;
+            int nSteps;
+            int chunkSize;
+            int isSend;
+        } proxyOp;
+        struct {
+            int step;
+        } proxyStep;
+        struct {
+            uint8_t channelId;
+            uint64_t pTimer;
+        } kernelCh;
+        struct {
+            int64_t id;
+            void *data;
+        } netPlugin;
+        struct {
+            uint64_t seqNumber;
+            const char *func;
+            const void *sendBuff;
+            void *recvBuff;
+            size_t count;
+            int root;
+            const char *datatype;
+            const char *syncStrategy;
+            bool intraBatchSync;
+            uint32_t batchSize;
+            uint32_t numBatches;
+            uint32_t ceSeqNum;
+            void *stream;
+            uint64_t userTag;
+        } ceColl;
+        struct {
+            bool isComplete;
+            int nRanks;
+        } ceCollSync;
+        struct {
+            int numOps;
+            size_t totalBytes;
+            bool useIntraSync;
+        } ceCollBatch;
+        struct {
+            uint8_t channelId;
+            uint8_t phaseId;       /* 0 initial_sync, 1 compute, 2 final_sync */
+            const char *phaseName;
+            uint64_t pTimer;       /* GPU %globaltimer at the phase's start */
+        } kernelPhase;
+    };
+} nsc_abi_descr_v7;
+/* v7 state arguments: the v4 union; KernelPhaseStop uses kernelCh.pTimer. */
+typedef nsc_abi_state_args_v4 nsc_abi_state_args_v7;
+
 /* ---- the exported tables ---- */
 typedef struct {
     const char *name;
@@ -469,7 +591,7 @@ typedef struct {
     nsc_abi_result (*stopEvent)(void *eHandle);
     nsc_abi_result (*recordEventState)(void *eHandle, int eState, void *eStateArgs);
     nsc_abi_result (*finalize)(void *context);
-} nsc_abi_profiler_v5; /* same layout for v6 */
+} nsc_abi_profiler_v5; /* same layout for v6 and v7 */
 
 /* v1 enum values for func, datatype, algo and proto (ncclFunc_t,
  * ncclDataType_t, NCCL_ALGO_*, NCCL_PROTO_*). */
@@ -503,6 +625,37 @@ _Static_assert(offsetof(nsc_abi_descr_v6, ceColl.syncStrategy) == 80, "v6 ceColl
 _Static_assert(offsetof(nsc_abi_descr_v6, ceColl.intraBatchSync) == 88, "v6 ceColl.intraBatchSync");
 _Static_assert(offsetof(nsc_abi_descr_v6, ceColl.stream) == 104, "v6 ceColl.stream");
 _Static_assert(offsetof(nsc_abi_descr_v6, ceCollBatch.totalBytes) == 32, "v6 ceCollBatch.totalBytes");
+_Static_assert(sizeof(nsc_abi_descr_v7) == 136, "v7 descriptor size");
+_Static_assert(offsetof(nsc_abi_descr_v7, collApi.userTag) == 72, "v7 collApi.userTag");
+_Static_assert(offsetof(nsc_abi_descr_v7, p2pApi.userTag) == 64, "v7 p2pApi.userTag");
+_Static_assert(offsetof(nsc_abi_descr_v7, coll.kernelVariant) == 112, "v7 coll.kernelVariant");
+_Static_assert(offsetof(nsc_abi_descr_v7, coll.isSymColl) == 120, "v7 coll.isSymColl");
+_Static_assert(offsetof(nsc_abi_descr_v7, coll.userTag) == 128, "v7 coll.userTag");
+_Static_assert(offsetof(nsc_abi_descr_v7, p2p.userTag) == 72, "v7 p2p.userTag");
+_Static_assert(offsetof(nsc_abi_descr_v7, ceColl.userTag) == 112, "v7 ceColl.userTag");
+_Static_assert(offsetof(nsc_abi_descr_v7, kernelPhase.channelId) == 24, "v7 kernelPhase.channelId");
+_Static_assert(offsetof(nsc_abi_descr_v7, kernelPhase.phaseId) == 25, "v7 kernelPhase.phaseId");
+_Static_assert(offsetof(nsc_abi_descr_v7, kernelPhase.phaseName) == 32, "v7 kernelPhase.phaseName");
+_Static_assert(offsetof(nsc_abi_descr_v7, kernelPhase.pTimer) == 40, "v7 kernelPhase.pTimer");
+/* v7 extends v6 in place: the v6 members a v7 descriptor shares sit where
+ * v6 has them (host.c hands v7 descriptors to v5/v6 plugins as they are). */
+#define NSC_ABI_SAME_V6(m)                                                                     \
+    _Static_assert(offsetof(nsc_abi_descr_v7, m) == offsetof(nsc_abi_descr_v6, m), "v7/v6 " #m)
+NSC_ABI_SAME_V6(groupApi.groupDepth);
+NSC_ABI_SAME_V6(collApi.graphCaptured);
+NSC_ABI_SAME_V6(p2pApi.graphCaptured);
+NSC_ABI_SAME_V6(kernelLaunch.stream);
+NSC_ABI_SAME_V6(coll.nWarps);
+NSC_ABI_SAME_V6(coll.parentGroup);
+NSC_ABI_SAME_V6(p2p.parentGroup);
+NSC_ABI_SAME_V6(proxyOp.isSend);
+NSC_ABI_SAME_V6(proxyStep.step);
+NSC_ABI_SAME_V6(kernelCh.pTimer);
+NSC_ABI_SAME_V6(netPlugin.data);
+NSC_ABI_SAME_V6(ceColl.stream);
+NSC_ABI_SAME_V6(ceCollSync.nRanks);
+NSC_ABI_SAME_V6(ceCollBatch.useIntraSync);
+#undef NSC_ABI_SAME_V6
 _Static_assert(sizeof(nsc_abi_state_args_v1) == 16, "v1 state args");
 _Static_assert(sizeof(nsc_abi_state_args_v4) == 8, "v4 state args");
 _Static_assert(sizeof(nsc_abi_net_ib_v1) == 40, "IB v1 net descriptor");

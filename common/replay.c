@@ -145,7 +145,7 @@ static void run_call(struct replay *r, const struct nsc_call *c) {
         if (!r->ctx[c->comm] || !((uint64_t)r->mask[c->comm] & c->d.type)) {
             r->st.skipped_by_mask++;
         } else {
-            nsc_abi_descr_v6 d = c->d;
+            nsc_abi_descr_v7 d = c->d;
             if (c->parent == NSC_FOREIGN_PARENT) {
                 d.parentObj = (void *)(uintptr_t)0x7e57;
                 d.proxyOp.pid = r->pid + 1; /* another process */
@@ -336,7 +336,7 @@ static const char *str(struct from_trace *ft, struct nsc_decoder *d, uint32_t id
 
 static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_call *c,
                     const struct nsc_rec *r, const struct nsc_rec *ext) {
-    nsc_abi_descr_v6 *d = &c->d;
+    nsc_abi_descr_v7 *d = &c->d;
     const union nsc_desc *o = &r->u.start.d;
     d->type = 1ull << r->h.etype;
     const struct nsc_comm_info *ci = nsc_decoder_comm(dec, r->h.aux);
@@ -354,6 +354,8 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
         d->collApi.root = o->coll_api.root;
         d->collApi.stream = (void *)(uintptr_t)o->coll_api.stream;
         d->collApi.graphCaptured = o->coll_api.graph;
+        if (ext)
+            d->collApi.userTag = ext->u.ext.coll_api.user_tag;
         break;
     case NSC_ET_P2P_API:
         d->p2pApi.func = str(ft, dec, o->p2p_api.func);
@@ -361,6 +363,7 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
         d->p2pApi.datatype = str(ft, dec, o->p2p_api.dtype);
         d->p2pApi.stream = (void *)(uintptr_t)o->p2p_api.stream;
         d->p2pApi.graphCaptured = o->p2p_api.graph;
+        d->p2pApi.userTag = o->p2p_api.user_tag;
         break;
     case NSC_ET_KERNEL_LAUNCH:
         d->kernelLaunch.stream = (void *)(uintptr_t)o->kernel_launch.stream;
@@ -379,6 +382,9 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
             c->parent_group = ext->u.ext.coll.parent_group;
             d->coll.sendBuff = (const void *)(uintptr_t)ext->u.ext.coll.send_buff;
             d->coll.recvBuff = (void *)(uintptr_t)ext->u.ext.coll.recv_buff;
+            d->coll.userTag = ext->u.ext.coll.user_tag;
+            d->coll.kernelVariant = str(ft, dec, ext->u.ext.coll.variant);
+            d->coll.isSymColl = ext->u.ext.coll.is_sym != 0;
         }
         break;
     case NSC_ET_P2P:
@@ -390,6 +396,7 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
         if (ext) {
             c->parent_group = ext->u.ext.p2p.parent_group;
             d->p2p.buff = (void *)(uintptr_t)ext->u.ext.p2p.buff;
+            d->p2p.userTag = ext->u.ext.p2p.user_tag;
         }
         break;
     case NSC_ET_PROXY_OP:
@@ -443,6 +450,7 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
             d->ceColl.numBatches = ext->u.ext.ce_coll.num_batches;
             d->ceColl.ceSeqNum = ext->u.ext.ce_coll.ce_seq;
         }
+        d->ceColl.userTag = nsc_ce_coll_user_tag(o, ext ? &ext->u.ext : NULL);
         break;
     case NSC_ET_CE_SYNC:
         d->ceCollSync.isComplete = o->ce_sync.complete;
@@ -452,6 +460,12 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
         d->ceCollBatch.numOps = o->ce_batch.num_ops;
         d->ceCollBatch.totalBytes = o->ce_batch.total_bytes;
         d->ceCollBatch.useIntraSync = o->ce_batch.intra;
+        break;
+    case NSC_ET_KERNEL_PHASE:
+        d->kernelPhase.channelId = o->kernel_phase.ch;
+        d->kernelPhase.phaseId = o->kernel_phase.phase;
+        d->kernelPhase.phaseName = str(ft, dec, o->kernel_phase.name);
+        d->kernelPhase.pTimer = o->kernel_phase.ptimer;
         break;
     }
 }

@@ -31,7 +31,7 @@ struct nsc_call {
     uint64_t parent_group;/* recorded id of a Coll/P2p's Group, 0 none */
     uint64_t arg;         /* STATE argument */
     uint64_t t_ns;        /* when it happened (for pacing and ordering) */
-    nsc_abi_descr_v6 d;   /* START: descriptor; pointers into the script's pools */
+    nsc_abi_descr_v7 d;   /* START: descriptor (NCCL 2.31's layout); pointers into the script's pools */
     union {
         nsc_abi_net_ib_v1 ib;
         nsc_abi_net_sock_v1 sock;

@@ -85,7 +85,7 @@ _Static_assert(sizeof(struct nsc_anchor) == 24, "anchor");
 
 struct nsc_session {
     uint32_t format_version;
-    uint32_t api_version;   /* profiler ABI version NCCL chose: 1..6 */
+    uint32_t api_version;   /* profiler ABI version NCCL chose: 1..7 */
     uint32_t pid;
     uint32_t clock_source;  /* enum nsc_clock_source */
     uint64_t ticks_per_sec; /* calibrated estimate; anchors refine it */
@@ -182,8 +182,9 @@ struct nsc_rec_hdr {
  * from the file's string table (0 = NULL). */
 union nsc_desc {
     struct { int32_t depth; uint8_t graph; } group_api;
+    /* a CollApi's user tag (v7) is in its EXT, present only when the tag is not 0 */
     struct { uint64_t count, stream; int32_t root; uint16_t func, dtype; uint8_t graph; } coll_api;
-    struct { uint64_t count, stream; uint16_t func, dtype; uint8_t graph; } p2p_api;
+    struct { uint64_t count, stream; uint16_t func, dtype; uint8_t graph; uint64_t user_tag; } p2p_api;
     struct { uint64_t stream; } kernel_launch;
     struct { uint64_t seq, count; int32_t root; uint16_t func, dtype, algo, proto; uint8_t nch, nwarps; } coll;
     struct { uint64_t count; int32_t peer; uint16_t func, dtype; uint8_t nch; } p2p;
@@ -192,21 +193,42 @@ union nsc_desc {
     struct { uint64_t ptimer; uint8_t ch; } kernel_ch;
     /* net: kind 0 = unknown (raw data pointer in `a`), 1 = IB v1, 2 = socket v1 */
     struct { uint64_t plugin_id, length; int32_t a, b; uint8_t kind, ev_type; } net;
-    struct { uint64_t seq, count; int32_t root; uint16_t func, dtype, sync; uint8_t intra; } ce_coll;
+    /* user tag (v7): high half here, low half in the EXT (no 8 free bytes in either) */
+    struct { uint64_t seq, count; int32_t root; uint16_t func, dtype, sync; uint8_t intra; uint32_t user_tag_hi; } ce_coll;
     struct { int32_t nranks; uint8_t complete; } ce_sync;
     struct { uint64_t total_bytes; int32_t num_ops; uint8_t intra; } ce_batch;
+    /* v7; ptimer: GPU start (%globaltimer ns), the end is KernelPhaseStop's arg */
+    struct { uint64_t ptimer; uint16_t name; uint8_t ch, phase; } kernel_phase;
     uint8_t raw[32];
 };
 _Static_assert(sizeof(union nsc_desc) == 32, "descriptor payload");
+_Static_assert(offsetof(union nsc_desc, p2p_api.user_tag) == 24, "p2p_api.user_tag");
+_Static_assert(offsetof(union nsc_desc, ce_coll.user_tag_hi) == 28, "ce_coll.user_tag_hi");
+_Static_assert(offsetof(union nsc_desc, kernel_phase.name) == 8, "kernel_phase.name");
+_Static_assert(offsetof(union nsc_desc, kernel_phase.phase) == 11, "kernel_phase.phase");
 
+/* Fields added in format 3 (API v7) sit in bytes that were zero before, so
+ * older files read as untagged, non-symmetric and without a variant. */
 union nsc_ext {
-    struct { uint64_t parent_group, send_buff, recv_buff; } coll;
-    struct { uint64_t parent_group, buff; } p2p;
+    /* variant: string id of kernelVariant (0 = NULL) */
+    struct { uint64_t parent_group, send_buff, recv_buff, user_tag; uint16_t variant; uint8_t is_sym; } coll;
+    struct { uint64_t parent_group, buff, user_tag; } p2p;
     struct { uint64_t wr_id; int32_t qp; } net_ib;
-    struct { uint64_t send_buff, recv_buff, stream; uint32_t batch_size, num_batches, ce_seq; } ce_coll;
+    struct { uint64_t send_buff, recv_buff, stream; uint32_t batch_size, num_batches, ce_seq, user_tag_lo; } ce_coll;
+    struct { uint64_t user_tag; } coll_api;
     uint8_t raw[40];
 };
 _Static_assert(sizeof(union nsc_ext) == 40, "ext payload");
+_Static_assert(offsetof(union nsc_ext, coll.user_tag) == 24, "ext coll.user_tag");
+_Static_assert(offsetof(union nsc_ext, coll.variant) == 32, "ext coll.variant");
+_Static_assert(offsetof(union nsc_ext, coll.is_sym) == 34, "ext coll.is_sym");
+_Static_assert(offsetof(union nsc_ext, p2p.user_tag) == 16, "ext p2p.user_tag");
+_Static_assert(offsetof(union nsc_ext, ce_coll.user_tag_lo) == 36, "ext ce_coll.user_tag_lo");
+
+/* A CeColl's user tag from its two halves (ext may be NULL: low half 0). */
+static inline uint64_t nsc_ce_coll_user_tag(const union nsc_desc *d, const union nsc_ext *x) {
+    return (uint64_t)d->ce_coll.user_tag_hi << 32 | (x ? x->ce_coll.user_tag_lo : 0u);
+}
 
 struct nsc_rec {
     struct nsc_rec_hdr h;
@@ -216,7 +238,8 @@ struct nsc_rec {
             union nsc_desc d;
         } start;
         struct {
-            uint64_t arg; /* transSize, appendedProxyOps, pTimer or the net data pointer */
+            uint64_t arg; /* transSize, appendedProxyOps, pTimer (KernelChStop,
+                           * KernelPhaseStop) or the net data pointer */
         } state;
         union nsc_ext ext;
         char thread_name[40];

@@ -46,7 +46,7 @@ static int type_from_name(const char *name) {
 }
 
 static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct kv *kv, int n) {
-    nsc_abi_descr_v6 *d = &c->d;
+    nsc_abi_descr_v7 *d = &c->d;
     switch (et) {
     case NSC_ET_GROUP_API:
         d->groupApi.graphCaptured = u64(kv, n, "graph") != 0;
@@ -59,6 +59,7 @@ static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct 
         d->collApi.root = (int)i64(kv, n, "root");
         d->collApi.stream = (void *)(uintptr_t)u64(kv, n, "stream");
         d->collApi.graphCaptured = u64(kv, n, "graph") != 0;
+        d->collApi.userTag = u64(kv, n, "userTag");
         break;
     case NSC_ET_P2P_API:
         d->p2pApi.func = sv(s, kv, n, "func");
@@ -66,6 +67,7 @@ static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct 
         d->p2pApi.datatype = sv(s, kv, n, "dtype");
         d->p2pApi.stream = (void *)(uintptr_t)u64(kv, n, "stream");
         d->p2pApi.graphCaptured = u64(kv, n, "graph") != 0;
+        d->p2pApi.userTag = u64(kv, n, "userTag");
         break;
     case NSC_ET_KERNEL_LAUNCH:
         d->kernelLaunch.stream = (void *)(uintptr_t)u64(kv, n, "stream");
@@ -80,6 +82,9 @@ static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct 
         d->coll.nWarps = (uint8_t)u64(kv, n, "nWarps");
         d->coll.algo = sv(s, kv, n, "algo");
         d->coll.proto = sv(s, kv, n, "proto");
+        d->coll.kernelVariant = sv(s, kv, n, "kernelVariant");
+        d->coll.isSymColl = u64(kv, n, "isSymColl") != 0;
+        d->coll.userTag = u64(kv, n, "userTag");
         c->parent_group = u64(kv, n, "parentGroup");
         break;
     case NSC_ET_P2P:
@@ -88,6 +93,7 @@ static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct 
         d->p2p.datatype = sv(s, kv, n, "dtype");
         d->p2p.peer = (int)i64(kv, n, "peer");
         d->p2p.nChannels = (uint8_t)u64(kv, n, "nCh");
+        d->p2p.userTag = u64(kv, n, "userTag");
         c->parent_group = u64(kv, n, "parentGroup");
         break;
     case NSC_ET_PROXY_OP:
@@ -117,6 +123,7 @@ static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct 
         d->ceColl.numBatches = (uint32_t)u64(kv, n, "numBatches");
         d->ceColl.ceSeqNum = (uint32_t)u64(kv, n, "ceSeq");
         d->ceColl.stream = (void *)(uintptr_t)u64(kv, n, "stream");
+        d->ceColl.userTag = u64(kv, n, "userTag");
         break;
     case NSC_ET_CE_SYNC:
         d->ceCollSync.isComplete = u64(kv, n, "complete") != 0;
@@ -126,6 +133,12 @@ static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct 
         d->ceCollBatch.numOps = (int)i64(kv, n, "numOps");
         d->ceCollBatch.totalBytes = u64(kv, n, "totalBytes");
         d->ceCollBatch.useIntraSync = u64(kv, n, "intraSync") != 0;
+        break;
+    case NSC_ET_KERNEL_PHASE:
+        d->kernelPhase.channelId = (uint8_t)u64(kv, n, "ch");
+        d->kernelPhase.phaseId = (uint8_t)u64(kv, n, "phaseId");
+        d->kernelPhase.phaseName = sv(s, kv, n, "phaseName");
+        d->kernelPhase.pTimer = u64(kv, n, "ptimer");
         break;
     default:
         break;

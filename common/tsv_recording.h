@@ -2,6 +2,12 @@
  * tsv_recording.h - reads the NCCL callback recordings of ../shared/recordings
  * (one line per callback, tab-separated; format in that folder's README)
  * into a replay script.
+ *
+ * API v7 (NCCL 2.31) lines use keys the README does not list yet:
+ * `userTag=` on CollApi, P2pApi, Coll, P2p and CeColl, `kernelVariant=`
+ * and `isSymColl=` on Coll, and KernelPhase starts with `ch= phaseId=
+ * phaseName= ptimer=` (its KernelPhaseStop, state 31, carries `ptimer=`).
+ * Absent keys read as 0 / NULL, as in recordings of older versions.
  */
 #ifndef NSC_TSV_RECORDING_H
 #define NSC_TSV_RECORDING_H

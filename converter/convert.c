@@ -63,6 +63,15 @@ struct open_ev {
     struct open_ev *prev, *next; /* on the track, in start order */
 };
 
+/* A KernelPhase's GPU interval, drawn after (and inside) its KernelCh's. */
+struct gpu_phase {
+    uint64_t id, parent, gs, ge;
+    uint32_t serial;
+    uint16_t name;
+    uint8_t ch, phase;
+};
+#define GPU_PHASES_MAX 4096 /* waiting at once; NCCL 2.31 stops a KernelCh right after its phases */
+
 struct track {
     uint64_t key;           /* thread index << 32 | comm serial */
     uint32_t tid;
@@ -99,6 +108,8 @@ struct file_ctx {
     uint64_t impossible_gpu, ops_drawn, ops_lane_overflow, gpu_before_enqueue;
     uint32_t *comm_named; /* per serial: process_name written */
     size_t ncomm_named;
+    struct gpu_phase *phases; /* KernelPhase GPU intervals waiting for their KernelCh's */
+    uint32_t nphases, phases_cap;
 };
 
 struct conv {
@@ -549,12 +560,17 @@ static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
     out_event(c, &e);
 }
 
-static const char *role_of(unsigned etype) {
+static const char *role_of(const struct file_ctx *f, unsigned etype) {
     switch (etype) {
+    case NSC_ET_KERNEL_CH:
+    case NSC_ET_KERNEL_PHASE:
+        /* NCCL 2.31 (API v7) polls GPU counters on a profiler thread per device */
+        if (f->dec.session.api_version >= 7)
+            return "profiler thread";
+        return "proxy thread";
     case NSC_ET_PROXY_OP:
     case NSC_ET_PROXY_STEP:
     case NSC_ET_PROXY_CTRL:
-    case NSC_ET_KERNEL_CH:
         return "proxy thread";
     case NSC_ET_NET_PLUGIN:
         return "network thread";
@@ -588,7 +604,7 @@ static struct track *track_of(struct conv *c, struct file_ctx *f, uint32_t threa
         name_process(c, f, serial);
         char name[96];
         const char *os = thread < f->dec.nthreads ? f->dec.threads[thread].name : "";
-        snprintf(name, sizeof(name), "%s %u%s%s%s", role_of(etype), tid, os[0] ? " (" : "", os,
+        snprintf(name, sizeof(name), "%s %u%s%s%s", role_of(f, etype), tid, os[0] ? " (" : "", os,
                  os[0] ? ")" : "");
         struct tev e = {.k = TEV_THREAD, .pid = out_pid(f->index, serial), .tid = tid, .name = name};
         out_event(c, &e);
@@ -607,6 +623,7 @@ static const char *event_name(const struct file_ctx *f, const struct nsc_rec *r)
     case NSC_ET_COLL: s = nsc_decoder_str(&f->dec, d->coll.func); break;
     case NSC_ET_P2P: s = nsc_decoder_str(&f->dec, d->p2p.func); break;
     case NSC_ET_CE_COLL: s = nsc_decoder_str(&f->dec, d->ce_coll.func); break;
+    case NSC_ET_KERNEL_PHASE: s = nsc_decoder_str(&f->dec, d->kernel_phase.name); break;
     default: break;
     }
     return s ? s : nsc_etype_name(r->h.etype);
@@ -870,6 +887,117 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
     *p = (struct placed){key, pid, tid, op->start_ns};
 }
 
+/* The GPU track of channel ch of comm `serial`, named when first used. */
+static uint32_t gpu_channel_track(struct conv *c, struct file_ctx *f, uint32_t serial, unsigned ch) {
+    struct rank_view *v = view_of(f, serial);
+    uint32_t tid = TID_GPU_CHANNEL + ch;
+    if (v && ch < 64 && !(v->channels_named & (1ull << ch))) {
+        v->channels_named |= 1ull << ch;
+        char name[64];
+        snprintf(name, sizeof(name), "GPU channel %u (KernelCh, %%globaltimer)", ch);
+        name_thread(c, f, serial, tid, name);
+    }
+    return tid;
+}
+
+/* One KernelPhase's GPU interval on its channel's GPU track. [ps, pe] is
+ * its KernelCh's GPU interval when that was drawn (else 0, 0): a phase
+ * reaching outside it is clamped into it, so it nests under it on the track
+ * (its args keep the recorded timers and say "clamped"). */
+static void gpu_phase_out(struct conv *c, struct file_ctx *f, const struct gpu_phase *p,
+                          uint64_t ps, uint64_t pe) {
+    const struct nsc_gpu_clock *g = gpu_clock(f, p->serial);
+    if (!g)
+        return;
+    uint64_t s = p->gs, e = p->ge;
+    int clamped = 0;
+    if (pe > ps && e > s && (s < ps || e > pe) && s < pe && e > ps) {
+        s = s < ps ? ps : s;
+        e = e > pe ? pe : e;
+        clamped = 1;
+    }
+    uint32_t tid = gpu_channel_track(c, f, p->serial, p->ch);
+    args_begin(c);
+    jw_raw(c->aw, "\"id\":");
+    jw_u64(c->aw, out_id(c, f->index, p->id));
+    if (p->parent)
+        arg_u(c, "parent", out_id(c, f->index, p->parent));
+    arg_str(c, f, "phaseName", p->name);
+    arg_u(c, "phaseId", p->phase);
+    arg_u(c, "channel", p->ch);
+    arg_u(c, "pTimer_start", p->gs);
+    arg_u(c, "pTimer_stop", p->ge);
+    if (clamped)
+        jw_raw(c->aw, ",\"clamped\":true");
+    const char *nm = nsc_decoder_str(&f->dec, p->name);
+    struct tev ev = {.k = TEV_SLICE, .cat = "KernelPhase", .name = nm ? nm : "KernelPhase",
+                     .pid = out_pid(f->index, p->serial), .tid = tid,
+                     .ts = (uint64_t)((int64_t)s + g->offset_ns), .dur = e - s, .with_args = 1};
+    if (p->ge <= p->gs) {
+        f->impossible_gpu++;
+        ev.k = TEV_INSTANT;
+        ev.scope = 't';
+        ev.name = "impossible GPU interval";
+    }
+    out_event(c, &ev);
+}
+
+/* Draws the KernelPhases waiting for KernelCh `parent` (every one waiting
+ * for parent 0), clamped into [ps, pe], earliest first. The protobuf output
+ * needs that order: Perfetto orders a track's events by time, keeping the
+ * written order for equal times, and an END closes the slice opened last;
+ * so a KernelCh is written before its phases (a phase starting at its GPU
+ * start still nests), and a phase before the next (one ending where the
+ * next begins closes first). */
+static void gpu_phases_draw(struct conv *c, struct file_ctx *f, uint64_t parent, uint64_t ps,
+                            uint64_t pe) {
+    for (;;) {
+        uint32_t k = UINT32_MAX;
+        for (uint32_t i = 0; i < f->nphases; i++)
+            if ((!parent || f->phases[i].parent == parent) &&
+                (k == UINT32_MAX || f->phases[i].gs < f->phases[k].gs))
+                k = i;
+        if (k == UINT32_MAX)
+            return;
+        struct gpu_phase p = f->phases[k];
+        memmove(&f->phases[k], &f->phases[k + 1], (f->nphases - k - 1) * sizeof(p));
+        f->nphases--;
+        gpu_phase_out(c, f, &p, ps, pe);
+    }
+}
+
+/* A KernelPhase's GPU interval: it waits for its KernelCh to be drawn when
+ * that one is still open (NCCL 2.31 stops the phases first), else it is
+ * drawn now. */
+static void gpu_phase_slice(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
+    const struct nsc_rec *r = &e->start;
+    uint64_t ge = 0;
+    for (uint32_t i = 0; i < e->nstates; i++)
+        if (e->states[i].state == 31 /* KernelPhaseStop */)
+            ge = e->states[i].arg;
+    if (!r->u.start.d.kernel_phase.ptimer || !ge)
+        return; /* not stopped on the GPU: nothing to place */
+    struct gpu_phase p = {e->id, r->u.start.parent, r->u.start.d.kernel_phase.ptimer, ge,
+                          r->h.aux, r->u.start.d.kernel_phase.name,
+                          r->u.start.d.kernel_phase.ch, r->u.start.d.kernel_phase.phase};
+    if (!p.parent || !map_find(&f->open, p.parent)) {
+        gpu_phase_out(c, f, &p, 0, 0);
+        return;
+    }
+    if (f->nphases == f->phases_cap && f->phases_cap < GPU_PHASES_MAX) {
+        uint32_t n = f->phases_cap ? f->phases_cap * 2 : 64;
+        struct gpu_phase *q = realloc(f->phases, n * sizeof(*q));
+        if (q) {
+            f->phases = q;
+            f->phases_cap = n;
+        }
+    }
+    if (f->nphases == f->phases_cap)
+        gpu_phase_out(c, f, &p, 0, 0); /* cannot wait: drawn unclamped */
+    else
+        f->phases[f->nphases++] = p;
+}
+
 /* A KernelCh's GPU interval on its channel's GPU track, in host time. */
 static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
     const struct nsc_rec *r = &e->start;
@@ -882,15 +1010,8 @@ static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct o
             ge = e->states[i].arg;
     if (!gs || !ge)
         return; /* not stopped on the GPU yet (unfinished): nothing to place */
-    struct rank_view *v = view_of(f, r->h.aux);
     unsigned ch = r->u.start.d.kernel_ch.ch;
-    uint32_t tid = TID_GPU_CHANNEL + ch;
-    if (v && ch < 64 && !(v->channels_named & (1ull << ch))) {
-        v->channels_named |= 1ull << ch;
-        char name[64];
-        snprintf(name, sizeof(name), "GPU channel %u (KernelCh, %%globaltimer)", ch);
-        name_thread(c, f, r->h.aux, tid, name);
-    }
+    uint32_t tid = gpu_channel_track(c, f, r->h.aux, ch);
     int64_t off = g->offset_ns;
     args_begin(c);
     jw_raw(c->aw, "\"id\":");
@@ -911,6 +1032,8 @@ static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct o
         ev.name = "impossible GPU interval";
     }
     out_event(c, &ev);
+    if (f->nphases)
+        gpu_phases_draw(c, f, e->id, gs, ge);
 }
 
 static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev *e) {
@@ -951,6 +1074,8 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
         arg_i(c, "root", d->coll_api.root);
         arg_p(c, "stream", d->coll_api.stream);
         arg_u(c, "graphCaptured", d->coll_api.graph);
+        if (x && x->coll_api.user_tag) /* API v7; the EXT is only there for a tag */
+            arg_u(c, "userTag", x->coll_api.user_tag);
         break;
     case NSC_ET_P2P_API:
         arg_str(c, f, "func", d->p2p_api.func);
@@ -958,6 +1083,8 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
         arg_str(c, f, "datatype", d->p2p_api.dtype);
         arg_p(c, "stream", d->p2p_api.stream);
         arg_u(c, "graphCaptured", d->p2p_api.graph);
+        if (d->p2p_api.user_tag)
+            arg_u(c, "userTag", d->p2p_api.user_tag);
         break;
     case NSC_ET_KERNEL_LAUNCH:
         arg_p(c, "stream", d->kernel_launch.stream);
@@ -977,6 +1104,14 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
                 arg_u(c, "parentGroup", out_id(c, f->index, x->coll.parent_group));
             arg_p(c, "sendBuff", x->coll.send_buff);
             arg_p(c, "recvBuff", x->coll.recv_buff);
+            /* API v7's fields where set (older traces cannot tell 0 from
+             * unknown, and a replay of one at v7 must read the same) */
+            if (x->coll.user_tag)
+                arg_u(c, "userTag", x->coll.user_tag);
+            if (x->coll.variant)
+                arg_str(c, f, "kernelVariant", x->coll.variant);
+            if (x->coll.is_sym)
+                arg_u(c, "isSymColl", x->coll.is_sym);
         }
         if (ci)
             arg_p(c, "commHash", ci->comm_id);
@@ -991,6 +1126,8 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
             if (x->p2p.parent_group)
                 arg_u(c, "parentGroup", out_id(c, f->index, x->p2p.parent_group));
             arg_p(c, "buff", x->p2p.buff);
+            if (x->p2p.user_tag)
+                arg_u(c, "userTag", x->p2p.user_tag);
         }
         break;
     case NSC_ET_PROXY_OP:
@@ -1046,6 +1183,8 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
             arg_u(c, "numBatches", x->ce_coll.num_batches);
             arg_u(c, "ceSeqNum", x->ce_coll.ce_seq);
         }
+        if (nsc_ce_coll_user_tag(d, x))
+            arg_u(c, "userTag", nsc_ce_coll_user_tag(d, x));
         break;
     case NSC_ET_CE_SYNC:
         arg_u(c, "isComplete", d->ce_sync.complete);
@@ -1055,6 +1194,12 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
         arg_i(c, "numOps", d->ce_batch.num_ops);
         arg_u(c, "totalBytes", d->ce_batch.total_bytes);
         arg_u(c, "useIntraSync", d->ce_batch.intra);
+        break;
+    case NSC_ET_KERNEL_PHASE:
+        arg_str(c, f, "phaseName", d->kernel_phase.name);
+        arg_u(c, "phaseId", d->kernel_phase.phase);
+        arg_u(c, "channel", d->kernel_phase.ch);
+        arg_u(c, "pTimer", d->kernel_phase.ptimer);
         break;
     }
     if (e->nstates) {
@@ -1069,7 +1214,7 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
                 jw_u64(c->aw, s->state);
             jw_raw(c->aw, ",\"ts\":");
             jw_us(c->aw, s->ns);
-            if (s->state == 22 /* KernelChStop */)
+            if (s->state == 22 /* KernelChStop */ || s->state == 31 /* KernelPhaseStop */)
                 arg_u(c, "pTimer", s->arg);
             else if (s->arg)
                 arg_u(c, "value", s->arg);
@@ -1110,6 +1255,8 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
         out_event(c, &ev);
         if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
             gpu_channel_slice(c, f, e);
+        else if (r->h.etype == NSC_ET_KERNEL_PHASE && !unfinished)
+            gpu_phase_slice(c, f, e);
         /* Parent -> child arrow. The parent is still open (it stops after its
          * children) or was written recently. Both ends bind to the slices that
          * start at those times on those threads (X slices; Perfetto does not
@@ -1134,6 +1281,8 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
             *me = (struct placed){e->id + 1, pid, t->tid, e->start_ns};
         }
     }
+    if (r->h.etype == NSC_ET_KERNEL_CH && f->nphases)
+        gpu_phases_draw(c, f, e->id, 0, 0); /* its own GPU slice was not drawn */
     c->res.events++;
     if (unfinished)
         c->res.unfinished++;
@@ -1457,7 +1606,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             c.res.damaged++;
             continue;
         }
-        if (c.file_masks[i] & (1u << NSC_ET_KERNEL_CH) &&
+        if (c.file_masks[i] & ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_PHASE)) &&
             nsc_gpu_clock_scan(f->path, f->shift_ns, &f->gpu, &f->ngpu) == 0 && !o->quiet)
             for (uint32_t k = 0; k < f->ngpu; k++)
                 if (f->gpu[k].have)
@@ -1501,6 +1650,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 k = (size_t)-1;
             }
         }
+        gpu_phases_draw(&c, f, 0, 0, 0); /* phases whose KernelCh never started */
         file_summary(&c, f, &drops[i]);
         c.res.drops += drops[i];
     }
@@ -1565,6 +1715,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         free(f->comm_named);
         free(f->gpu);
         free(f->views);
+        free(f->phases);
         if (f->dec.rd.f || f->dec.strings)
             nsc_decoder_close(&f->dec);
     }

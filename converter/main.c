@@ -409,8 +409,8 @@ static int cmd_replay(int argc, char **argv) {
         else if (strcmp(argv[i], "--version") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             version = atoi(v[0] == 'v' ? v + 1 : v);
-            if (version < 1 || version > 6) {
-                fprintf(stderr, "ncclscope replay: --version takes 1..6 (or v1..v6)\n");
+            if (version < 1 || version > 7) {
+                fprintf(stderr, "ncclscope replay: --version takes 1..7 (or v1..v7)\n");
                 return 1;
             }
         } else if (argv[i][0] == '-') {

@@ -1,11 +1,14 @@
 /*
- * nccl_api.c - the six exported ncclProfiler_vN tables, each a thin adapter
+ * nccl_api.c - the seven exported ncclProfiler_vN tables, each a thin adapter
  * from its version's descriptor into the one internal event model.
  *
- * v5 and v6 descriptors are read directly (v6 extends v5 without moving a
- * field). v1..v4 descriptors are first lifted into a v6 descriptor on the
- * stack, the same translation NCCL's own adapters make in reverse; those
- * NCCL versions are old and the copy costs a few nanoseconds.
+ * v5, v6 and v7 descriptors are read directly (each extends the one before
+ * without moving a field; nccl_abi.h checks it): the v7-only members are
+ * read only from v7 calls (`v7` below, a constant in each caller, so the
+ * inlined code of older versions never touches them). v1..v4 descriptors
+ * are first lifted into a v7 descriptor on the stack, the same translation
+ * NCCL's own adapters make in reverse; those NCCL versions are old and the
+ * copy costs a few nanoseconds.
  *
  * Every callback returns success. Only init can fail, which makes NCCL run
  * that communicator without us.
@@ -31,7 +34,7 @@ static inline int net_is_sock(int64_t id) {
            ((uint64_t)id & NSC_ABI_NET_VER_MASK) == 1;
 }
 
-static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned et) {
+static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned et, int v7) {
     union nsc_desc *o = &s->rec->u.start.d;
     struct nsc_intern_cache *sc = &s->t->strings;
     switch (et) {
@@ -46,6 +49,8 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned
         o->coll_api.func = nsc_intern(sc, d->collApi.func);
         o->coll_api.dtype = nsc_intern(sc, d->collApi.datatype);
         o->coll_api.graph = d->collApi.graphCaptured;
+        if (s->ext) /* v7 with a tag: see start_event */
+            s->ext->u.ext.coll_api.user_tag = d->collApi.userTag;
         break;
     case NSC_ET_P2P_API:
         o->p2p_api.count = d->p2pApi.count;
@@ -53,6 +58,8 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned
         o->p2p_api.func = nsc_intern(sc, d->p2pApi.func);
         o->p2p_api.dtype = nsc_intern(sc, d->p2pApi.datatype);
         o->p2p_api.graph = d->p2pApi.graphCaptured;
+        if (v7)
+            o->p2p_api.user_tag = d->p2pApi.userTag;
         break;
     case NSC_ET_KERNEL_LAUNCH:
         o->kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
@@ -70,6 +77,11 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned
         s->ext->u.ext.coll.parent_group = nsc_parent_id(d->coll.parentGroup, &s->rec->h.flags);
         s->ext->u.ext.coll.send_buff = (uint64_t)(uintptr_t)d->coll.sendBuff;
         s->ext->u.ext.coll.recv_buff = (uint64_t)(uintptr_t)d->coll.recvBuff;
+        if (v7) {
+            s->ext->u.ext.coll.user_tag = d->coll.userTag;
+            s->ext->u.ext.coll.variant = nsc_intern(sc, d->coll.kernelVariant);
+            s->ext->u.ext.coll.is_sym = d->coll.isSymColl;
+        }
         break;
     case NSC_ET_P2P:
         o->p2p.count = d->p2p.count;
@@ -79,6 +91,8 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned
         o->p2p.nch = d->p2p.nChannels;
         s->ext->u.ext.p2p.parent_group = nsc_parent_id(d->p2p.parentGroup, &s->rec->h.flags);
         s->ext->u.ext.p2p.buff = (uint64_t)(uintptr_t)d->p2p.buff;
+        if (v7)
+            s->ext->u.ext.p2p.user_tag = d->p2p.userTag;
         break;
     case NSC_ET_PROXY_OP:
         o->proxy_op.pid = d->proxyOp.pid;
@@ -132,6 +146,10 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned
         s->ext->u.ext.ce_coll.batch_size = d->ceColl.batchSize;
         s->ext->u.ext.ce_coll.num_batches = d->ceColl.numBatches;
         s->ext->u.ext.ce_coll.ce_seq = d->ceColl.ceSeqNum;
+        if (v7) {
+            o->ce_coll.user_tag_hi = (uint32_t)(d->ceColl.userTag >> 32);
+            s->ext->u.ext.ce_coll.user_tag_lo = (uint32_t)d->ceColl.userTag;
+        }
         break;
     case NSC_ET_CE_SYNC:
         o->ce_sync.complete = d->ceCollSync.isComplete;
@@ -142,15 +160,22 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v6 *d, unsigned
         o->ce_batch.total_bytes = d->ceCollBatch.totalBytes;
         o->ce_batch.intra = d->ceCollBatch.useIntraSync;
         break;
+    case NSC_ET_KERNEL_PHASE: /* v7 only: start_event refuses it from older versions */
+        o->kernel_phase.ptimer = d->kernelPhase.pTimer;
+        o->kernel_phase.name = nsc_intern(sc, d->kernelPhase.phaseName);
+        o->kernel_phase.ch = d->kernelPhase.channelId;
+        o->kernel_phase.phase = d->kernelPhase.phaseId;
+        break;
     default: /* Group, ProxyCtrl: nothing but the header */
         break;
     }
 }
 
-/* The shared startEvent. `d` is a v6-layout descriptor; `type` its NCCL type
- * bit (v1..v4 store it in 8 bits). */
-static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v6 *d,
-                               uint64_t type, int learn_rank) {
+/* The shared startEvent. `d` is a v7-layout descriptor whose v7-only members
+ * exist only when `v7`; `type` its NCCL type bit (v1..v4 store it in 8
+ * bits). */
+static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7 *d,
+                               uint64_t type, int learn_rank, int v7) {
     uint64_t ticks = nsc_clock_ticks();
     *eHandle = NULL;
     struct nsc_comm *c = nsc_comm_from_context(ctx);
@@ -159,7 +184,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v6
         return;
     }
     int et = nsc_etype_from_bit(type);
-    if (__builtin_expect(et < 0, 0))
+    if (__builtin_expect(et < 0 || (!v7 && et == NSC_ET_KERNEL_PHASE), 0))
         return;
     /* Group descriptors carry rank 0 whatever the rank; Coll, P2p and proxy
      * descriptors carry the real one. */
@@ -175,18 +200,21 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v6
     } else {
         parent = nsc_parent_id(d->parentObj, &flags);
     }
+    /* A CollApi takes an EXT only for a user tag (most calls have none). */
     int with_ext = et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_CE_COLL ||
-                   (et == NSC_ET_NET_PLUGIN && d->netPlugin.data && net_is_ib(d->netPlugin.id));
+                   (et == NSC_ET_NET_PLUGIN && d->netPlugin.data && net_is_ib(d->netPlugin.id)) ||
+                   (v7 && et == NSC_ET_COLL_API && d->collApi.userTag != 0);
     struct nsc_start s;
     s.t = nsc_thread_get();
     if (nsc_start_begin(&s, c, (unsigned)et, parent, flags, with_ext, ticks, eHandle) != 0)
         return;
-    fill(&s, d, (unsigned)et);
+    fill(&s, d, (unsigned)et, v7);
     nsc_start_commit(&s);
 }
 
 /* State arguments sit at offset 0 in every version's union; ProxyCtrl
- * states carry an int, the others a 64-bit value. */
+ * states carry an int, the others a 64-bit value (KernelPhaseStop's is
+ * kernelCh.pTimer, as KernelChStop's). */
 static inline nsc_abi_result record_state(void *eHandle, int eState, const void *args) {
     uint64_t arg = 0;
     if (args) {
@@ -231,14 +259,24 @@ static nsc_abi_result init_common(int version, void **ctx, int *mask, uint64_t c
     if (!c)
         return NSC_ABI_INTERNAL_ERROR;
     *ctx = nsc_comm_context(c);
-    *mask = (int)m;
+    /* Only what this version defines; KernelPhase brings KernelCh, which
+     * NCCL 2.31 would otherwise turn on itself (and log). */
+    *mask = (int)nsc_mask_for_api(m, version);
     return NSC_ABI_SUCCESS;
 }
 
-/* ---- v6 / v5 ---- */
+/* ---- v7 / v6 / v5 ---- */
+static nsc_abi_result start_v7(void *ctx, void **eHandle, void *eDescr) {
+    const nsc_abi_descr_v7 *d = eDescr;
+    start_event(ctx, eHandle, d, d->type, 0, 1);
+    return NSC_ABI_SUCCESS;
+}
+
 static nsc_abi_result start_v6(void *ctx, void **eHandle, void *eDescr) {
-    const nsc_abi_descr_v6 *d = eDescr;
-    start_event(ctx, eHandle, d, d->type, 0);
+    /* A v6 descriptor is the v6 part of a v7 one (nccl_abi.h); with v7 = 0
+     * nothing past it is read. */
+    const nsc_abi_descr_v6 *d6 = eDescr;
+    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d6->type, 0, 0);
     return NSC_ABI_SUCCESS;
 }
 
@@ -250,7 +288,7 @@ static nsc_abi_result start_v5(void *ctx, void **eHandle, void *eDescr) {
         *eHandle = NULL;
         return NSC_ABI_SUCCESS;
     }
-    start_event(ctx, eHandle, (const nsc_abi_descr_v6 *)eDescr, d5->type, 0);
+    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d5->type, 0, 0);
     return NSC_ABI_SUCCESS;
 }
 
@@ -258,6 +296,10 @@ static nsc_abi_result state_any(void *eHandle, int eState, void *args) {
     return record_state(eHandle, eState, args);
 }
 
+static nsc_abi_result init_v7(void **ctx, uint64_t commId, int *mask, const char *commName,
+                              int nNodes, int nranks, int rank, nsc_abi_logger logfn) {
+    return init_common(7, ctx, mask, commId, commName, nNodes, nranks, rank, logfn);
+}
 static nsc_abi_result init_v6(void **ctx, uint64_t commId, int *mask, const char *commName,
                               int nNodes, int nranks, int rank, nsc_abi_logger logfn) {
     return init_common(6, ctx, mask, commId, commName, nNodes, nranks, rank, logfn);
@@ -270,7 +312,7 @@ static nsc_abi_result init_v5(void **ctx, uint64_t commId, int *mask, const char
 /* ---- v4 ---- */
 static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v4 *o = eDescr;
-    nsc_abi_descr_v6 d;
+    nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
     d.type = o->type;
     d.parentObj = o->parentObj; /* v4: a Coll's/P2p's parent is its Group */
@@ -314,7 +356,7 @@ static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
     default:
         break;
     }
-    start_event(ctx, eHandle, &d, o->type, 0);
+    start_event(ctx, eHandle, &d, o->type, 0, 0);
     return NSC_ABI_SUCCESS;
 }
 
@@ -338,7 +380,7 @@ static nsc_abi_result init_v4(void **ctx, int *mask, const char *commName, uint6
 
 static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v1 *o = eDescr;
-    nsc_abi_descr_v6 d;
+    nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
     LIFT_COMMON(o, d);
     if (o->type == NSC_ABI_COLL) {
@@ -360,7 +402,7 @@ static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
         d.p2p.count = o->p2p.count;
         d.p2p.peer = o->p2p.peer;
     }
-    start_event(ctx, eHandle, &d, o->type, 1);
+    start_event(ctx, eHandle, &d, o->type, 1, 0);
     return NSC_ABI_SUCCESS;
 }
 
@@ -391,16 +433,16 @@ static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
 
 static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v2 *o = eDescr;
-    nsc_abi_descr_v6 d;
+    nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
     LIFT_V2V3(o, d);
-    start_event(ctx, eHandle, &d, o->type, 1);
+    start_event(ctx, eHandle, &d, o->type, 1, 0);
     return NSC_ABI_SUCCESS;
 }
 
 static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v3 *o = eDescr;
-    nsc_abi_descr_v6 d;
+    nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
     LIFT_V2V3(o, d);
     if (o->type == NSC_ABI_KERNEL_CH) {
@@ -409,7 +451,7 @@ static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
         d.netPlugin.id = o->netPlugin.id;
         d.netPlugin.data = o->netPlugin.data;
     }
-    start_event(ctx, eHandle, &d, o->type, 1);
+    start_event(ctx, eHandle, &d, o->type, 1, 0);
     return NSC_ABI_SUCCESS;
 }
 
@@ -424,6 +466,8 @@ static nsc_abi_result init_v3(void **ctx, int *mask) {
 }
 
 /* ---- exported tables: the only symbols the .so exports ---- */
+EXPORT const nsc_abi_profiler_v5 ncclProfiler_v7 = {
+    "ncclscope", init_v7, start_v7, stop_event, state_any, finalize};
 EXPORT const nsc_abi_profiler_v5 ncclProfiler_v6 = {
     "ncclscope", init_v6, start_v6, stop_event, state_any, finalize};
 EXPORT const nsc_abi_profiler_v5 ncclProfiler_v5 = {

@@ -34,7 +34,7 @@ static int comm_init(void **ctx, uint64_t id, const char *name, int rank) {
 }
 
 static void one_coll(void *ctx, uint64_t seq, int rank) {
-    nsc_abi_descr_v6 d;
+    nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
     d.type = NSC_ABI_COLL;
     d.rank = rank;

@@ -2,7 +2,7 @@
 # The plugin exports only the ncclProfiler_vN tables (hidden visibility).
 set -e
 syms=$(nm -D --defined-only "$NSC_PLUGIN" | awk '{print $3}' | grep -v '^_' | sort | tr '\n' ' ')
-want="ncclProfiler_v1 ncclProfiler_v2 ncclProfiler_v3 ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 "
+want="ncclProfiler_v1 ncclProfiler_v2 ncclProfiler_v3 ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 ncclProfiler_v7 "
 if [ "$syms" != "$want" ]; then
     echo "FAIL: exported: $syms"
     exit 1

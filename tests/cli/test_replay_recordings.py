@@ -10,13 +10,15 @@ import sys
 from nsctest import *
 
 TYPES = ["Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin",
-         "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch"]
-VERSION_TYPES = {1: 6, 2: 6, 3: 8, 4: 8, 5: 12, 6: 15}
+         "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch", "KernelPhase"]
+VERSION_TYPES = {1: 6, 2: 6, 3: 8, 4: 8, 5: 12, 6: 15, 7: 16}
+NEWEST = 7
 STATES = {8: "ProxyStepSendGPUWait", 9: "ProxyStepSendWait", 10: "ProxyStepRecvWait",
           11: "ProxyStepRecvFlushWait", 12: "ProxyStepRecvGPUWait", 13: "ProxyCtrlIdle",
           14: "ProxyCtrlActive", 15: "ProxyCtrlSleep", 16: "ProxyCtrlWakeup", 17: "ProxyCtrlAppend",
           18: "ProxyCtrlAppendEnd", 19: "ProxyOpInProgress", 20: "ProxyStepSendPeerWait",
-          21: "NetPluginUpdate", 22: "KernelChStop", 23: "GroupStartApiStop", 24: "GroupEndApiStart"}
+          21: "NetPluginUpdate", 22: "KernelChStop", 23: "GroupStartApiStop", 24: "GroupEndApiStart",
+          31: "KernelPhaseStop"}
 # recording key -> JSON arg name
 FIELDS = {"func": "func", "count": "count", "dtype": "datatype", "root": "root", "seq": "seqNumber",
           "nCh": "nChannels", "nWarps": "nWarps", "algo": "algo", "proto": "proto", "peer": "peer",
@@ -32,6 +34,8 @@ def state_known(version, st):
         return 8 <= st <= 18
     if version == 4:
         return 8 <= st <= 22
+    if version == 6:
+        return st != 31  # KernelPhaseStop is v7's
     return True
 
 
@@ -67,13 +71,13 @@ def main():
         print("SKIP: ../shared/recordings is not present (it exists only beside the developers' checkout)")
         sys.exit(SKIP)
     cli, plugin, fake = env_paths()
-    if version:  # the older versions are checked on the two richest recordings
+    if version:  # the older versions are checked on the two richest recordings (and v6 on its own)
         recs = [r for r in recs if "allreduce_64B" in r or "net_allreduce" in r or
-                ("torch" in r and r.endswith("2083.tsv"))]
+                ("torch" in r and r.endswith("2083.tsv")) or (version >= 6 and "v6_ce" in r)]
     for rec in recs:
         if version and version < 6 and "v6_ce" in rec:
             continue
-        v = version or 6
+        v = version or NEWEST
         out = tmpdir()
         run([fake, "--plugin", plugin, "--replay", rec] + (["--version", str(version)] if version else []),
             env={"NCCLSCOPE_DIR": out, "NCCLSCOPE_EVENTS": "all"})

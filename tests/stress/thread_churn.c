@@ -32,7 +32,7 @@ static pthread_barrier_t hold, release_one, release_rest, late_tried, late_go;
 
 static void some_events(long n) {
     for (long i = 0; i < n; i++) {
-        nsc_abi_descr_v6 d;
+        nsc_abi_descr_v7 d;
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_GROUP_API;
         d.groupApi.groupDepth = 1;

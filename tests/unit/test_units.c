@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "event_types.h"
+#include "nccl_abi.h"
 #include "record_pack.h"
 #include "recorder.h"
 #include "ring.h"
@@ -97,14 +98,31 @@ static void test_mask(void) {
           m == (NSC_MASK_ALL & ~(1u << NSC_ET_KERNEL_CH) & ~(1u << NSC_ET_PROXY_STEP)));
     CHECK(nsc_mask_parse("0x40", &m, err, sizeof(err)) == 0 && m == 0x40);
     CHECK(nsc_mask_parse("kernel", &m, err, sizeof(err)) == 0 &&
-          m == ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_LAUNCH)));
+          m == ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_LAUNCH) |
+                (1u << NSC_ET_KERNEL_PHASE)));
+    /* KernelPhase (API v7) is a GPU-timer event: off by default like KernelCh */
+    CHECK(nsc_mask_parse("default", &m, err, sizeof(err)) == 0 &&
+          !(m & (1u << NSC_ET_KERNEL_PHASE)) && !(m & (1u << NSC_ET_KERNEL_CH)));
+    CHECK(nsc_mask_parse("KernelPhase", &m, err, sizeof(err)) == 0 && m == 0x8000);
+    CHECK(NSC_MASK_ALL == 0xffff);
+    /* what each API version can deliver; KernelPhase brings KernelCh */
+    CHECK(nsc_mask_for_api(NSC_MASK_ALL, 7) == 0xffff);
+    CHECK(nsc_mask_for_api(NSC_MASK_ALL, 6) == 0x7fff);
+    CHECK(nsc_mask_for_api(NSC_MASK_ALL, 5) == 0xfff);
+    CHECK(nsc_mask_for_api(NSC_MASK_ALL, 4) == 0xff && nsc_mask_for_api(NSC_MASK_ALL, 3) == 0xff);
+    CHECK(nsc_mask_for_api(NSC_MASK_ALL, 1) == 0x3f && nsc_mask_for_api(NSC_MASK_ALL, 2) == 0x3f);
+    CHECK(nsc_mask_for_api(0x8002, 7) == 0x8042 && nsc_mask_for_api(0x8002, 6) == 0x2);
     CHECK(nsc_mask_parse("coll,bogus", &m, err, sizeof(err)) == -1 && strstr(err, "bogus"));
     CHECK(nsc_mask_parse("0x10000000", &m, err, sizeof(err)) == -1);
     char buf[256];
     CHECK(strcmp(nsc_mask_format((1u << NSC_ET_COLL) | (1u << NSC_ET_CE_BATCH), buf, sizeof(buf)),
                  "Coll,CeBatch") == 0);
     CHECK(nsc_etype_from_bit(1u << 14) == NSC_ET_CE_BATCH && nsc_etype_from_bit(3) == -1);
+    CHECK(nsc_etype_from_bit(1u << 15) == NSC_ET_KERNEL_PHASE && nsc_etype_from_bit(1u << 16) == -1);
+    CHECK(strcmp(nsc_etype_name(NSC_ET_KERNEL_PHASE), "KernelPhase") == 0 &&
+          nsc_etype_name(NSC_ET_COUNT) == NULL);
     CHECK(strcmp(nsc_state_name(22), "KernelChStop") == 0 && nsc_state_name(99) == NULL);
+    CHECK(strcmp(nsc_state_name(31), "KernelPhaseStop") == 0 && nsc_state_name(32) == NULL);
 }
 
 static void test_handles(void) {
@@ -113,10 +131,13 @@ static void test_handles(void) {
     CHECK(nsc_handle_valid(h));
     CHECK(nsc_parent_id((void *)(uintptr_t)h, &flags) == 42 && flags == 0);
     CHECK(nsc_parent_id((void *)(uintptr_t)(h | NSC_HANDLE_DROPPED), &flags) == 42);
-    /* a real pointer (bits 60..62 set on no x86-64 user address, but the
-     * type nibble 15 is invalid) is flagged, not followed */
-    CHECK(nsc_parent_id((void *)(uintptr_t)0x0f00000000001234ull, &flags) == 0 &&
+    /* a value we could not have made (bits 60..62 are never set in a handle;
+     * with KernelPhase every type nibble 0..15 is a type) is flagged, not
+     * followed */
+    CHECK(nsc_parent_id((void *)(uintptr_t)0x1f00000000001234ull, &flags) == 0 &&
           (flags & NSC_RF_BAD_PARENT));
+    uint64_t kp = 7 | ((uint64_t)NSC_ET_KERNEL_PHASE << NSC_HANDLE_ETYPE_SHIFT);
+    CHECK(nsc_handle_valid(kp));
     CHECK(!nsc_handle_valid(0) && !nsc_handle_valid(1ull << 61));
     /* Garbage handles for stop/state: of a million random 64-bit values,
      * user-space pointers and small integers, only small integers below the
@@ -154,7 +175,7 @@ static void test_record_pack(void) {
         }
         if (i % 3) { /* realistic: small kinds, rising ticks, ids near each other */
             r->h.kind = (uint8_t)(1 + i % 4);
-            r->h.etype = (uint8_t)(i % 15);
+            r->h.etype = (uint8_t)(i % NSC_ET_COUNT);
             r->h.ticks = 1000000 + (uint64_t)i * 1234;
             r->h.id = 500 + (uint64_t)i / 2;
             r->u.start.parent = i % 2 ? r->h.id - 3 : 0;
@@ -188,9 +209,59 @@ static void test_record_pack(void) {
     CHECK(clean);
 }
 
+/* API v7's record fields (format 3) survive packing, each where
+ * trace_format.h puts it: KernelPhase and its stop, the tags, the variant. */
+static void test_v7_records(void) {
+    static struct nsc_pack_state enc, dec;
+    nsc_pack_reset(&enc);
+    nsc_pack_reset(&dec);
+    struct nsc_rec in[8];
+    memset(in, 0, sizeof(in));
+    in[0].h = (struct nsc_rec_hdr){NSC_REC_START, NSC_ET_COLL, NSC_RF_HAS_EXT, 1, 100, 10};
+    in[0].u.start.d.coll.func = 3;
+    in[1].h = (struct nsc_rec_hdr){NSC_REC_EXT, NSC_ET_COLL, 0, 0, 0, 10};
+    in[1].u.ext.coll.user_tag = 0x5a0000002aull;
+    in[1].u.ext.coll.variant = 7;
+    in[1].u.ext.coll.is_sym = 1;
+    in[2].h = (struct nsc_rec_hdr){NSC_REC_START, NSC_ET_KERNEL_PHASE, 0, 1, 200, 11};
+    in[2].u.start.parent = 9;
+    in[2].u.start.d.kernel_phase.ptimer = 5000000100ull;
+    in[2].u.start.d.kernel_phase.name = 8;
+    in[2].u.start.d.kernel_phase.ch = 1;
+    in[2].u.start.d.kernel_phase.phase = 2;
+    in[3].h = (struct nsc_rec_hdr){NSC_REC_STATE, NSC_ET_KERNEL_PHASE, 0, 31, 210, 11};
+    in[3].u.state.arg = 5000000400ull;
+    in[4].h = (struct nsc_rec_hdr){NSC_REC_STOP, NSC_ET_KERNEL_PHASE, 0, 0, 220, 11};
+    in[5].h = (struct nsc_rec_hdr){NSC_REC_START, NSC_ET_CE_COLL, NSC_RF_HAS_EXT, 1, 300, 12};
+    in[5].u.start.d.ce_coll.user_tag_hi = 0x01234567u;
+    in[6].h = (struct nsc_rec_hdr){NSC_REC_EXT, NSC_ET_CE_COLL, 0, 0, 0, 12};
+    in[6].u.ext.ce_coll.user_tag_lo = 0x89ab0008u;
+    in[7].h = (struct nsc_rec_hdr){NSC_REC_START, NSC_ET_P2P_API, 0, 1, 400, 13};
+    in[7].u.start.d.p2p_api.user_tag = 0x5a00000001ull;
+    unsigned char buf[NSC_PACK_MAX * 8], *p = buf;
+    for (int i = 0; i < 8; i++)
+        p = nsc_pack_record(&enc, &in[i], p);
+    const unsigned char *q = buf;
+    struct nsc_rec out[8];
+    int same = 1;
+    for (int i = 0; i < 8; i++)
+        if (nsc_unpack_record(&dec, &q, p, &out[i]) != 0 || memcmp(&out[i], &in[i], sizeof(in[i])))
+            same = 0;
+    CHECK(same && q == p);
+    CHECK(out[1].u.ext.coll.user_tag == 0x5a0000002aull && out[1].u.ext.coll.variant == 7 &&
+          out[1].u.ext.coll.is_sym == 1);
+    CHECK(out[2].h.etype == NSC_ET_KERNEL_PHASE && out[2].u.start.d.kernel_phase.phase == 2 &&
+          out[2].u.start.d.kernel_phase.ptimer == 5000000100ull);
+    CHECK(out[3].h.aux == NSC_ABI_KERNEL_PHASE_STOP && out[3].u.state.arg == 5000000400ull);
+    CHECK(nsc_ce_coll_user_tag(&out[5].u.start.d, &out[6].u.ext) == 0x0123456789ab0008ull);
+    CHECK(nsc_ce_coll_user_tag(&out[5].u.start.d, NULL) == 0x0123456700000000ull);
+    CHECK(out[7].u.start.d.p2p_api.user_tag == 0x5a00000001ull);
+}
+
 int main(void) {
     test_ring();
     test_record_pack();
+    test_v7_records();
     test_mask();
     test_handles();
     printf("%d passed, %d failed\n", passed, failed);
