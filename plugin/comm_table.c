@@ -151,13 +151,12 @@ unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max) {
         memcpy(out, retired + retired_head, (size_t)n * sizeof(*out));
         retired_head += n;
     }
-    if (retired_head == retired_n) {
-        retired_head = retired_n = 0;
-        if (retired_cap > 1024) { /* a burst is over: give its memory back */
-            free(retired);
-            retired = NULL;
-            retired_cap = 0;
-        }
+    if (retired_head == retired_n && retired) {
+        /* Drained: give the memory back (a burst is over, or the session's
+         * last take ran; nothing is left for an unload to leak). */
+        free(retired);
+        retired = NULL;
+        retired_head = retired_n = retired_cap = 0;
     }
     /* Then open comms, by a pass over every slot: 1,024 flag tests per call,
      * a few calls per chunk. */
@@ -173,7 +172,9 @@ unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max) {
 void nsc_comm_reset_pending(void) {
     pthread_mutex_lock(&lock);
     count_overflow(retired_n - retired_head);
-    retired_head = retired_n = 0;
+    free(retired);
+    retired = NULL;
+    retired_head = retired_n = retired_cap = 0;
     for (unsigned i = 0; i < NSC_MAX_COMMS; i++)
         nsc_comms[i].dirty = nsc_comms[i].in_use;
     pthread_mutex_unlock(&lock);

@@ -5,8 +5,10 @@ counted and harms no live comm, even one that now holds its slot.
 
 Run A stalls the flusher (it takes descriptions only at the end: all 4,024
 at once); run B makes it take every millisecond, concurrently with the
-churn. Each comm runs one AllReduce; in the converted trace each must sit
-under its own comm's process, named with its name and commHash."""
+churn. Each comm runs one AllReduce; `info` must list every comm, `stats`
+must put each AllReduce under its own commHash, and (run A) in the converted
+trace each must sit under its own comm's process, named with its name and
+commHash."""
 import os
 import re
 import sys
@@ -28,7 +30,7 @@ def expected(stale):
     return e
 
 
-def check_run(driver, env, args, stale):
+def check_run(driver, env, args, stale, converted):
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(env, NCCLSCOPE_DIR=d)
@@ -54,6 +56,18 @@ def check_run(driver, env, args, stale):
           "unknown contexts: %s (want %d)" % (m and m.group(1), CHURN if stale else 0))
 
     # convert: each comm's AllReduce under its own comm's process
+    if converted:
+        check_converted(files, d, want)
+
+    # stats: no operation without its comm
+    stats = run([cli, "stats", files[0]]).stdout
+    check("0000000000000000" not in stats, "operations under comm 0000000000000000:\n" + stats[:2000])
+    rows = [int(h, 16) for h in re.findall(r"^([0-9a-f]{16}) +4 AllReduce ", stats, re.M)]
+    check(sorted(rows) == sorted(want), "stats: one row per comm")
+    return len(want)
+
+
+def check_converted(files, d, want):
     doc, _ = convert(files, os.path.join(d, "t.json"))
     pname = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
              if e["ph"] == "M" and e["name"] == "process_name"}
@@ -74,20 +88,13 @@ def check_run(driver, env, args, stale):
           (len(lost), [want[h][0] for h in lost[:5]]))
     check(all(n == 1 for n in seen.values()), "a comm's AllReduce appears twice")
 
-    # stats: no operation without its comm
-    stats = run([cli, "stats", files[0]]).stdout
-    check("0000000000000000" not in stats, "operations under comm 0000000000000000:\n" + stats[:2000])
-    rows = [int(h, 16) for h in re.findall(r"^([0-9a-f]{16}) +4 AllReduce ", stats, re.M)]
-    check(sorted(rows) == sorted(want), "stats: one row per comm")
-    return len(want)
-
 
 def main():
     driver = sys.argv[1]
     n = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "3600000", "NCCLSCOPE_DRAIN_US": "3600000000"},
-                  ["--open-at-once", "100", "--stale-finalize"], True)
+                  ["--open-at-once", "100", "--stale-finalize"], True, True)
     m = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "1", "NCCLSCOPE_DRAIN_US": "100"},
-                  ["--open-at-once", "1000"], False)
+                  ["--open-at-once", "1000"], False, False)
     print("ok: %d comms with a stalled flusher (%d stale finalizes counted, no live comm harmed), "
           "%d with a flusher taking every millisecond; every description in the trace" % (n, CHURN, m))
 
