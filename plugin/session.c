@@ -34,23 +34,6 @@ static void after_fork_child(void) {
 }
 static void register_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
 
-/* Event types each API version can deliver (NCCL's own adapters filter the
- * rest out; we do not ask for what cannot come). */
-static uint32_t version_mask(int api_version) {
-    switch (api_version) {
-    case 1:
-    case 2:
-        return (1u << (NSC_ET_PROXY_CTRL + 1)) - 1;
-    case 3:
-    case 4:
-        return (1u << (NSC_ET_NET_PLUGIN + 1)) - 1;
-    case 5:
-        return (1u << (NSC_ET_KERNEL_LAUNCH + 1)) - 1;
-    default:
-        return NSC_MASK_ALL;
-    }
-}
-
 static int open_session(int api_version) {
     char err[512];
     if (nsc_config_load(&cfg, err, sizeof(err)) != 0) {
@@ -70,7 +53,7 @@ static int open_session(int api_version) {
     s.format_version = NSC_FORMAT_VERSION;
     s.api_version = (uint32_t)api_version;
     s.pid = (uint32_t)getpid();
-    s.event_mask = cfg.event_mask & version_mask(api_version);
+    s.event_mask = nsc_mask_for_api(cfg.event_mask, api_version);
     s.ring_records = cfg.ring_records;
     s.max_threads = cfg.max_threads;
     s.flush_ms = cfg.flush_ms;
@@ -105,7 +88,7 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
             nsc_log_warn("ncclscope: more than %d communicators at once; not profiling comm %llx",
                          NSC_MAX_COMMS, (unsigned long long)comm_id);
         else
-            *mask = cfg.event_mask & version_mask(api_version);
+            *mask = nsc_mask_for_api(cfg.event_mask, api_version);
     }
     pthread_mutex_unlock(&lock);
     if (c)
