@@ -9,7 +9,10 @@ counting plugin and once into ncclscope (every event type), and
   * for NCCL recordings (.tsv) both equal the recording itself (S, E and R
     lines), so the counting plugin is checked against the ground truth too;
   * the counting plugin writes its file from a destructor when a process
-    never finalizes, and counts handles it never returned apart.
+    never finalizes, and counts handles it never returned apart;
+  * the GPU sweep's report (bench/gpu/nccl_tests_report.py) reads these
+    replays as runs: all kept gives exit 0, an injected drop, a lost event
+    or a failed run make it say so and exit non-zero.
 
 usage: test_counting.py COUNTING_PLUGIN_SO"""
 import collections
@@ -17,6 +20,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -101,14 +105,15 @@ def replay_both(src, counting):
     run([cli, "replay", "--plugin", plugin, src], env={"NCCLSCOPE_DIR": sdir, "NCCLSCOPE_EVENTS": "all"})
     traces = trace_files(sdir)
     check(len(traces) == 1, "%s: one ncclscope trace expected, found %s" % (src, traces))
-    info = parse_info(run([cli, "info", traces[0]]).stdout)
+    info_text = run([cli, "info", traces[0]]).stdout
+    info = parse_info(info_text)
     doc, _ = convert(traces, os.path.join(work, "t.json"))
-    return counts, delivered, nulls, info, doc
+    return counts, delivered, nulls, info, doc, files[0], info_text
 
 
 def check_source(src, counting):
     name = os.path.relpath(src, os.path.join(data_dir(), "..", ".."))
-    counts, delivered, nulls, info, doc = replay_both(src, counting)
+    counts, delivered, nulls, info, doc, counts_file, info_text = replay_both(src, counting)
     # The counting plugin itself: finalized, every handle ours, nothing NULL.
     check(counts["written_at"] == "finalize" and counts["inits"] == counts["finalizes"] > 0,
           "%s: counts written at the last finalize: %s" % (name, counts))
@@ -144,7 +149,7 @@ def check_source(src, counting):
     print("ok %s: %d events (%s), %d stops, %d states (%s); ncclscope kept all, 0 dropped"
           % (name, counts["totals"]["start"], ", ".join("%s %d" % kv for kv in sorted(counts["start"].items())),
              counts["totals"]["stop"], counts["totals"]["state"], per_state))
-    return counts["totals"]["start"]
+    return counts["totals"]["start"], counts_file, info_text
 
 
 DTOR = r"""
@@ -199,20 +204,68 @@ def check_destructor(counting):
     print("ok: counts written from the destructor without finalize; foreign handles counted apart")
 
 
+REPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "gpu", "nccl_tests_report.py")
+
+
+def check_report(runs):
+    """The replays laid out as run_nccl_tests.sh lays out its runs."""
+    root = os.path.join(tmpdir(), "runs")
+    for i, (src, counts_file, info_text) in enumerate(runs):
+        case = "%s%d-%s" % (re.sub(r"\W", "_", os.path.basename(src)), i, "nvlink" if i % 2 else "net")
+        os.makedirs(os.path.join(root, case, "counting", "counts"))
+        os.makedirs(os.path.join(root, case, "ncclscope"))
+        shutil.copy(counts_file, os.path.join(root, case, "counting", "counts"))
+        with open(os.path.join(root, case, "ncclscope", "info.txt"), "w") as f:
+            f.write(info_text)
+        for p in ("counting", "ncclscope"):
+            with open(os.path.join(root, case, p, "status"), "w") as f:
+                f.write("ok 1.5\n")
+
+    def report(ok):
+        return run([sys.executable, REPORT, root], ok=ok).stdout
+
+    out = report((0,))
+    rows = [line for line in out.splitlines() if line.startswith("| ") and " ok" in line]
+    check(len(rows) == len(runs) and all(line.endswith("| ok |") for line in rows), "report, all kept:\n" + out)
+    check("nothing dropped" in out and "every run completed" in out, out)
+    first = sorted(os.listdir(root))[0]
+    info = os.path.join(root, first, "ncclscope", "info.txt")
+    text = open(info).read()
+    check(re.search(r"^dropped\s+0 records", text, re.M), "info has a dropped line")
+    with open(info, "w") as f:  # a drop counted by ncclscope
+        f.write(re.sub(r"^dropped\s+0 records", "dropped         17 records", text, flags=re.M))
+    out = report((1,))
+    check("DROPPED 17 records" in out, "drop reported:\n" + out)
+    with open(info, "w") as f:  # an event missing without a drop counted
+        f.write(re.sub(r"GroupApi=(\d+)", lambda m: "GroupApi=%d" % (int(m.group(1)) - 1), text))
+    out = report((1,))
+    check("kept ≠ offered** (GroupApi -1)" in out, "silent loss reported:\n" + out)
+    with open(info, "w") as f:
+        f.write(text)
+    with open(os.path.join(root, first, "counting", "status"), "w") as f:
+        f.write("timeout 300.2 (after 300 s)\n")
+    out = report((2,))
+    check("counting timeout 300.2" in out and "some runs failed" in out, "failed run reported:\n" + out)
+    print("ok: report of %d replays as runs: all kept (exit 0), drop (1), silent loss (1), failed run (2)" % len(runs))
+
+
 def main():
     counting = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("NSC_COUNTING")
     check(counting and os.path.exists(counting), "usage: test_counting.py COUNTING_PLUGIN_SO")
-    total = 0
-    for src in sources():
-        total += check_source(src, counting)
+    total, runs = 0, []
+    srcs = sources()
     recs = shared_recordings()
     if recs is None:
         print("SKIP part: ../shared/recordings is not present (only beside the developers' checkout)")
     else:
         check(recs, "../shared/recordings holds no .tsv")
-        for src in recs:
-            total += check_source(src, counting)
+        srcs += recs
+    for src in srcs:
+        n, counts_file, info_text = check_source(src, counting)
+        total += n
+        runs.append((src, counts_file, info_text))
     check_destructor(counting)
+    check_report(runs)
     print("ok: %d events offered, every one kept by ncclscope" % total)
 
 
