@@ -3,11 +3,14 @@
  *
  *   ncclscope-bench [--plugin SO]... [--mix NAME[,NAME]... | --replay DIR]
  *                   [--threads N] [--seconds S] [--version vN] [--events MASK]
- *                   [--rate EV_PER_S] [--json FILE] [--keep-traces]
+ *                   [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]
+ *                   [--knee BUDGET_S [--knee-start CB_PER_S]]
  *
  * Plugins default to the reference empty plugin and ncclscope from this
  * build, side by side. Thread counts run 1, 2, 4, ... up to N (default 16).
- * docs/benchmarks.md explains the timing method.
+ * docs/benchmarks.md explains the timing method. --knee searches, per
+ * (plugin, mix, thread count), the highest rate kept with zero drops
+ * (bench_knee.h) instead of measuring latency at one rate.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_knee.h"
 #include "bench_run.h"
 #include "cycle_timer.h"
 #include "replay.h"
@@ -32,7 +36,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: ncclscope-bench [--plugin SO]... [--mix NAME[,NAME...] | --replay DIR]\n"
             "                       [--threads N] [--seconds S] [--version vN] [--events MASK]\n"
-            "                       [--rate EV_PER_S] [--json FILE] [--keep-traces]\n"
+            "                       [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]\n"
+            "                       [--knee BUDGET_S [--knee-start CB_PER_S]]\n"
             "  --plugin SO     profiler plugin to load like NCCL does (repeatable;\n"
             "                  default: the empty reference plugin and ncclscope)\n"
             "  --mix NAME      allreduce64, allreduce1m, network (default: all three)\n"
@@ -44,8 +49,13 @@ static void usage(FILE *f) {
             "  --version vN    force ncclProfiler_vN (default: newest the plugin has)\n"
             "  --events MASK   NCCLSCOPE_EVENTS for both plugins (default: all)\n"
             "  --rate R        events per second per writer thread (default: flat out)\n"
+            "  --cb-rate R     callbacks (start+stop+state) per second per writer thread\n"
             "  --json FILE     one object per (plugin, workload, kind, threads)\n"
-            "  --keep-traces   leave ncclscope's trace files in /tmp\n");
+            "  --keep-traces   leave ncclscope's trace files in /tmp\n"
+            "  --knee B        per (plugin, mix, threads): the highest callback rate kept\n"
+            "                  with zero drops (max_zero_drop_rate), searched with paced\n"
+            "                  probes of --seconds each (default 0.5) within B seconds\n"
+            "  --knee-start R  first paced rate of the search, callbacks/s per writer (1e6)\n");
 }
 
 /* The plugins next to this executable in the build tree. */
@@ -145,8 +155,7 @@ static void print_header(const char *workload, const struct bench_result *r) {
 }
 
 static void print_rows(const struct bench_config *cfg, const struct bench_result *r) {
-    uint64_t kept = r->events_offered - r->events_null -
-                    (r->have_trace ? r->trace_drop_events : 0);
+    uint64_t kept = bench_events_kept(r);
     double mev = (double)r->events_offered / r->wall_s / 1e6 / (cfg->script ? 1 : cfg->threads);
     for (int k = 0; k < MIX_KINDS; k++) {
         if (!r->calls[k])
@@ -167,14 +176,15 @@ static void print_rows(const struct bench_config *cfg, const struct bench_result
                (double)r->single[k].max / 16.0 / 1000.0,
                cfg->script ? p50 : r->worst_thread_p50_ns[k], mev, ratio, bpe,
                (double)r->rss_growth_kib / 1024.0, r->background_cores,
-               kept == r->events_offered && !r->trace_damage ? "" : "LOSS");
+               bench_zero_drop(r) ? "" : "LOSS");
     }
 }
 
 static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const char *workload,
                       const struct bench_result *r) {
-    uint64_t dropped = r->events_null + (r->have_trace ? r->trace_drop_events : 0);
-    uint64_t kept = r->events_offered - dropped;
+    uint64_t kept = bench_events_kept(r);
+    uint64_t dropped = r->events_offered - kept;
+    double per = cfg->script ? 1 : cfg->threads;
     for (int k = 0; k < MIX_KINDS; k++) {
         if (!r->calls[k])
             continue;
@@ -187,7 +197,9 @@ static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const
                 "\"events_per_s\": %.0f, \"events_offered\": %llu, \"events_kept\": %llu, "
                 "\"drops\": %llu, \"floor_ns\": %.2f, \"floor_clock_gettime_ns\": %.2f, "
                 "\"floor_call_ns\": %.2f, \"rss_growth_kib\": %ld, \"background_cores\": %.3f, "
-                "\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"trace_damage\": %llu}",
+                "\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"trace_damage\": %llu, "
+                "\"callbacks_per_s\": %.0f, \"callbacks_offered\": %llu, \"callbacks_kept\": %llu, "
+                "\"zero_drop\": %s, \"sustained\": %s, \"drain_ms\": %.1f, \"kept_seen_in\": \"%s\"}",
                 *first ? "" : ",", r->plugin_name, cfg->plugin, r->version, workload,
                 mix_kind_name[k], cfg->script ? 0 : cfg->threads, q_ns(med, 0.5),
                 q_ns(&r->single[k], 0.99), q_ns(&r->single[k], 0.999),
@@ -200,9 +212,68 @@ static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const
                 r->floor_call_ns, r->rss_growth_kib, r->background_cores,
                 (unsigned long long)r->trace_bytes,
                 r->have_trace && kept ? (double)r->trace_bytes / (double)kept : 0.0,
-                (unsigned long long)r->trace_damage);
+                (unsigned long long)r->trace_damage, (double)bench_calls(r) / r->wall_s / per,
+                (unsigned long long)bench_calls(r), (unsigned long long)bench_calls_kept(r),
+                bench_zero_drop(r) ? "true" : "false", bench_sustained(r) ? "true" : "false",
+                r->drain_s * 1e3,
+                r->have_trace ? "trace" : r->have_counts ? "counts" : "handles");
         *first = 0;
     }
+}
+
+static void print_knee_header(const char *workload, double seconds) {
+    printf("\n== knee: %s ==  callbacks/s; a probe (%.2f s) passes when every callback was kept and the\n"
+           "plugin drained within max(50 ms, 5 %%) after the writers stopped\n",
+           workload, seconds);
+    printf("%-10s %3s %4s %19s %11s %11s %11s %-8s %s\n", "plugin", "ver", "thr",
+           "max_zero_drop_rate", "per thread", "events/s", "flat out", "bound",
+           "probes: M cb/s per writer (+ kept, - lost, ~ kept but behind)");
+}
+
+static void print_knee(const struct bench_config *cfg, const struct knee_result *k) {
+    char probes[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < k->nprobes && n < sizeof(probes) - 32; i++) {
+        const struct knee_probe *p = &k->probe[i];
+        n += (size_t)snprintf(probes + n, sizeof(probes) - n, "%s%s%.2f%s", i ? " " : "",
+                              p->target == 0 ? "max:" : p->confirm ? "confirm:" : "",
+                              p->offered / cfg->threads / 1e6,
+                              p->sustained ? "+" : p->zero_drop ? "~" : "-");
+    }
+    printf("%-10s %3d %4d %17.2f M %9.2f M %9.2f M %9.2f M %-8s %s%s%s\n", k->plugin_name, k->version,
+           cfg->threads, k->max_zero_drop_rate / 1e6, k->max_zero_drop_rate / cfg->threads / 1e6,
+           k->max_zero_drop_rate * k->events_per_callback / 1e6, k->flat_out_rate / 1e6, k->bound,
+           probes, k->converged ? "" : " (budget spent)",
+           k->best >= 0 && !k->confirmed && strcmp(k->bound, "writers") ? " (not confirmed)" : "");
+}
+
+static void json_knee(FILE *f, int *first, const struct bench_config *cfg, const char *workload,
+                      const struct knee_result *k) {
+    fprintf(f,
+            "%s\n  {\"plugin\": \"%s\", \"plugin_path\": \"%s\", \"version\": %d, \"workload\": \"%s\", "
+            "\"kind\": \"knee\", \"threads\": %d, \"max_zero_drop_rate\": %.0f, "
+            "\"max_zero_drop_rate_per_thread\": %.0f, \"max_zero_drop_events_per_s\": %.0f, "
+            "\"flat_out_rate\": %.0f, \"bound\": \"%s\", \"converged\": %s, \"confirmed\": %s, "
+            "\"probe_seconds\": %.3f, \"probes\": [",
+            *first ? "" : ",", k->plugin_name, cfg->plugin, k->version, workload, cfg->threads,
+            k->max_zero_drop_rate, k->max_zero_drop_rate / cfg->threads,
+            k->max_zero_drop_rate * k->events_per_callback, k->flat_out_rate, k->bound,
+            k->converged ? "true" : "false", k->confirmed ? "true" : "false", cfg->seconds);
+    for (int i = 0; i < k->nprobes; i++) {
+        const struct knee_probe *p = &k->probe[i];
+        fprintf(f,
+                "%s{\"target_per_thread\": %.0f, \"offered_rate\": %.0f, \"callbacks\": %llu, "
+                "\"callbacks_kept\": %llu, \"events\": %llu, \"events_kept\": %llu, "
+                "\"seconds\": %.3f, \"drain_ms\": %.1f, \"background_cores\": %.3f, \"zero_drop\": %s, "
+                "\"sustained\": %s, \"confirm\": %s}",
+                i ? ", " : "", p->target, p->offered, (unsigned long long)p->calls,
+                (unsigned long long)p->calls_kept, (unsigned long long)p->events,
+                (unsigned long long)p->events_kept, p->seconds, p->drain_s * 1e3, p->bg_cores,
+                p->zero_drop ? "true" : "false", p->sustained ? "true" : "false",
+                p->confirm ? "true" : "false");
+    }
+    fprintf(f, "]}");
+    *first = 0;
 }
 
 int main(int argc, char **argv) {
@@ -213,7 +284,8 @@ int main(int argc, char **argv) {
     const char *replay_dir = NULL, *json_path = NULL, *events = "all";
     int max_threads = 16, version = 0, keep = 0;
     int counts[32], ncounts = 0;
-    double seconds = 2.0, rate = 0;
+    double seconds = 0, rate = 0, knee = 0, knee_start = 1e6;
+    int rate_callbacks = 0;
     static char mixbuf[256];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -255,6 +327,18 @@ int main(int argc, char **argv) {
             events = v;
         } else if (!strcmp(a, "--rate")) {
             rate = atof(v);
+            rate_callbacks = 0;
+        } else if (!strcmp(a, "--cb-rate")) {
+            rate = atof(v);
+            rate_callbacks = 1;
+        } else if (!strcmp(a, "--knee")) {
+            knee = atof(v);
+            if (knee <= 0) {
+                fprintf(stderr, "ncclscope-bench: --knee needs a time budget in seconds > 0\n");
+                return 1;
+            }
+        } else if (!strcmp(a, "--knee-start")) {
+            knee_start = atof(v);
         } else if (!strcmp(a, "--json")) {
             json_path = v;
         } else {
@@ -263,8 +347,16 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    if (max_threads < 1 || max_threads > 1024 || seconds <= 0 || version < 0 || version > 7) {
-        fprintf(stderr, "ncclscope-bench: --threads 1..1024, --seconds > 0, --version v1..v7\n");
+    if (seconds == 0)
+        seconds = knee > 0 ? 0.5 : 2.0;
+    if (knee > 0 && replay_dir) {
+        fprintf(stderr, "ncclscope-bench: --knee paces the synthetic mixes; it cannot pace --replay\n");
+        return 1;
+    }
+    if (max_threads < 1 || max_threads > 1024 || seconds <= 0 || version < 0 || version > 7 ||
+        rate < 0 || knee_start <= 0) {
+        fprintf(stderr, "ncclscope-bench: --threads 1..1024, --seconds > 0, --version v1..v7, "
+                        "rates >= 0\n");
         return 1;
     }
     for (int i = 0; i < ncounts; i++)
@@ -316,9 +408,13 @@ int main(int argc, char **argv) {
     char host[64] = "?";
     gethostname(host, sizeof(host) - 1);
     printf("ncclscope-bench %s on %s, %ld CPUs online, TSC %.3f GHz, fenced-read overhead %.1f ns, "
-           "events=%s, %.1f s per configuration\n",
+           "events=%s, %.2f s per %s\n",
            NSC_VERSION, host, sysconf(_SC_NPROCESSORS_ONLN), 1.0 / cycle_ns_per_tick(),
-           (double)cycle_fence_overhead() * cycle_ns_per_tick(), events, seconds);
+           (double)cycle_fence_overhead() * cycle_ns_per_tick(), events, seconds,
+           knee > 0 ? "probe" : "configuration");
+    if (knee > 0)
+        printf("knee search: %.1f s per (plugin, mix, threads), starting at %.3g callbacks/s per writer\n",
+               knee, knee_start);
 
     int nworkloads = replay_dir ? nscripts : nmixes;
     for (int w = 0; w < nworkloads; w++) {
@@ -329,11 +425,31 @@ int main(int argc, char **argv) {
             for (int p = 0; p < nplugins; p++) {
                 struct bench_config cfg = {
                     .plugin = plugins[p], .version = version, .threads = counts[c],
-                    .seconds = seconds, .rate = rate, .keep_traces = keep,
-                    .mix = replay_dir ? NULL : mixes[w],
+                    .seconds = seconds, .rate = rate, .rate_callbacks = rate_callbacks,
+                    .keep_traces = keep, .mix = replay_dir ? NULL : mixes[w],
                     .script = replay_dir ? &scripts[w].s : NULL};
-                struct bench_result res;
                 char err[1024];
+                if (knee > 0) {
+                    static struct knee_result kr;
+                    int krc = bench_knee(&cfg, knee, knee_start, &kr, err, sizeof(err));
+                    if (krc != 0) {
+                        fprintf(stderr, "ncclscope-bench: %s, %s, %d threads: %s\n", plugins[p],
+                                wname, counts[c], err);
+                        failures++;
+                    }
+                    if (kr.nprobes == 0)
+                        continue;
+                    if (!header) {
+                        print_knee_header(wname, seconds);
+                        header = 1;
+                    }
+                    print_knee(&cfg, &kr);
+                    fflush(stdout);
+                    if (jf)
+                        json_knee(jf, &first, &cfg, wname, &kr);
+                    continue;
+                }
+                struct bench_result res;
                 if (bench_run(&cfg, &res, err, sizeof(err)) != 0) {
                     fprintf(stderr, "ncclscope-bench: %s, %s, %d threads: %s\n", plugins[p], wname,
                             counts[c], err);

@@ -95,11 +95,15 @@ static void pin(const struct shared *sh, int index) {
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* Holds a writer to `rate` events per second from its own start t0. */
-static void pace(const struct shared *sh, const struct mix_runner *r, double rate, uint64_t t0) {
+/* Holds a writer to `rate` events (or callbacks) per second from its own
+ * start t0. */
+static void pace(const struct shared *sh, const struct mix_runner *r, double rate, int callbacks,
+                 uint64_t t0) {
     if (rate <= 0)
         return;
-    uint64_t due = t0 + (uint64_t)((double)r->events_offered / rate * 1e9);
+    uint64_t done = callbacks ? r->calls[MIX_START] + r->calls[MIX_STOP] + r->calls[MIX_STATE]
+                              : r->events_offered;
+    uint64_t due = t0 + (uint64_t)((double)done / rate * 1e9);
     for (;;) {
         uint64_t now = cycle_mono_ns();
         if (now >= due || atomic_load_explicit(&sh->stop, memory_order_relaxed))
@@ -139,7 +143,7 @@ static void *writer_main(void *arg) {
     while (r->ctx && !atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
         mix_run_grouped(r, npt);
         mix_run_natural(r, npt);
-        pace(sh, r, cfg->rate, t0);
+        pace(sh, r, cfg->rate, cfg->rate_callbacks, t0);
     }
     w->cpu_ns = thread_cpu_ns() - cpu0;
     pthread_barrier_wait(&sh->done); /* main measures RSS with every event still live */
@@ -178,7 +182,7 @@ static uint64_t process_cpu_ns(void) {
 struct readback {
     struct bench_result *res;
     struct nsc_stats_header last_h;
-    uint64_t drop_records, drop_events, records;
+    uint64_t drop_records, drop_events, records, lost;
     int have_stats;
 };
 
@@ -186,8 +190,14 @@ static void rb_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
                       const struct nsc_rec *ext) {
     (void)d, (void)thread, (void)ext;
     struct readback *rb = ud;
-    if (r->h.kind == NSC_REC_START)
+    if (r->h.kind == NSC_REC_START) {
         rb->res->trace_records++;
+        rb->res->trace_kind[MIX_START]++;
+    } else if (r->h.kind == NSC_REC_STOP) {
+        rb->res->trace_kind[MIX_STOP]++;
+    } else if (r->h.kind == NSC_REC_STATE) {
+        rb->res->trace_kind[MIX_STATE]++;
+    }
 }
 
 static void rb_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
@@ -198,6 +208,7 @@ static void rb_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_hea
     rb->have_stats = 1;
     rb->drop_records = h->drops_no_thread;
     rb->drop_events = h->drops_no_thread;
+    rb->lost = h->lost_write + h->lost_exit; /* 0 in files before format 3 */
     for (uint32_t i = 0; i < h->nthreads; i++) {
         rb->drop_records += t[i].drops_ring;
         rb->drop_events += t[i].drops_events;
@@ -209,6 +220,31 @@ static void rb_error(void *ud, struct nsc_decoder *d, const char *msg) {
     struct readback *rb = ud;
     rb->res->trace_damage++;
     fprintf(stderr, "ncclscope-bench: trace damaged: %s\n", msg);
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* The counting plugin's totals: `"totals": {"start": N, "stop": N, "state": N}`
+ * (bench/counting_plugin.c writes exactly this). */
+static void read_counts(const char *path, struct bench_result *res) {
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *t = strstr(buf, "\"totals\": {");
+    unsigned long long a, b, c;
+    if (t && sscanf(t, "\"totals\": {\"start\": %llu, \"stop\": %llu, \"state\": %llu", &a, &b, &c) == 3) {
+        res->have_counts = 1;
+        res->counted[MIX_START] += a;
+        res->counted[MIX_STOP] += b;
+        res->counted[MIX_STATE] += c;
+    }
 }
 
 static void read_traces(const char *dir, struct bench_result *res, int keep) {
@@ -224,6 +260,12 @@ static void read_traces(const char *dir, struct bench_result *res, int keep) {
         struct stat st;
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
+        if (ends_with(de->d_name, ".counts.json")) {
+            read_counts(path, res);
+            if (!keep)
+                unlink(path);
+            continue;
+        }
         struct nsc_decoder d;
         if (nsc_decoder_open(&d, path) == NSC_OK) {
             struct readback rb;
@@ -239,6 +281,7 @@ static void read_traces(const char *dir, struct bench_result *res, int keep) {
             res->trace_bytes += (uint64_t)st.st_size;
             res->trace_drop_records += rb.drop_records;
             res->trace_drop_events += rb.drop_events;
+            res->trace_lost += rb.lost;
         }
         if (!keep)
             unlink(path);
@@ -316,6 +359,7 @@ int bench_run(const struct bench_config *cfg, struct bench_result *res, char *er
         return -1;
     }
     setenv("NCCLSCOPE_DIR", dir, 1);
+    setenv("NCCLSCOPE_COUNT_DIR", dir, 1); /* the counting plugin's file */
 
     struct shared *sh = calloc(1, sizeof(*sh));
     int nthreads = cfg->script ? 0 : cfg->threads;
@@ -361,8 +405,10 @@ int bench_run(const struct bench_config *cfg, struct bench_result *res, char *er
              sh->host.name ? sh->host.name : "?");
     res->version = sh->host.version;
 
+    uint64_t t_stop = 0; /* the writers' last call */
     if (cfg->script) {
         rc = run_replay(cfg, sh, res, err, errlen);
+        t_stop = cycle_mono_ns(); /* the replay finalized already: drain is in its time */
         if (res->rss_growth_kib)
             res->rss_growth_kib -= rss0;
     } else {
@@ -392,7 +438,8 @@ int bench_run(const struct bench_config *cfg, struct bench_result *res, char *er
             }
             atomic_store(&sh->stop, 1);
             pthread_barrier_wait(&sh->done);
-            res->wall_s = (double)(cycle_mono_ns() - sh->t_start_ns) / 1e9;
+            t_stop = cycle_mono_ns();
+            res->wall_s = (double)(t_stop - sh->t_start_ns) / 1e9;
             long r = rss_kib();
             if (r > rss_peak)
                 rss_peak = r;
@@ -440,6 +487,8 @@ int bench_run(const struct bench_config *cfg, struct bench_result *res, char *er
         res->floor_call_ns = median(call, nthreads);
     }
     nsc_host_unload(&sh->host);
+    if (t_stop)
+        res->drain_s = (double)(cycle_mono_ns() - t_stop) / 1e9;
     read_traces(dir, res, cfg->keep_traces);
     if (cfg->keep_traces)
         fprintf(stderr, "ncclscope-bench: traces kept in %s\n", dir);
@@ -454,4 +503,52 @@ out:
     free(sh->cpus);
     free(sh);
     return rc;
+}
+
+uint64_t bench_calls(const struct bench_result *res) {
+    return res->calls[MIX_START] + res->calls[MIX_STOP] + res->calls[MIX_STATE];
+}
+
+uint64_t bench_calls_kept(const struct bench_result *res) {
+    if (res->have_trace) {
+        uint64_t in = res->trace_kind[MIX_START] + res->trace_kind[MIX_STOP] + res->trace_kind[MIX_STATE];
+        return in < bench_calls(res) ? in : bench_calls(res);
+    }
+    if (res->have_counts) {
+        uint64_t in = res->counted[MIX_START] + res->counted[MIX_STOP] + res->counted[MIX_STATE];
+        return in < bench_calls(res) ? in : bench_calls(res);
+    }
+    /* stop/state go only to non-NULL handles: what a NULL handle loses is
+     * its start (its stop and states are never called) */
+    uint64_t lost = res->events_null < res->calls[MIX_START] ? res->events_null : res->calls[MIX_START];
+    return bench_calls(res) - lost;
+}
+
+uint64_t bench_events_kept(const struct bench_result *res) {
+    uint64_t lost = res->events_null;
+    if (res->have_trace) {
+        uint64_t missing = res->events_offered > res->trace_records ? res->events_offered - res->trace_records : 0;
+        lost += res->trace_drop_events > missing ? res->trace_drop_events : missing;
+    } else if (res->have_counts && res->counted[MIX_START] < res->events_offered) {
+        lost += res->events_offered - res->counted[MIX_START];
+    }
+    return lost < res->events_offered ? res->events_offered - lost : 0;
+}
+
+int bench_zero_drop(const struct bench_result *res) {
+    if (res->events_null || res->trace_damage)
+        return 0;
+    for (int k = 0; k < MIX_KINDS; k++) {
+        if (res->have_trace && res->trace_kind[k] != res->calls[k])
+            return 0;
+        if (res->have_counts && res->counted[k] != res->calls[k])
+            return 0;
+    }
+    return !res->have_trace || (res->trace_drop_records == 0 && res->trace_drop_events == 0 &&
+                                res->trace_lost == 0);
+}
+
+int bench_sustained(const struct bench_result *res) {
+    double allowed = 0.05 * res->wall_s;
+    return bench_zero_drop(res) && res->drain_s <= (allowed > 0.05 ? allowed : 0.05);
 }

@@ -19,7 +19,8 @@ struct bench_config {
     const struct nsc_script *script; /* replay, or NULL */
     int threads;
     double seconds;
-    double rate;          /* events/s per thread, 0 = as fast as possible */
+    double rate;          /* per writer thread, 0 = as fast as possible: */
+    int rate_callbacks;   /* 1: `rate` counts callbacks (start+stop+state), 0: events */
     int keep_traces;
 };
 
@@ -39,11 +40,42 @@ struct bench_result {
     int have_trace;
     uint64_t trace_bytes, trace_records, trace_drop_records, trace_drop_events, trace_files;
     uint64_t trace_damage;
+    uint64_t trace_kind[MIX_KINDS]; /* START, STOP, STATE records in the trace */
+    uint64_t trace_lost;  /* records lost after the rings: write errors, exit */
+    /* from the counting plugin's file ($NCCLSCOPE_COUNT_DIR), when it wrote one */
+    int have_counts;
+    uint64_t counted[MIX_KINDS];
+    /* seconds from the writers' last call to the plugin's unload: how long
+     * the plugin needed to drain what it still held (finalize, exit) */
+    double drain_s;
     long rss_growth_kib;
     double background_cores; /* CPU used by threads other than the writers */
 };
 
 /* Runs one configuration. Returns 0, or -1 with err. */
 int bench_run(const struct bench_config *cfg, struct bench_result *res, char *err, size_t errlen);
+
+/* Callbacks the harness made (every kind). */
+uint64_t bench_calls(const struct bench_result *res);
+
+/* Callbacks the plugin kept, as far as the harness can observe: ncclscope's
+ * records in its trace (less its drop counters), the counting plugin's
+ * counts, else the calls made on non-NULL handles. */
+uint64_t bench_calls_kept(const struct bench_result *res);
+
+/* Events kept: started with a non-NULL handle, less the drop counters and
+ * missing START records of a trace, or the counting plugin's starts. */
+uint64_t bench_events_kept(const struct bench_result *res);
+
+/* 1 when nothing observable was lost: no NULL handle, no drop counter, no
+ * damage, and every call is in the trace or the counts. */
+int bench_zero_drop(const struct bench_result *res);
+
+/* 1 when the run kept everything *and* the plugin was keeping up: what it
+ * still held when the writers stopped drained within max(50 ms, 5 % of
+ * the run). A plugin that fell behind by a fraction f of the offered rate
+ * needs about f x the run's length to drain, so a short run that keeps
+ * everything only thanks to its buffers is not counted as sustained. */
+int bench_sustained(const struct bench_result *res);
 
 #endif /* NSC_BENCH_RUN_H */
