@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "block_payload.h"
 #include "clock.h"
 #include "comm_table.h"
 #include "counters.h"
@@ -273,7 +274,7 @@ static void *drainer_main(void *arg) {
 
 static void stats_block(struct flusher *f) {
     uint32_t n = nsc_thread_count();
-    size_t len = sizeof(struct nsc_stats_header) + (size_t)n * sizeof(struct nsc_thread_stats);
+    size_t len = nsc_stats_size(n);
     unsigned char *buf = calloc(1, len);
     if (!buf)
         return;
@@ -308,29 +309,14 @@ static void stats_block(struct flusher *f) {
 
 static int write_strings(struct flusher *f, uint32_t upto) {
     unsigned char buf[65536];
-    size_t len = 0;
-    uint32_t id = f->strings_written;
-    while (id < upto) {
-        /* Entries below nsc_intern_count() are immutable (intern.h). */
-        const char *s = nsc_intern_text(id);
-        uint16_t sl = s ? (uint16_t)strlen(s) : 0;
-        if (len + 6 + sl > sizeof(buf)) {
-            if (nsc_writer_block(&f->w, NSC_BLK_STRINGS, buf, len, 1) != 0)
-                return -1;
-            f->strings_written = id;
-            len = 0;
-        }
-        if (id >= 1) {
-            memcpy(buf + len, &id, 4);
-            memcpy(buf + len + 4, &sl, 2);
-            memcpy(buf + len + 6, s, sl);
-            len += 6 + (size_t)sl;
-        }
-        id++;
+    /* Entries below nsc_intern_count() are immutable (intern.h): no lock. */
+    while (f->strings_written < upto) {
+        uint32_t id = f->strings_written;
+        size_t len = nsc_strings_encode(buf, sizeof(buf), &id, upto, nsc_intern_text);
+        if (len && nsc_writer_block(&f->w, NSC_BLK_STRINGS, buf, len, 1) != 0)
+            return -1;
+        f->strings_written = id;
     }
-    if (len && nsc_writer_block(&f->w, NSC_BLK_STRINGS, buf, len, 1) != 0)
-        return -1;
-    f->strings_written = id > f->strings_written ? id : f->strings_written;
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "block_payload.h"
 #include "event_types.h"
 #include "nccl_abi.h"
 #include "record_pack.h"
@@ -157,6 +158,64 @@ static void test_handles(void) {
     CHECK(accepted == 0);
 }
 
+static const char *fake_text(uint32_t id) {
+    static char buf[32];
+    if (id % 5 == 0)
+        return NULL;
+    snprintf(buf, sizeof(buf), "string-%u", id);
+    return buf;
+}
+
+/* STRINGS and STATS payloads: what the plugin encodes, the readers decode. */
+static void test_block_payload(void) {
+    unsigned char buf[200];
+    uint32_t id = 0, seen = 0, expect = 1;
+    int ok = 1;
+    while (id < 40) {
+        uint32_t before = id;
+        size_t len = nsc_strings_encode(buf, sizeof(buf), &id, 40, fake_text);
+        CHECK_QUIET(id > before && len <= sizeof(buf));
+        const unsigned char *p = buf, *end = buf + len;
+        uint32_t eid;
+        const char *t;
+        uint16_t tl;
+        while (p < end && nsc_strings_next(&p, end, &eid, &t, &tl)) {
+            const char *want = fake_text(eid);
+            ok &= eid == expect++ && tl == (want ? strlen(want) : 0) && (!want || !memcmp(t, want, tl));
+            seen++;
+        }
+        ok &= p == end;
+    }
+    CHECK(ok && seen == 39);
+    /* a cut entry is refused */
+    uint32_t one = 7;
+    size_t len = nsc_strings_encode(buf, sizeof(buf), &one, 8, fake_text);
+    const unsigned char *p = buf;
+    uint32_t eid;
+    const char *t;
+    uint16_t tl;
+    CHECK(len > 6 && !nsc_strings_next(&p, buf + len - 1, &eid, &t, &tl));
+    /* STATS: a v3 block, and a v2 block (40-byte header, header_size 0) */
+    unsigned char st[sizeof(struct nsc_stats_header) + 2 * sizeof(struct nsc_thread_stats)];
+    struct nsc_stats_header h = {.nthreads = 2, .header_size = sizeof(h), .lost_write = 9,
+                                 .write_errno = 28};
+    memset(st, 0, sizeof(st));
+    memcpy(st, &h, sizeof(h));
+    struct nsc_stats_header out;
+    const unsigned char *threads;
+    const char *why;
+    CHECK(nsc_stats_size(2) == sizeof(st));
+    CHECK(nsc_stats_decode(st, sizeof(st), &out, &threads, &why) == 0 && out.lost_write == 9 &&
+          out.write_errno == 28 && threads == st + sizeof(h));
+    struct nsc_stats_header h2 = {.nthreads = 1, .header_size = 0, .string_overflow = 3};
+    unsigned char v2[NSC_STATS_HEADER_V2 + sizeof(struct nsc_thread_stats)];
+    memcpy(v2, &h2, NSC_STATS_HEADER_V2);
+    CHECK(nsc_stats_decode(v2, sizeof(v2), &out, &threads, &why) == 0 && out.string_overflow == 3 &&
+          out.lost_write == 0 && out.header_size == NSC_STATS_HEADER_V2);
+    CHECK(nsc_stats_decode(v2, sizeof(v2) - 1, &out, &threads, &why) == -1);
+    CHECK(nsc_stats_decode(v2, 12, &out, &threads, &why) == -1);
+}
+
 /* Packed records decode to exactly the 64 bytes that went in, whatever
  * the bytes are (random records, and realistic ones with small deltas). */
 static void test_record_pack(void) {
@@ -260,6 +319,7 @@ static void test_v7_records(void) {
 
 int main(void) {
     test_ring();
+    test_block_payload();
     test_record_pack();
     test_v7_records();
     test_mask();
