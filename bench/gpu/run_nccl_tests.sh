@@ -29,6 +29,7 @@
 #   LARGE_ITERS/LARGE_WARMUP  -n/-w from 4 MiB to 256 MiB (10/2)
 #   RUN_TIMEOUT  seconds per run before it is killed and marked (300)
 #   KEEP_TRACES  1: leave ncclscope's traces under $TRACES (/tmp/nsc-nccl-tests)
+#   NG           GPUs to use (default: all that nvidia-smi lists)
 # Every run writes into $OUT and a failed run does not stop the others: its
 # status file says why, and the report says so in the table.
 set -uo pipefail
@@ -74,12 +75,13 @@ export NCCL_HOME
 
 # ---- ncclscope, the counting plugin, nccl-bench (meson, build-gpu) ----
 # build_gpu.sh exits when the build fails: nothing can run without it.
+NG_WANT=${NG:-}
 # shellcheck source=bench/gpu/build_gpu.sh
 source "$here/build_gpu.sh"
 export LD_LIBRARY_PATH="$CUDA_HOME/lib64:$LD_LIBRARY_PATH"
 COUNTING=$PWD/build-gpu/bench/libnccl-profiler-counting.so
 NCCL_BENCH=$PWD/build-gpu/bench/gpu/nccl-bench
-NG=${NG:-$(nvidia-smi -L | wc -l)}
+NG=${NG_WANT:-$NG} # GPUs: every one nvidia-smi lists, unless NG says otherwise
 { date -u; nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)"; ls -l "$NCCL_PREFIX"/lib/libnccl.so*;
   git -C "$PWD" log --oneline -1; } >"$OUT/machine.txt" 2>&1
 
@@ -120,8 +122,8 @@ run_case() {
     rm -rf "$dir" "$trace" && mkdir -p "$dir/counts"
     local unset_args=() v
     for v in $(compgen -e | grep '^NCCLSCOPE_'); do unset_args+=(-u "$v"); done
-    # shellcheck disable=SC2086 # $extra is a list of VAR=value words
-    echo "env $extra NCCL_PROFILER_PLUGIN=$so NCCLSCOPE_EVENTS=all $*" >"$dir/cmd"
+    { echo "$extra NCCL_PROFILER_PLUGIN=$so NCCLSCOPE_EVENTS=all NCCLSCOPE_DIR=$trace NCCLSCOPE_COUNT_DIR=$dir/counts"
+      printf '%q ' "$@"; echo; } >"$dir/cmd"
     local t0 rc secs
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
@@ -157,6 +159,7 @@ sweep() { # path-name extra-env
         for p in $PLUGINS; do
             if [ ! -x "$bin" ]; then
                 mkdir -p "$OUT/runs/$t-$path/$p" && echo "failed 0 (no binary $bin)" >"$OUT/runs/$t-$path/$p/status"
+                log "$t-$path $p: no binary $bin"
                 continue
             fi
             # two processes (small sizes, large sizes); the second runs even
