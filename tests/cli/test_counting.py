@@ -267,7 +267,7 @@ def main():
     check_destructor(counting)
     syms = sorted(line.split()[-1] for line in run(["nm", "-D", "--defined-only", counting]).stdout.splitlines()
                   if not line.split()[-1].startswith("_"))
-    check(syms == ["ncclProfiler_v%d" % v for v in range(1, 7)], "counting plugin exports %s" % syms)
+    check(syms == ["ncclProfiler_v%d" % v for v in range(1, 8)], "counting plugin exports %s" % syms)
     check_report(runs)
     print("ok: %d events offered, every one kept by ncclscope" % total)
 
