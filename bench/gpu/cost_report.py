@@ -1,0 +1,30 @@
+"""Medians and ratios of bench/gpu/run_cost.sh's cost.tsv (kind, config, round, µs per op)."""
+import statistics
+import sys
+from collections import defaultdict
+
+
+def main(path):
+    runs = defaultdict(list)
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if len(f) == 4 and f[3] not in ("NA", ""):
+            runs[(f[0], f[1])].append(float(f[3]))
+    for kind in sorted({k for k, _ in runs}):
+        med = {c: statistics.median(v) for (k, c), v in runs.items() if k == kind}
+        print("\n%s, 64 B all_reduce, median µs per operation over %d rounds\n" %
+              (kind, max(len(v) for (k, _), v in runs.items() if k == kind)))
+        print("| configuration | µs | rounds (min..max) |")
+        print("|---|---|---|")
+        for c, m in med.items():
+            v = runs[(kind, c)]
+            print("| %s | %.2f | %.2f..%.2f |" % (c, m, min(v), max(v)))
+        def ratio(a, b):
+            return "%.3f" % (med[a] / med[b]) if a in med and b in med else "n/a"
+        print("\nncclscope every event / empty plugin every event: %s; ncclscope default / no plugin: %s; "
+              "empty every event / no plugin: %s" % (ratio("scope_all", "empty_all"),
+                                                    ratio("scope_default", "none"), ratio("empty_all", "none")))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# What ncclscope costs inside NCCL at 64 B (issue 8, item 4), in one device call:
+#   T. nccl-tests all_reduce_perf -b 64 -e 64 -t NG -g 1 (one process driving every GPU),
+#      ROUNDS interleaved rounds of: no plugin, the empty plugin with every event, ncclscope
+#      default, ncclscope with every event, ncclscope with every event and the id/time only
+#      path measured by perf where available.
+#   P. One process per GPU (nccl-bench --procs), 64 B all_reduce, the same configurations.
+#   H. The callback harness on this machine's CPUs: max_zero_drop_rate (--knee) for 1..16
+#      writer threads, ncclscope and the empty plugin, network and allreduce64 mixes.
+# Needs build-gpu (bench/gpu/build_gpu.sh) and an nccl-tests build (bench/gpu/run_nccl_tests.sh
+# STEPS=build leaves it under .nccl-tests/work). Writes $OUT/cost.tsv, $OUT/knee.json and
+# prints the medians and ratios (bench/gpu/cost_report.py).
+#   OUT (/tmp/ncclscope-cost), ROUNDS (6), ITERS (30000), PHASES ("T P H"), KNEE_S (60)
+set -euo pipefail
+OUT=${OUT:-/tmp/ncclscope-cost}
+ROUNDS=${ROUNDS:-6}
+ITERS=${ITERS:-30000}
+PHASES=${PHASES:-T P H}
+KNEE_S=${KNEE_S:-60}
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/build_gpu.sh"
+BENCH=$PWD/build-gpu/bench/gpu/nccl-bench
+HARNESS=$PWD/build-gpu/bench/ncclscope-bench
+ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
+[ -x "$ART" ] || ART=$(find "$PWD/.nccl-tests/work" -name all_reduce_perf -type f 2>/dev/null | head -1)
+export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
+CONFIGS="none empty_all scope_default scope_all"
+cfg_env() {
+    case $1 in
+    none) echo "NCCLSCOPE_ENABLE=1" ;;
+    empty_all) echo "NCCL_PROFILER_PLUGIN=$EMPTY NCCLSCOPE_EVENTS=all" ;;
+    scope_default) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=default" ;;
+    scope_all) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all" ;;
+    esac
+}
+: >"$OUT/cost.tsv"
+if has T; then
+    [ -n "$ART" ] || { echo "no all_reduce_perf under .nccl-tests/work: run run_nccl_tests.sh STEPS=build first"; exit 1; }
+    for r in $(seq 1 "$ROUNDS"); do
+        for c in $CONFIGS; do
+            rm -rf /tmp/nsc-cost-trace
+            # shellcheck disable=SC2046
+            line=$(env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$ART" -b 64 -e 64 -t "$NG" -g 1 \
+                   -n "$ITERS" -w 200 -c 0 2>&1 | awk '$1 == 64 {print $6; exit}')
+            printf 'nccl-tests\t%s\t%d\t%s\n' "$c" "$r" "${line:-NA}" | tee -a "$OUT/cost.tsv"
+        done
+    done
+fi
+if has P; then
+    for r in $(seq 1 "$ROUNDS"); do
+        for c in $CONFIGS; do
+            rm -rf /tmp/nsc-cost-trace
+            # shellcheck disable=SC2046
+            us=$(env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --procs --ops ar \
+                 --min 64 --max 64 --iters "$ITERS" --repeats 1 --tag "$c" 2>/dev/null | awk -F'\t' '{print $6; exit}')
+            printf 'procs\t%s\t%d\t%s\n' "$c" "$r" "${us:-NA}" | tee -a "$OUT/cost.tsv"
+        done
+    done
+fi
+if has H; then
+    "$HARNESS" --plugin "$EMPTY" --plugin "$PLUGIN" --mix network,allreduce64 --thread-counts 1,2,4,8,16 \
+        --knee "$KNEE_S" --json "$OUT/knee.json" 2>&1 | tee "$OUT/knee.txt" | tail -40
+fi
+python3 "$here/cost_report.py" "$OUT/cost.tsv" | tee "$OUT/cost.md"
