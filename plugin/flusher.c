@@ -31,9 +31,25 @@ struct nsc_counters nsc_counters;
  * drained, and the packer's context. */
 #define SEG_RECORDS 512u
 #define MAX_COMPRESSORS 16
+#define MAX_DRAINERS 8
 #define FAST_LEVEL (-10) /* zstd's fast levels: about twice the speed of level 1 */
 
 enum job_state { J_FREE, J_FILLING, J_QUEUED, J_COMPRESSING };
+
+struct flusher;
+
+/* One drainer: the rings whose index is `index` modulo the number of
+ * drainers, so each thread's records always take the same drainer and stay
+ * in order; several drainers pack in parallel. Fields are its own. */
+struct drainer {
+    struct flusher *f;
+    unsigned index;
+    pthread_t thread;
+    struct job *cur;
+    uint64_t next_dseq;
+    uint64_t last_seal_ns;
+    struct nsc_pack_state pack;
+};
 
 /* One chunk on its way to the file: packed records and what they refer
  * to. Owned by the drainer while FILLING, by one compressor from
@@ -41,14 +57,13 @@ enum job_state { J_FREE, J_FILLING, J_QUEUED, J_COMPRESSING };
  * f->mu, which orders the buffers' hand-over between threads. */
 struct job {
     enum job_state state;
-    int last;                /* the session's final job: END follows */
-    uint64_t seq;
+    int last;                /* its drainer's final job: END follows the last of these */
+    uint64_t seq;            /* global order of opening: compressors take the oldest */
+    unsigned drainer;        /* who filled it */
+    uint64_t dseq;           /* its drainer's job number: written in this order */
     unsigned char *raw;      /* packed segments */
     size_t raw_len, raw_cap;
     uint64_t records;
-    uint32_t strings_upto;   /* intern ids below this are written before the chunk */
-    struct nsc_comm_info *comms;
-    unsigned ncomms, comms_cap;
     struct nsc_anchor anchor;
 };
 
@@ -58,18 +73,17 @@ struct flusher {
     struct nsc_writer w;
     pthread_mutex_t mu;
     pthread_cond_t cv_drainer, cv_work, cv_turn, cv_done;
-    pthread_t drainer, workers[MAX_COMPRESSORS];
+    pthread_t workers[MAX_COMPRESSORS];
     unsigned nworkers;
+    struct drainer drainers[MAX_DRAINERS];
+    unsigned ndrainers, drainers_done, finals_written;
     struct job *jobs;
     unsigned njobs;
-    uint64_t seq_next;  /* next job the drainer opens */
-    uint64_t seq_write; /* next job to reach the file: its compressor's turn to write */
-    int stop, abandoned, io_done, drainer_done;
-
-    /* drainer-private */
-    struct job *cur;
-    uint64_t last_seal_ns;
-    struct nsc_pack_state pack;
+    uint64_t seq_next;  /* next job a drainer opens */
+    uint64_t written_dseq[MAX_DRAINERS]; /* next job of each drainer to reach the file */
+    int writing;        /* a compressor is writing: the file has one writer at a time */
+    unsigned busy_jobs; /* jobs not FREE */
+    int stop, abandoned, io_done;
 
     /* used only by the compressor whose turn it is to write */
     uint32_t strings_written;
@@ -100,79 +114,68 @@ static void deadline_after(struct timespec *ts, uint64_t us) {
 
 /* ------------------------------------------------------------------ drainer */
 
-/* Opens the next job if its slot is free. Returns it or NULL (all jobs are
- * on their way to the disk: leave the records in the rings). Under mu. */
-static struct job *open_job(struct flusher *f) {
-    struct job *j = &f->jobs[f->seq_next % f->njobs];
-    if (j->state != J_FREE)
+/* Opens a free job for drainer d. Returns it or NULL (all jobs are on
+ * their way to the disk: leave the records in the rings). Under mu. */
+static struct job *open_job(struct flusher *f, struct drainer *d) {
+    struct job *j = NULL;
+    for (unsigned i = 0; i < f->njobs && !j; i++)
+        if (f->jobs[i].state == J_FREE)
+            j = &f->jobs[i];
+    if (!j)
         return NULL;
+    f->busy_jobs++;
     j->state = J_FILLING;
+    j->drainer = d->index;
+    j->dseq = d->next_dseq++;
     j->seq = f->seq_next++;
     j->last = 0;
     j->raw_len = 0;
     j->records = 0;
-    j->ncomms = 0;
     return j;
 }
 
-static void take_comms(struct job *j) {
-    for (;;) {
-        if (j->comms_cap - j->ncomms < 256) {
-            unsigned cap = j->comms_cap ? j->comms_cap * 2 : 256;
-            struct nsc_comm_info *c = realloc(j->comms, cap * sizeof(*c));
-            if (!c)
-                return; /* they stay pending for the next job */
-            j->comms = c;
-            j->comms_cap = cap;
-        }
-        unsigned n = nsc_comm_take_pending(j->comms + j->ncomms, j->comms_cap - j->ncomms);
-        j->ncomms += n;
-        if (n == 0)
-            return;
-    }
-}
-
-/* Hands the job being filled to the compressors, with everything its
- * records refer to: strings and comms registered before the records were
- * committed are all registered by now, and the anchor taken now bounds the
- * chunk's timestamps from above. */
-static void seal(struct flusher *f, int last) {
-    struct job *j = f->cur;
-    j->strings_upto = nsc_intern_count();
-    take_comms(j);
+/* Hands the job being filled to the compressors. The anchor taken now
+ * bounds the chunk's timestamps from above. Strings and comm descriptions
+ * are taken when the job is written (in sequence order): everything the
+ * chunk's records name was registered before they were committed, so it is
+ * registered by then, whichever drainer sealed which job first. */
+static void seal(struct drainer *d, int last) {
+    struct flusher *f = d->f;
+    struct job *j = d->cur;
     nsc_clock_anchor(&j->anchor);
     j->last = last;
     pthread_mutex_lock(&f->mu);
     j->state = J_QUEUED;
     pthread_cond_signal(&f->cv_work);
     pthread_mutex_unlock(&f->mu);
-    f->cur = NULL;
-    f->last_seal_ns = now_ns();
+    d->cur = NULL;
+    d->last_seal_ns = now_ns();
 }
 
-static int ensure_job(struct flusher *f) {
-    if (f->cur)
+static int ensure_job(struct drainer *d) {
+    if (d->cur)
         return 1;
-    pthread_mutex_lock(&f->mu);
-    f->cur = open_job(f);
-    pthread_mutex_unlock(&f->mu);
-    return f->cur != NULL;
+    pthread_mutex_lock(&d->f->mu);
+    d->cur = open_job(d->f, d);
+    pthread_mutex_unlock(&d->f->mu);
+    return d->cur != NULL;
 }
 
 /* Packs what ring i holds into jobs. Returns the records taken; *blocked is
  * set when no job was free for the rest. */
-static uint64_t drain_ring(struct flusher *f, uint32_t i, struct nsc_thread *t, int *blocked) {
+static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, int *blocked) {
+    struct flusher *f = d->f;
     uint64_t pos, n = ring_readable(&t->ring, &pos), total = 0;
     while (n > 0) {
-        if (!ensure_job(f)) {
+        if (!ensure_job(d)) {
             *blocked = 1;
             break;
         }
-        struct job *j = f->cur;
+        struct job *j = d->cur;
         size_t room = j->raw_cap - j->raw_len - sizeof(struct nsc_packed_segment);
         uint64_t fit = room / NSC_PACK_MAX;
         if (fit == 0 || j->raw_len >= (size_t)f->cfg.chunk_records * NSC_REC_SIZE) {
-            seal(f, 0);
+            seal(d, 0);
             continue;
         }
         uint64_t take = n < SEG_RECORDS ? n : SEG_RECORDS;
@@ -180,12 +183,12 @@ static uint64_t drain_ring(struct flusher *f, uint32_t i, struct nsc_thread *t, 
             take = fit;
         unsigned char *seg_at = j->raw + j->raw_len;
         unsigned char *p = seg_at + sizeof(struct nsc_packed_segment);
-        nsc_pack_reset(&f->pack);
+        nsc_pack_reset(&d->pack);
         for (uint64_t k = 0; k < take; k++) {
             /* The lines were written by another core: ask for them ahead. */
             if (k + 8 < take)
                 __builtin_prefetch(ring_slot(&t->ring, pos + k + 8), 0, 0);
-            p = nsc_pack_record(&f->pack, ring_slot(&t->ring, pos + k), p);
+            p = nsc_pack_record(&d->pack, ring_slot(&t->ring, pos + k), p);
         }
         /* Only read above; from here the producer may reuse the slots. */
         ring_consume(&t->ring, pos, take);
@@ -201,18 +204,35 @@ static uint64_t drain_ring(struct flusher *f, uint32_t i, struct nsc_thread *t, 
     return total;
 }
 
-static uint64_t drain_all(struct flusher *f, int *blocked) {
+static uint64_t drain_all(struct drainer *d, int *blocked) {
     uint32_t n = nsc_thread_count();
     uint64_t total = 0;
     *blocked = 0;
-    for (uint32_t i = 0; i < n && !*blocked; i++)
-        total += drain_ring(f, i, nsc_thread_at(i), blocked);
+    for (uint32_t i = d->index; i < n && !*blocked; i += d->f->ndrainers)
+        total += drain_ring(d, i, nsc_thread_at(i), blocked);
     return total;
 }
 
+/* How long to sleep after a pass. Sleeping is what keeps the drainer off
+ * the application's cores and its threads' cache lines: every pass reads
+ * each ring's head, which the writer must then fetch back. The rings'
+ * pages absorb what arrives meanwhile (1 ms at 20 M records/s is 20 pages
+ * of a budget's ~780). So it sleeps NCCLSCOPE_DRAIN_US unless the rings are
+ * getting full: more than an eighth of the pages held, or a pass that found
+ * more than 8 pages' worth (a burst in progress) -> no sleep. Blocked (no
+ * free job): it waits for a compressor to free one. */
+static uint64_t next_sleep_us(const struct flusher *f, uint64_t got, int blocked) {
+    if (blocked)
+        return f->cfg.drain_us; /* woken early when a job frees */
+    if ((uint64_t)page_pool_in_use() * 8 > page_pool_pages() || got > 8u * NSC_PAGE_RECORDS)
+        return 0;
+    return f->cfg.drain_us;
+}
+
 static void *drainer_main(void *arg) {
-    struct flusher *f = arg;
-    f->last_seal_ns = now_ns();
+    struct drainer *d = arg;
+    struct flusher *f = d->f;
+    d->last_seal_ns = now_ns();
     uint64_t sleep_us = 0;
     pthread_mutex_lock(&f->mu);
     while (!f->stop && !f->abandoned) {
@@ -225,34 +245,29 @@ static void *drainer_main(void *arg) {
         }
         pthread_mutex_unlock(&f->mu);
         int blocked;
-        uint64_t got = drain_all(f, &blocked);
+        uint64_t got = drain_all(d, &blocked);
         uint64_t now = now_ns();
-        if (now - f->last_seal_ns >= (uint64_t)f->cfg.flush_ms * 1000000ull && ensure_job(f)) {
-            seal(f, 0); /* at least once per flush interval: strings, comms, STATS */
-            nsc_thread_reclaim_idle();
+        /* At least once per flush interval: the records waiting, and from
+         * drainer 0 also an empty job, which carries strings, comms and
+         * STATS to the file when nothing else does. */
+        if (now - d->last_seal_ns >= (uint64_t)f->cfg.flush_ms * 1000000ull &&
+            ((d->cur && d->cur->raw_len) || (d->index == 0 && ensure_job(d)))) {
+            seal(d, 0);
+            if (d->index == 0)
+                nsc_thread_reclaim_idle();
         }
-        /* Sleep only while the rings are nearly empty: a pass that found a
-         * quarter page or more runs again at once, so a ring filling faster
-         * than the drainer's sleep is never left to overflow. Blocked (no
-         * free job): wait for the I/O thread to free one. */
-        if (blocked)
-            sleep_us = f->cfg.drain_us; /* woken early when a job frees */
-        else if (got >= NSC_PAGE_RECORDS / 4)
-            sleep_us = 0;
-        else if (got > 0)
-            sleep_us = f->cfg.drain_us < 200 ? f->cfg.drain_us : 200;
-        else
-            sleep_us = f->cfg.drain_us;
+        sleep_us = next_sleep_us(f, got, blocked);
         pthread_mutex_lock(&f->mu);
     }
     /* Stop: drain until the rings are empty, waiting for free jobs, then
-     * seal the last job (END follows it). Abandoned: leave at once. */
+     * seal the last job (END follows the last drainer's). Abandoned: leave
+     * at once. */
     while (!f->abandoned) {
         pthread_mutex_unlock(&f->mu);
         int blocked;
-        uint64_t got = drain_all(f, &blocked);
+        uint64_t got = drain_all(d, &blocked);
         pthread_mutex_lock(&f->mu);
-        if (blocked || (!f->cur && (f->cur = open_job(f)) == NULL)) {
+        if (blocked || (!d->cur && (d->cur = open_job(f, d)) == NULL)) {
             pthread_cond_wait(&f->cv_drainer, &f->mu);
             continue;
         }
@@ -261,10 +276,10 @@ static void *drainer_main(void *arg) {
     }
     if (!f->abandoned) {
         pthread_mutex_unlock(&f->mu);
-        seal(f, 1);
+        seal(d, 1);
         pthread_mutex_lock(&f->mu);
     }
-    f->drainer_done = 1;
+    f->drainers_done++;
     pthread_cond_broadcast(&f->cv_done);
     pthread_mutex_unlock(&f->mu);
     return NULL;
@@ -320,23 +335,24 @@ static int write_strings(struct flusher *f, uint32_t upto) {
     return 0;
 }
 
-/* Moves a job's comm descriptions to the pending list, where they stay
- * until a COMMS block reaches the file: a description is never lost with a
- * failed write. */
-static void keep_comms(struct flusher *f, struct job *j) {
-    if (j->ncomms) {
-        if (f->pending_cap - f->npending < j->ncomms) {
-            unsigned cap = f->npending + j->ncomms + 256;
+/* Takes the comm descriptions registered so far into the pending list,
+ * where they stay until a COMMS block reaches the file: a description is
+ * never lost with a failed write. Only the compressor whose turn it is calls
+ * this (the comm table's single taker). */
+static void take_comms(struct flusher *f) {
+    for (;;) {
+        if (f->pending_cap - f->npending < 256) {
+            unsigned cap = f->pending_cap ? f->pending_cap * 2 : 256;
             struct nsc_comm_info *c = realloc(f->pending_comms, cap * sizeof(*c));
-            if (c) {
-                f->pending_comms = c;
-                f->pending_cap = cap;
-            }
+            if (!c)
+                return; /* they stay in the comm table until the next job */
+            f->pending_comms = c;
+            f->pending_cap = cap;
         }
-        unsigned k = j->ncomms < f->pending_cap - f->npending ? j->ncomms : f->pending_cap - f->npending;
-        memcpy(f->pending_comms + f->npending, j->comms, k * sizeof(*j->comms));
-        f->npending += k;
-        j->ncomms = 0;
+        unsigned n = nsc_comm_take_pending(f->pending_comms + f->npending, f->pending_cap - f->npending);
+        f->npending += n;
+        if (n == 0)
+            return;
     }
 }
 
@@ -359,7 +375,8 @@ static int write_comms(struct flusher *f) {
  * chunk reached the file. */
 static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint16_t flags,
                      size_t stored) {
-    keep_comms(f, j);
+    take_comms(f);
+    uint32_t strings = nsc_intern_count();
     if (f->w.fd < 0) {
         uint64_t now = now_ns();
         if (now < f->next_open_try_ns)
@@ -371,7 +388,7 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
         snprintf(path_shown, sizeof(path_shown), "%s", f->w.path);
         f->strings_written = 0;
     }
-    if (write_strings(f, j->strings_upto) != 0 || write_comms(f) != 0)
+    if (write_strings(f, strings) != 0 || write_comms(f) != 0)
         return -1;
     if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &j->anchor, sizeof(j->anchor), 0) != 0)
         return -1;
@@ -405,7 +422,8 @@ static void account(struct flusher *f, struct job *j, int ok) {
 
 /* A compressor takes the oldest sealed job, compresses it into its own
  * buffer (several compressors work on consecutive jobs at once), then waits
- * for its turn (seq_write) and writes the job's blocks: the file receives
+ * for its turn (its drainer's jobs in order, one writer at a time) and
+ * writes the job's blocks: the file receives
  * jobs in the order the drainer sealed them, which keeps every thread's
  * records in order and strings and comms ahead of their users. Only the
  * compressor whose turn it is touches the writer, so the file needs no
@@ -421,9 +439,9 @@ static void *compressor_main(void *arg) {
     for (;;) {
         struct job *j = NULL;
         while (!f->abandoned && !f->io_done) {
-            for (uint64_t s = f->seq_write; s < f->seq_next && !j; s++)
-                if (f->jobs[s % f->njobs].state == J_QUEUED)
-                    j = &f->jobs[s % f->njobs];
+            for (unsigned i = 0; i < f->njobs; i++)
+                if (f->jobs[i].state == J_QUEUED && (!j || f->jobs[i].seq < j->seq))
+                    j = &f->jobs[i];
             if (j)
                 break;
             pthread_cond_wait(&f->cv_work, &f->mu);
@@ -433,8 +451,7 @@ static void *compressor_main(void *arg) {
         j->state = J_COMPRESSING;
         /* Pressure: most jobs are already sealed and waiting, so this one
          * takes zstd's fastest level. */
-        uint64_t backlog = f->seq_next - f->seq_write;
-        int level = backlog * 2 > f->njobs ? FAST_LEVEL : f->cfg.zstd_level;
+        int level = f->busy_jobs * 2 > f->njobs ? FAST_LEVEL : f->cfg.zstd_level;
         pthread_mutex_unlock(&f->mu);
 
         uint16_t flags = 0;
@@ -457,26 +474,32 @@ static void *compressor_main(void *arg) {
         }
 
         pthread_mutex_lock(&f->mu);
-        while (!f->abandoned && f->seq_write != j->seq)
+        while (!f->abandoned && (f->writing || f->written_dseq[j->drainer] != j->dseq))
             pthread_cond_wait(&f->cv_turn, &f->mu);
         if (f->abandoned)
             break;
+        f->writing = 1;
         pthread_mutex_unlock(&f->mu);
         int ok = out && write_job(f, j, out, flags, stored) == 0;
         account(f, j, ok);
+        /* The last drainer's final job ends the file (each drainer's
+         * final job is its last, so every other job is in by then). */
+        int last = j->last && f->finals_written + 1 == f->ndrainers;
         if (f->w.fd >= 0) {
             stats_block(f);
-            if (j->last)
+            if (last)
                 nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
         }
         pthread_mutex_lock(&f->mu);
         if (f->abandoned)
             break; /* finalize gave up on us while we wrote: touch nothing more */
-        int last = j->last;
+        f->finals_written += j->last;
+        f->writing = 0;
+        f->written_dseq[j->drainer]++;
+        f->busy_jobs--;
         j->state = J_FREE;
-        f->seq_write++;
         pthread_cond_broadcast(&f->cv_turn);
-        pthread_cond_signal(&f->cv_drainer);
+        pthread_cond_broadcast(&f->cv_drainer);
         if (last) {
             f->io_done = 1;
             pthread_cond_broadcast(&f->cv_work);
@@ -499,11 +522,18 @@ static unsigned compressors_for(const struct nsc_config *cfg) {
     return ncpu <= 4 ? 1 : ncpu <= 16 ? 2 : 4;
 }
 
+/* One drainer keeps up with ~14 M records/s from one writer; more writers
+ * on a large machine need more. Few CPUs: one (each drainer is a thread
+ * that competes with the application when it runs). */
+static unsigned drainers_for(void) {
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 2;
+    return ncpu <= 8 ? 1 : ncpu <= 32 ? 2 : 4;
+}
+
 static void free_flusher(struct flusher *f) {
-    for (unsigned i = 0; i < f->njobs; i++) {
+    for (unsigned i = 0; i < f->njobs; i++)
         free(f->jobs[i].raw);
-        free(f->jobs[i].comms);
-    }
     free(f->jobs);
     free(f->pending_comms);
     nsc_writer_close(&f->w);
@@ -587,24 +617,38 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
             break;
     if (f->nworkers == 0)
         rc = EAGAIN;
-    if (rc == 0)
-        rc = pthread_create(&f->drainer, &attr, drainer_main, f);
+    f->ndrainers = drainers_for();
+    if (f->njobs < 2 * f->ndrainers + 1)
+        f->ndrainers = f->njobs > 3 ? (f->njobs - 1) / 2 : 1; /* each holds a job while filling */
+    unsigned started = 0;
+    while (rc == 0 && started < f->ndrainers) {
+        f->drainers[started].f = f;
+        f->drainers[started].index = started;
+        rc = pthread_create(&f->drainers[started].thread, &attr, drainer_main, &f->drainers[started]);
+        if (rc == 0)
+            started++;
+    }
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        /* Whatever started stops at once: nothing was queued. */
+        /* Whatever started stops at once (drainers cover rings by index
+         * modulo their planned number: fewer cannot run). */
         pthread_mutex_lock(&f->mu);
         f->abandoned = 1;
+        pthread_cond_broadcast(&f->cv_drainer);
         pthread_cond_broadcast(&f->cv_turn);
         pthread_cond_broadcast(&f->cv_work);
         pthread_mutex_unlock(&f->mu);
+        for (unsigned i = 0; i < started; i++)
+            pthread_join(f->drainers[i].thread, NULL);
         for (unsigned i = 0; i < f->nworkers; i++)
             pthread_join(f->workers[i], NULL);
         free_flusher(f);
         snprintf(err, errlen, "cannot start the flusher threads: %s", strerror(rc));
         return -1;
     }
-    pthread_setname_np(f->drainer, "ncclscope-drain");
+    for (unsigned i = 0; i < f->ndrainers; i++)
+        pthread_setname_np(f->drainers[i].thread, "ncclscope-drain");
     for (unsigned i = 0; i < f->nworkers; i++)
         pthread_setname_np(f->workers[i], "ncclscope-zstd");
     F = f;
@@ -634,7 +678,8 @@ void nsc_flusher_stop(void) {
             break;
     if (f->io_done) {
         pthread_mutex_unlock(&f->mu);
-        pthread_join(f->drainer, NULL);
+        for (unsigned i = 0; i < f->ndrainers; i++)
+            pthread_join(f->drainers[i].thread, NULL);
         for (unsigned i = 0; i < f->nworkers; i++)
             pthread_join(f->workers[i], NULL);
         uint64_t lost = atomic_load(&f->lost_write);
@@ -647,29 +692,30 @@ void nsc_flusher_stop(void) {
         free_flusher(f);
         return;
     }
-    /* The disk did not let us finish in time. Leave: the drainer exits at
-     * once, compressors and the I/O thread when they next look; what they
-     * hold, and what the rings still hold, is counted as lost. */
+    /* The disk did not let us finish in time. Leave: the drainers exit at
+     * once, compressors when they next look (the one in write(2) when the
+     * disk lets it return); what the jobs and the rings still hold is
+     * counted as lost. */
     f->abandoned = 1;
     pthread_cond_broadcast(&f->cv_drainer);
     pthread_cond_broadcast(&f->cv_work);
     pthread_cond_broadcast(&f->cv_turn);
     struct timespec dl2;
     deadline_after(&dl2, 200000);
-    while (!f->drainer_done)
+    while (f->drainers_done < f->ndrainers)
         if (pthread_cond_timedwait(&f->cv_done, &f->mu, &dl2) == ETIMEDOUT)
             break;
-    uint64_t lost = 0;
-    for (uint64_t s = f->seq_write; s < f->seq_next; s++)
-        lost += f->jobs[s % f->njobs].records;
-    if (f->cur && f->cur->state == J_FILLING)
-        lost += f->cur->records;
-    int drainer_gone = f->drainer_done;
+    uint64_t lost = 0; /* jobs sealed, filling or being written */
+    for (unsigned i = 0; i < f->njobs; i++)
+        if (f->jobs[i].state != J_FREE)
+            lost += f->jobs[i].records;
+    int drainers_gone = f->drainers_done == f->ndrainers;
     pthread_mutex_unlock(&f->mu);
-    if (drainer_gone) {
+    if (drainers_gone) {
         /* We are the rings' only consumer now: empty them, so a later
          * session starts clean. */
-        pthread_join(f->drainer, NULL);
+        for (unsigned i = 0; i < f->ndrainers; i++)
+            pthread_join(f->drainers[i].thread, NULL);
         uint32_t n = nsc_thread_count();
         for (uint32_t i = 0; i < n; i++) {
             struct nsc_thread *t = nsc_thread_at(i);
