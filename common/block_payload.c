@@ -20,7 +20,8 @@ size_t nsc_strings_encode(unsigned char *buf, size_t cap, uint32_t *id, uint32_t
         uint16_t l16 = (uint16_t)sl;
         memcpy(buf + len, id, 4);
         memcpy(buf + len + 4, &l16, 2);
-        memcpy(buf + len + 6, s, sl);
+        if (sl)
+            memcpy(buf + len + 6, s, sl);
         len += 6 + sl;
         (*id)++;
     }

@@ -31,6 +31,11 @@ PATHS = {"nvlink": "NVLink", "net": "network"}
 # two runs of one command differ there without anything lost. Every other
 # type is one per operation, channel or step: a difference is a loss.
 VARIABLE = {"ProxyCtrl", "NetPlugin"}
+# KernelCh: one per channel and kernel, but NCCL 2.28.9 starts a handful more or
+# fewer from run to run (measured on 4 x H200: -5..+10 of 200,000-600,000 per
+# run, in both directions, with nothing dropped): within this fraction it is
+# run-to-run variation; the drop counters decide about losses.
+NEAR = {"KernelCh": 1e-4}
 
 
 def num(n):
@@ -175,7 +180,8 @@ def verdict(c):
     if c["offered"] and c["kept"] and not c["offered"]["bad"]:
         ot, kt = c["offered"]["types"], c["kept"]["types"]
         diff = {t: kt.get(t, 0) - ot.get(t, 0) for t in set(ot) | set(kt) if kt.get(t, 0) != ot.get(t, 0)}
-        fixed = {t: d for t, d in diff.items() if t not in VARIABLE}
+        fixed = {t: d for t, d in diff.items() if t not in VARIABLE and
+                 not (t in NEAR and abs(d) <= NEAR[t] * max(1, ot.get(t, 0)))}
         if fixed:
             problems.append("**kept ≠ offered** (%s) with %s drop counted" % (
                 ", ".join("%s %s" % (t, "{:+,}".format(d)) for t, d in sorted(fixed.items())),
