@@ -231,7 +231,7 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
 }
 
 static uint64_t when(struct nsc_coll_track *t, uint64_t ticks) {
-    return (uint64_t)((int64_t)nsc_decoder_mono_ns(t->d, ticks) + t->shift);
+    return nsc_shift_ns(nsc_decoder_mono_ns(t->d, ticks), t->shift);
 }
 
 void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct nsc_rec *r,

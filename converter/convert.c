@@ -94,7 +94,7 @@ struct file_ctx {
     struct nsc_coll_track *track; /* operations: enqueue to completion */
     struct nsc_gpu_clock *gpu;    /* per comm serial: GPU clock offset */
     uint32_t ngpu;
-    struct rank_view *views;      /* per comm serial */
+    struct rank_view **views;     /* per comm serial, made when first used */
     uint32_t nviews;
     uint64_t impossible_gpu, ops_drawn, ops_lane_overflow, gpu_before_enqueue;
     uint32_t *comm_named; /* per serial: process_name written */
@@ -136,7 +136,8 @@ static void reset_names(struct conv *c) {
     if (f->comm_named)
         memset(f->comm_named, 0, f->ncomm_named * sizeof(*f->comm_named));
     for (uint32_t i = 0; i < f->nviews; i++)
-        f->views[i].lanes_named = f->views[i].channels_named = 0;
+        if (f->views[i])
+            f->views[i]->lanes_named = f->views[i]->channels_named = 0;
 }
 
 /* ---- map ---- */
@@ -516,8 +517,12 @@ static void maybe_rotate(struct conv *c) {
 }
 
 static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
+    if (serial >= NSC_COMM_SERIAL_MAX)
+        return; /* damaged: no comm has it; its events keep a numbered process */
     if (serial >= f->ncomm_named) {
         size_t n = serial + 64;
+        if (n < f->ncomm_named * 2)
+            n = f->ncomm_named * 2;
         uint32_t *p = realloc(f->comm_named, n * sizeof(*p));
         if (!p)
             return;
@@ -526,7 +531,7 @@ static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
         f->ncomm_named = n;
     }
     const struct nsc_comm_info *ci = nsc_decoder_comm(&f->dec, serial);
-    uint32_t want = ci ? (uint32_t)(ci->rank + 2) : 1; /* re-name once the rank is known */
+    uint32_t want = ci ? (uint32_t)ci->rank + 2u : 1; /* re-name once the rank is known */
     if (f->comm_named[serial] == want)
         return;
     f->comm_named[serial] = want;
@@ -733,28 +738,35 @@ static void inflight_add(struct conv *c, struct file_ctx *f, uint32_t serial, st
 
 static void inflight_drain(struct conv *c, struct file_ctx *f) {
     for (uint32_t s = 0; s < f->nviews; s++)
-        while (f->views[s].nheap) {
-            uint64_t t = f->views[s].heap[0].end;
-            heap_pop(&f->views[s]);
-            counter(c, f, s, t, f->views[s].nheap, f->views[s].bytes_in_flight);
+        while (f->views[s] && f->views[s]->nheap) {
+            struct rank_view *v = f->views[s];
+            uint64_t t = v->heap[0].end;
+            heap_pop(v);
+            counter(c, f, s, t, v->nheap, v->bytes_in_flight);
         }
 }
 
 /* ---- GPU-side tracks ---- */
 
+/* A view is 4.5 KB: made for the serials that have operations, so a
+ * damaged serial far out costs a pointer array, not a view per serial. */
 static struct rank_view *view_of(struct file_ctx *f, uint32_t serial) {
-    if (serial >= (1u << 20))
+    if (serial >= NSC_COMM_SERIAL_MAX)
         return NULL;
     if (serial >= f->nviews) {
         uint32_t n = serial + 8;
-        struct rank_view *v = realloc(f->views, n * sizeof(*v));
+        if (n < f->nviews * 2)
+            n = f->nviews * 2;
+        struct rank_view **v = realloc(f->views, n * sizeof(*v));
         if (!v)
             return NULL;
         memset(v + f->nviews, 0, (n - f->nviews) * sizeof(*v));
         f->views = v;
         f->nviews = n;
     }
-    return &f->views[serial];
+    if (!f->views[serial])
+        f->views[serial] = calloc(1, sizeof(struct rank_view));
+    return f->views[serial];
 }
 
 static void name_thread(struct conv *c, struct file_ctx *f, uint32_t serial, uint32_t tid,
@@ -835,12 +847,13 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
     if (g && op->gpu_start && op->gpu_end > op->gpu_start) {
         /* The check of the GPU clock mapping against the CPU's: a kernel
          * cannot start before the host enqueued it. */
-        if ((int64_t)op->gpu_start + g->offset_ns < (int64_t)op->start_ns)
+        uint64_t gpu_start = nsc_shift_ns(op->gpu_start, g->offset_ns);
+        if ((int64_t)(gpu_start - op->start_ns) < 0)
             f->gpu_before_enqueue++;
         jw_raw(c->aw, ",\"gpu_us\":");
         jw_us(c->aw, op->gpu_end - op->gpu_start);
         jw_raw(c->aw, ",\"gpu_start_ts_us\":");
-        jw_us(c->aw, (uint64_t)((int64_t)op->gpu_start + g->offset_ns));
+        jw_us(c->aw, gpu_start);
     }
     struct tev e = {.k = lane >= 0 ? TEV_SLICE : TEV_ASYNC, .cat = "completion",
                     .name = op->func ? op->func : "?", .id = out_id(c, f->index, op->id),
@@ -902,7 +915,7 @@ static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct o
     snprintf(name, sizeof(name), "ch %u", ch);
     struct tev ev = {.k = TEV_SLICE, .cat = "KernelCh", .name = name,
                      .pid = out_pid(f->index, r->h.aux), .tid = tid,
-                     .ts = (uint64_t)((int64_t)gs + off), .dur = ge - gs, .with_args = 1};
+                     .ts = nsc_shift_ns(gs, off), .dur = ge - gs, .with_args = 1};
     if (ge <= gs) {
         /* Impossible: flagged where it happened instead of drawn. */
         f->impossible_gpu++;
@@ -1152,7 +1165,7 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
 
 static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const struct nsc_rec *r,
                    const char *name) {
-    uint64_t ts = (uint64_t)((int64_t)nsc_decoder_mono_ns(&f->dec, r->h.ticks) + f->shift_ns);
+    uint64_t ts = nsc_shift_ns(nsc_decoder_mono_ns(&f->dec, r->h.ticks), f->shift_ns);
     maybe_rotate(c);
     if (!keep(c, f, r->h.aux, -1, ts, ts))
         return;
@@ -1180,7 +1193,7 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
                     (double)(c->w.bytes + c->w.len) / 1e6);
         }
     }
-    uint64_t ns = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + f->shift_ns);
+    uint64_t ns = nsc_shift_ns(nsc_decoder_mono_ns(d, r->h.ticks), f->shift_ns);
     if (ns > f->last_ns && r->h.kind != NSC_REC_THREAD)
         f->last_ns = ns;
     /* The SESSION block came first, so the tracker knows the event mask. */
@@ -1422,7 +1435,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 memcpy(&s, b.data, sizeof(s));
                 c.file_pids[i] = s.pid;
                 c.file_masks[i] = s.event_mask;
-                uint64_t t0 = (uint64_t)((int64_t)s.start.mono_ns + (o->shift_ns ? o->shift_ns[i] : 0));
+                uint64_t t0 = nsc_shift_ns(s.start.mono_ns, o->shift_ns ? o->shift_ns[i] : 0);
                 if (t0 < c.t_origin)
                     c.t_origin = t0;
                 memcpy(c.file_hosts[i], s.host, 63);
@@ -1564,6 +1577,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         free(f->tstats);
         free(f->comm_named);
         free(f->gpu);
+        for (uint32_t k = 0; k < f->nviews; k++)
+            free(f->views[k]);
         free(f->views);
         if (f->dec.rd.f || f->dec.strings)
             nsc_decoder_close(&f->dec);
