@@ -501,12 +501,17 @@ static void maybe_rotate(struct conv *c) {
     jw_raw(&c->w, "\n],\"metadata\":{\"ncclscope\":{\"part\":");
     jw_u64(&c->w, (uint64_t)c->part);
     jw_raw(&c->w, ",\"continued\":true}}}\n");
-    if (jw_close(&c->w) != 0)
+    char err[1200];
+    if (jw_close(&c->w, err, sizeof(err)) != 0) {
+        if (!c->out_error) /* once: a full disk fails every part after */
+            fprintf(stderr, "ncclscope convert: %s\n", err);
         c->out_error = 1;
+    }
     char path[4200];
     part_path(o, ++c->part, path, sizeof(path));
-    if (jw_open_path(&c->w, path) != 0) {
-        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", path, strerror(errno));
+    if (jw_open_path(&c->w, path, o->files, o->nfiles, err, sizeof(err)) != 0) {
+        if (!c->out_error)
+            fprintf(stderr, "ncclscope convert: cannot write %s\n", err);
         c->out_error = 1;
         jw_open(&c->w, NULL); /* discards (no file) until the end; reported */
         c->w.error = 1;
@@ -1410,18 +1415,20 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     c.chain = o->flows ? calloc(CHAIN_CAP, sizeof(*c.chain)) : NULL;
     struct file_ctx *files = calloc((size_t)o->nfiles + 1, sizeof(*files));
     uint64_t *drops = calloc((size_t)o->nfiles + 1, sizeof(*drops));
+    int w_open = 0, argw_open = 0, out_err = 1;
+    char err[1200];
     if (!c.file_pids || !c.file_hosts || !c.file_masks || !c.recent || (o->flows && !c.chain) ||
         !files || !drops) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
-        return 3;
+        goto done;
     }
     char first_path[4200];
     part_path(o, 0, first_path, sizeof(first_path));
-    if (jw_open_path(&c.w, first_path) != 0) {
-        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", first_path,
-                errno == ENOTSUP ? "gzip output needs zlib, which this build lacks" : strerror(errno));
-        return 3;
+    if (jw_open_path(&c.w, first_path, o->files, o->nfiles, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ncclscope convert: cannot write %s\n", err);
+        goto done;
     }
+    w_open = 1;
     c.t_origin = UINT64_MAX;
     /* First pass over headers only: which pid each file holds, so PXN
      * parents from another process can be linked. */
@@ -1445,16 +1452,15 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     }
     if (jw_open_mem(&c.argw) != 0) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
-        jw_close(&c.w);
-        return 3;
+        goto done;
     }
+    argw_open = 1;
     c.aw = &c.argw;
     if (o->format == NSC_OUT_PERFETTO) {
         c.pf = pf_open(&c.w);
         if (!c.pf) {
             fprintf(stderr, "ncclscope convert: out of memory\n");
-            jw_close(&c.w);
-            return 3;
+            goto done;
         }
     } else {
         jw_raw(&c.w, doc_head);
@@ -1563,10 +1569,22 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         jw_rawn(&c.w, c.argw.buf, c.argw.len);
         jw_raw(&c.w, "}}}\n");
     }
-    int out_err = jw_close(&c.w) != 0 || c.out_error;
+    if (c.out_error) {
+        jw_abort(&c.w); /* a part is missing: the last one is not worth keeping */
+        out_err = 1;
+    } else if (jw_close(&c.w, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ncclscope convert: %s\n", err);
+        out_err = 1;
+    } else {
+        out_err = 0;
+    }
+    w_open = 0;
     c.res.parts = (unsigned long long)c.part + 1;
     c.res.filtered = c.filtered;
-    for (int i = 0; i < o->nfiles; i++) {
+done:
+    if (w_open)
+        jw_abort(&c.w);
+    for (int i = 0; files && i < o->nfiles; i++) {
         struct file_ctx *f = &files[i];
         for (int b = 0; b < 256; b++)
             for (struct track *t = f->tracks[b], *n; t; t = n) {
@@ -1591,7 +1609,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(c.recent);
     free(c.chain);
     pf_close(c.pf);
-    jw_close(&c.argw);
+    if (argw_open)
+        jw_close(&c.argw, NULL, 0);
     if (res)
         *res = c.res;
     if (out_err)

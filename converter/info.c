@@ -51,9 +51,10 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
 
 int nsc_info(const char *path, FILE *out) {
     struct nsc_decoder d;
-    if (nsc_decoder_open(&d, path) != NSC_OK) {
+    enum nsc_result orc = nsc_decoder_open(&d, path);
+    if (orc != NSC_OK) {
         fprintf(stderr, "ncclscope info: %s\n", d.rd.err);
-        return 2;
+        return orc == NSC_E_IO ? 3 : 2; /* unreadable, or not a (known) trace */
     }
     struct info in;
     memset(&in, 0, sizeof(in));

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll_track.h"
+#include "out_file.h"
 #include "stats.h"
 #include "trace_decode.h"
 #include "version.h"
@@ -181,17 +183,29 @@ static void timeline(FILE *f, struct rep *r) {
 
 int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, const char *out_path,
                const char *alignment_text) {
-    FILE *f = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "ncclscope report: cannot write %s: %s\n", out_path, strerror(errno));
-        return 3;
+    FILE *f = stdout;
+    struct nsc_out of;
+    char err[1200];
+    if (strcmp(out_path, "-") != 0) {
+        if (nsc_out_open(&of, out_path, files, nfiles, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ncclscope report: cannot write %s\n", err);
+            return 3;
+        }
+        if (!(f = fdopen(of.fd, "w"))) {
+            fprintf(stderr, "ncclscope report: cannot write %s: %s\n", out_path, strerror(errno));
+            close(of.fd);
+            nsc_out_finish(&of, 0, err, sizeof(err));
+            return 3;
+        }
     }
     struct rep *r = calloc(1, sizeof(*r));
     if (!r || !(r->bars = malloc(MAX_BARS * sizeof(*r->bars)))) {
         fprintf(stderr, "ncclscope report: out of memory\n");
         free(r);
-        if (f != stdout)
+        if (f != stdout) {
             fclose(f);
+            nsc_out_finish(&of, 0, err, sizeof(err));
+        }
         return 3;
     }
     r->stride = 1;
@@ -246,9 +260,23 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
     fprintf(f, "<p style='font-size:12px;color:#777'>Self-contained: no scripts, no network. "
                "For every event, convert the same files with <code>ncclscope convert</code> and open "
                "them in Perfetto.</p>\n</body></html>\n");
-    int werr = ferror(f);
-    if (f != stdout && fclose(f) != 0)
-        werr = 1;
+    int werr = ferror(f) || fflush(f) != 0;
+    int e = errno;
+    if (f == stdout && werr)
+        fprintf(stderr, "ncclscope report: standard output: write failed: %s\n", strerror(e));
+    if (f != stdout) {
+        if (fclose(f) != 0 && !werr) {
+            werr = 1;
+            e = errno;
+        }
+        if (werr)
+            fprintf(stderr, "ncclscope report: %s: write failed: %s (nothing written there)\n",
+                    out_path, strerror(e));
+        if (nsc_out_finish(&of, !werr, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ncclscope report: %s\n", err);
+            werr = 1;
+        }
+    }
     free(r->bars);
     int dam = r->damaged;
     free(r);
