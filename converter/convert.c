@@ -13,6 +13,7 @@
 #include "hash.h"
 #include "json_writer.h"
 #include "perfetto_proto.h"
+#include "result.h"
 #include "trace_decode.h"
 
 /* GPU-side tracks of a rank (Perfetto thread ids inside the rank's process):
@@ -1314,11 +1315,63 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
     fprintf(stderr, "ncclscope convert: %s\n", msg);
 }
 
-/* Per-file summary: drop counters as a counter track and metadata. */
+/* Every count of what the plugin could not keep, as argument members. */
+static void losses_args(struct conv *c, struct file_ctx *f) {
+    const struct nsc_losses *l = &f->dec.losses;
+    const struct nsc_stats_header *h = &f->dec.stats;
+    arg_u(c, "lost_records", l->total);
+    arg_u(c, "lost_write_records", l->write);
+    arg_u(c, "lost_exit_records", l->exit);
+    arg_u(c, "write_errors", h->write_errors);
+    arg_i(c, "write_errno", h->write_errno);
+    jw_key(c->aw, "write_error");
+    jw_str(c->aw, h->write_errno ? nsc_errno_name(h->write_errno) : NULL);
+    arg_u(c, "string_overflow", h->string_overflow);
+    arg_u(c, "unnamed_events", f->dec.unnamed_events);
+    arg_u(c, "comm_overflow", h->comm_overflow);
+    arg_u(c, "memory_peak_bytes", h->memory_peak);
+    arg_u(c, "memory_budget_bytes", h->memory_budget);
+}
+
+/* On stderr, what a file lost beyond ring drops (those are in the summary
+ * line): nothing lost goes unsaid. */
+static void losses_warning(const struct file_ctx *f) {
+    const struct nsc_losses *l = &f->dec.losses;
+    const struct nsc_stats_header *h = &f->dec.stats;
+    if (l->write || h->write_errors) {
+        const char *en = nsc_errno_name(h->write_errno);
+        char last[160] = ", writing resumed after them";
+        if (h->write_errno)
+            snprintf(last, sizeof(last), ", the last: %s (%s)", en ? en : "errno",
+                     strerror(h->write_errno));
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu records lost to write errors (%u failed "
+                "writes%s)\n",
+                f->path, (unsigned long long)l->write, h->write_errors, last);
+    }
+    if (l->exit)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu records were still in memory when the "
+                "process stopped waiting for the writer at finalize/exit; they are not in the file\n",
+                f->path, (unsigned long long)l->exit);
+    if (h->string_overflow || f->dec.unnamed_events)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu strings past the plugin's table; %llu "
+                "events show \"?\" for a name\n",
+                f->path, (unsigned long long)h->string_overflow,
+                (unsigned long long)f->dec.unnamed_events);
+    if (h->comm_overflow)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu comm descriptions were not kept; their "
+                "events have no rank or commHash\n",
+                f->path, (unsigned long long)h->comm_overflow);
+}
+
+/* Per-file summary: drop and loss counters as counter tracks and an
+ * instant with the details. */
 static void file_summary(struct conv *c, struct file_ctx *f, uint64_t *drops_out) {
-    uint64_t drops = f->stats.drops_no_thread;
-    for (uint32_t i = 0; i < f->ntstats; i++)
-        drops += f->tstats[i].drops_ring;
+    const struct nsc_losses *l = &f->dec.losses;
+    uint64_t drops = l->dropped;
     *drops_out = drops;
     uint64_t pid = out_pid(f->index, 0);
     char name[160];
@@ -1328,12 +1381,25 @@ static void file_summary(struct conv *c, struct file_ctx *f, uint64_t *drops_out
     struct tev cnt = {.k = TEV_COUNTER, .name = "ncclscope dropped records", .ckey = "dropped",
                       .pid = pid, .has_tid = 1, .ts = f->last_ns, .cval = (int64_t)drops};
     out_event(c, &cnt);
-    snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
+    if (l->total != drops) {
+        cnt.name = "ncclscope lost records";
+        cnt.ckey = "lost";
+        cnt.cval = (int64_t)l->total;
+        out_event(c, &cnt);
+    }
+    if (l->total != drops)
+        snprintf(name, sizeof(name),
+                 "ncclscope: %llu records lost (%llu dropped, %llu to write errors, %llu at exit)",
+                 (unsigned long long)l->total, (unsigned long long)drops,
+                 (unsigned long long)l->write, (unsigned long long)l->exit);
+    else
+        snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
     args_begin(c);
     jw_raw(c->aw, "\"drops_no_thread\":");
     jw_u64(c->aw, f->stats.drops_no_thread);
     arg_u(c, "invalid_context", f->stats.invalid_context);
     arg_u(c, "invalid_handle", f->stats.invalid_handle);
+    losses_args(c, f);
     struct tev in = {.k = TEV_INSTANT, .scope = 'p', .name = name, .pid = pid, .ts = f->last_ns,
                      .with_args = 1};
     out_event(c, &in);
@@ -1359,6 +1425,7 @@ static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, in
     arg_u(c, "ring_records", s->ring_records);
     arg_u(c, "records", f->dec.records);
     arg_u(c, "dropped_records", drops);
+    losses_args(c, f);
     arg_u(c, "complete", (uint64_t)f->dec.ended);
     jw_key(c->aw, "shift_ns");
     jw_raw(c->aw, "");
@@ -1521,7 +1588,13 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             }
         }
         file_summary(&c, f, &drops[i]);
+        if (!o->quiet)
+            losses_warning(f);
         c.res.drops += drops[i];
+        c.res.lost += f->dec.losses.total;
+        c.res.lost_write += f->dec.losses.write;
+        c.res.lost_exit += f->dec.losses.exit;
+        c.res.unnamed += f->dec.unnamed_events;
     }
     /* The run's metadata: the JSON document's "metadata", or in the
      * protobuf trace an instant on the first file's summary track. */
@@ -1555,6 +1628,16 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             }
     }
     jw_raw(c.aw, "}");
+    jw_raw(c.aw, ",\"lost_records\":");
+    jw_u64(c.aw, c.res.lost);
+    jw_raw(c.aw, ",\"dropped_records\":");
+    jw_u64(c.aw, c.res.drops);
+    jw_raw(c.aw, ",\"lost_write_records\":");
+    jw_u64(c.aw, c.res.lost_write);
+    jw_raw(c.aw, ",\"lost_exit_records\":");
+    jw_u64(c.aw, c.res.lost_exit);
+    jw_raw(c.aw, ",\"unnamed_events\":");
+    jw_u64(c.aw, c.res.unnamed);
     jw_raw(c.aw, ",\"orphan_records\":");
     jw_u64(c.aw, c.res.orphan_records);
     jw_raw(c.aw, ",\"damaged\":");

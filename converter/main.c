@@ -308,12 +308,18 @@ static int cmd_convert(int argc, char **argv) {
     o.flows = flows;
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
-    fprintf(stderr,
-            "ncclscope convert: %d file(s), %llu events (%llu unfinished, %llu filtered out), "
-            "%llu records dropped by the plugin%s -> %s%s\n",
-            nfiles, res.events, res.unfinished, res.filtered, res.drops,
-            rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
-            res.parts > 1 ? " (split into parts -000 ...)" : "");
+    char lost[200] = "";
+    if (res.lost != res.drops)
+        snprintf(lost, sizeof(lost),
+                 ", %llu records lost by the plugin in all (%llu to write errors, %llu at exit)",
+                 res.lost, res.lost_write, res.lost_exit);
+    if (rc != 3) /* on an output error, the message said what and nothing was written */
+        fprintf(stderr,
+                "ncclscope convert: %d file(s), %llu events (%llu unfinished, %llu filtered out), "
+                "%llu records dropped by the plugin%s%s -> %s%s\n",
+                nfiles, res.events, res.unfinished, res.filtered, res.drops, lost,
+                rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
+                res.parts > 1 ? " (split into parts -000 ...)" : "");
     free_files(files, nfiles);
     nsc_align_free(&al);
     return rc;

@@ -97,17 +97,7 @@ struct file_run {
     struct rep *r;
     struct nsc_coll_track *t;
     int64_t shift;
-    uint64_t drops;
 };
-
-static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
-                     const struct nsc_thread_stats *t) {
-    (void)d;
-    struct file_run *fr = ud;
-    fr->drops = h->drops_no_thread; /* the last STATS block is the final count */
-    for (uint32_t i = 0; i < h->nthreads; i++)
-        fr->drops += t[i].drops_ring;
-}
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *rec,
                       const struct nsc_rec *ext) {
@@ -218,7 +208,7 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
                "pre{background:#f5f5f5;padding:8px;font-size:12px}</style></head><body>\n"
                "<h1>ncclscope report</h1>\n<p>%d trace file(s), written by ncclscope %s.</p>\n<table>"
                "<tr><th>file</th><th>host</th><th>pid</th><th>API</th><th>records</th>"
-               "<th>dropped</th><th>complete</th></tr>\n",
+               "<th>records lost</th><th>complete</th></tr>\n",
             nfiles, NSC_VERSION);
     for (int i = 0; i < nfiles; i++) {
         struct nsc_decoder d;
@@ -229,18 +219,24 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
         }
         r->file = i;
         r->d = &d;
-        struct file_run fr = {r, NULL, shift_ns ? shift_ns[i] : 0, 0};
-        struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error};
+        struct file_run fr = {r, NULL, shift_ns ? shift_ns[i] : 0};
+        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
         nsc_decoder_run(&d, &ops, &fr);
         nsc_track_finish(fr.t);
         fprintf(f, "<tr><td>");
         esc(f, files[i]);
         fprintf(f, "</td><td>");
         esc(f, d.session.host);
-        fprintf(f, "</td><td>%u</td><td>v%u</td><td>%llu</td><td>%llu</td><td>%s</td></tr>\n",
-                d.session.pid, d.session.api_version, (unsigned long long)d.records,
-                (unsigned long long)fr.drops,
-                d.ended ? "yes" : "no (crashed or still running)");
+        fprintf(f, "</td><td>%u</td><td>v%u</td><td>%llu</td><td>%llu", d.session.pid,
+                d.session.api_version, (unsigned long long)d.records,
+                (unsigned long long)d.losses.total);
+        if (d.losses.total != d.losses.dropped)
+            fprintf(f, " (%llu dropped, %llu to write errors, %llu at exit)",
+                    (unsigned long long)d.losses.dropped, (unsigned long long)d.losses.write,
+                    (unsigned long long)d.losses.exit);
+        if (d.unnamed_events)
+            fprintf(f, "; %llu events named \"?\"", (unsigned long long)d.unnamed_events);
+        fprintf(f, "</td><td>%s</td></tr>\n", d.ended ? "yes" : "no (crashed or still running)");
         nsc_decoder_close(&d);
     }
     fprintf(f, "</table>\n");
