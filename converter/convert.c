@@ -56,6 +56,7 @@ struct open_ev {
     struct nsc_rec start;
     struct nsc_rec ext;
     int has_start, has_ext, has_stop;
+    uint8_t stop_etype;     /* the STOP's type: a STOP pairs with a START of its type only */
     uint32_t start_thread, stop_thread;
     uint64_t start_ns, stop_ns;
     struct state_rec *states;
@@ -1226,6 +1227,13 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         }
         e->start_thread = thread;
         e->start_ns = ns;
+        if (e->has_stop && e->stop_etype != r->h.etype) {
+            /* The STOP that came first has the id but not the type: not
+             * this event's (damage, or ids reused across types). */
+            c->res.orphan_records++;
+            c->orphans_by_type[e->stop_etype & 15]++;
+            e->has_stop = 0;
+        }
         struct track *t = track_of(c, f, thread, r->h.aux, r->h.etype);
         e->track = t;
         if (t) {
@@ -1245,9 +1253,16 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         struct open_ev *e = map_get_or_add(&f->open, r->h.id);
         if (!e)
             return;
+        if (e->has_start && e->start.h.etype != r->h.etype) {
+            /* Same id, another type: not this event's STOP. Counted, not joined. */
+            c->res.orphan_records++;
+            c->orphans_by_type[r->h.etype & 15]++;
+            return;
+        }
         if (e->has_stop && !e->has_start)
             c->orphans_by_type[r->h.etype & 15]++; /* a second STOP for an id never started */
         e->has_stop = 1;
+        e->stop_etype = r->h.etype;
         e->stop_ns = ns;
         e->stop_thread = thread;
         if (!e->has_start)
