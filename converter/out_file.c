@@ -33,9 +33,11 @@ int nsc_out_open(struct nsc_out *o, const char *path, const char *const *inputs,
         }
         if (S_ISDIR(st.st_mode))
             return fail(err, errlen, path, EISDIR);
-        if (!S_ISREG(st.st_mode)) {
-            /* a device or a FIFO: written in place, it cannot be replaced */
-            o->fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        /* A device or a FIFO cannot be replaced, nor can /dev/stdout or
+         * /proc/self/fd/N name a file that is to stay the one the shell
+         * opened: written in place. */
+        if (!S_ISREG(st.st_mode) || !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6)) {
+            o->fd = open(path, O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
             if (o->fd < 0)
                 return fail(err, errlen, path, errno);
             o->path = strdup(path);

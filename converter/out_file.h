@@ -6,8 +6,9 @@
  * complete one. An output that is one of the command's inputs (the same
  * inode, through any name or link) is refused before anything is written.
  *
- * Standard output ("-") and outputs that are not regular files (/dev/null,
- * a FIFO, a terminal) are written in place: they cannot be renamed over.
+ * Standard output ("-"), outputs that are not regular files (/dev/null, a
+ * FIFO, a terminal) and paths under /dev/ and /proc/ (/dev/stdout) are
+ * written in place: they cannot, or must not, be renamed over.
  */
 #ifndef NSC_OUT_FILE_H
 #define NSC_OUT_FILE_H
