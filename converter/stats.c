@@ -39,6 +39,7 @@ struct entry {
 struct lost {
     uint64_t records, dropped, write, exit, events;
     uint64_t failed_writes, string_overflow, unnamed, comm_overflow;
+    uint64_t memory_peak, memory_budget; /* of the file with the highest peak (v3) */
     int write_errno; /* the last failed write's, of the last file that has one */
 };
 
@@ -390,6 +391,10 @@ static void add_losses(struct lost *l, const struct nsc_decoder *d) {
     l->comm_overflow += d->stats.comm_overflow;
     if (d->stats.write_errno)
         l->write_errno = d->stats.write_errno;
+    if (d->stats.memory_peak > l->memory_peak) {
+        l->memory_peak = d->stats.memory_peak;
+        l->memory_budget = d->stats.memory_budget;
+    }
 }
 
 static void print_losses_text(FILE *f, const struct lost *l) {
@@ -406,6 +411,9 @@ static void print_losses_text(FILE *f, const struct lost *l) {
                "comm descriptions not kept\n",
             (unsigned long long)l->string_overflow, (unsigned long long)l->unnamed,
             (unsigned long long)l->comm_overflow);
+    if (l->memory_budget)
+        fprintf(f, "record memory: peak %.1f MiB of a %.1f MiB budget (the file with the highest)\n",
+                (double)l->memory_peak / 1048576.0, (double)l->memory_budget / 1048576.0);
 }
 
 static void print_losses_json(FILE *f, const struct lost *l) {
@@ -421,9 +429,12 @@ static void print_losses_json(FILE *f, const struct lost *l) {
         json_str(f, en);
     else
         fputs("null", f);
-    fprintf(f, ", \"string_overflow\": %llu, \"unnamed_events\": %llu, \"comm_overflow\": %llu}, ",
+    fprintf(f,
+            ", \"string_overflow\": %llu, \"unnamed_events\": %llu, \"comm_overflow\": %llu, "
+            "\"memory_peak_bytes\": %llu, \"memory_budget_bytes\": %llu}, ",
             (unsigned long long)l->string_overflow, (unsigned long long)l->unnamed,
-            (unsigned long long)l->comm_overflow);
+            (unsigned long long)l->comm_overflow, (unsigned long long)l->memory_peak,
+            (unsigned long long)l->memory_budget);
 }
 
 static void print(const struct nsc_stats_opts *o, struct agg *a) {

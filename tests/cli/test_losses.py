@@ -63,11 +63,13 @@ def main():
     txt = run([cli, "stats", v3]).stdout
     check("lost by the plugin: 1290 records (0 dropped, 1234 to write errors, 56 at exit); 7 failed "
           "writes, the last: ENOSPC" in txt and "3 strings past the plugin's table" in txt and
-          "2 comm descriptions not kept" in txt, txt[:600])
+          "2 comm descriptions not kept" in txt and
+          "record memory: peak 5.0 MiB of a 64.0 MiB budget" in txt, txt[:600])
     st = json.loads(run([cli, "stats", v3, "--json"]).stdout)["lost"]
     for k, v in (("records", 1290), ("dropped", 0), ("write_records", 1234), ("exit_records", 56),
                  ("failed_writes", 7), ("write_error", "ENOSPC"), ("string_overflow", 3),
-                 ("comm_overflow", 2)):
+                 ("comm_overflow", 2), ("memory_peak_bytes", 5 << 20),
+                 ("memory_budget_bytes", 64 << 20)):
         check(st.get(k) == v, "stats --json lost.%s = %r, expected %r" % (k, st.get(k), v))
     html = os.path.join(d, "r.html")
     run([cli, "report", v3, "-o", html])
