@@ -117,6 +117,11 @@ def main():
     r = sh([cli, "convert", src, "-o", out], ok=(0,))
     check(os.path.getsize(out) == good_size and stat.S_IMODE(os.stat(out).st_mode) == 0o640,
           "the replaced output keeps its mode")
+    # /dev/stdout is written in place: the file the shell opened gets the output
+    redir = os.path.join(d, "redirected.json")
+    with open(redir, "w") as fo:
+        sh([cli, "convert", src, "-o", "/dev/stdout"], ok=(0,), stdout=fo)
+    check(os.path.getsize(redir) == good_size, "-o /dev/stdout > file")
     print("ok: failed writes leave no output and no temporary file; existing outputs kept")
 
     # ---- an output error prints what went wrong, no made-up numbers ----

@@ -183,6 +183,11 @@ FIELDS = {
               (64, 8), (72, 8), (80, 4), (84, 4)],
 }
 COMM_FIELDS = [(0, 4), (4, 4), (8, 4), (12, 4), (16, 8), (24, 8)]  # per 128-byte entry
+SIGNED32 = [0x7FFFFFFF, 0x7FFFFFFE, 0x80000000, 0x80000001, 0xFFFFFFFF]
+# v1 record fields, from byte 0 of a record: header, parent/state argument,
+# and the descriptor's words (its int32 fields: root, peer, pid, nSteps, ...)
+REC_FIELDS = [(4, 4), (8, 8), (16, 8), (24, 8), (32, 8), (40, 8), (48, 4), (52, 4), (56, 4),
+              (60, 4)]
 
 
 def m_fields(rng, b):
@@ -194,7 +199,8 @@ def m_fields(rng, b):
     bl = [x for x in T.blocks(data) if x.type in (T.SESSION, T.ANCHOR, T.STATS, T.COMMS, T.CHUNK)]
     if not bl:
         return m_bitflip(rng, b)
-    target = rng.choice(bl)
+    kind = rng.choice(sorted({x.type for x in bl}))  # each kind of block as likely
+    target = rng.choice([x for x in bl if x.type == kind])
     desc = []
 
     def edit(blk, p):
@@ -208,14 +214,15 @@ def m_fields(rng, b):
                 o += base
             elif blk.type == T.CHUNK and len(p) >= 8 + 64:
                 k = rng.randrange((len(p) - 8) // 64)  # first segment's records
-                o, n = 8 + 64 * k + rng.choice([4, 8, 16, 24, 32, 40, 48]), rng.choice([4, 8])
+                o, n = rng.choice(REC_FIELDS)
+                o += 8 + 64 * k
             elif blk.type in FIELDS:
                 o, n = rng.choice(FIELDS[blk.type])
             else:
                 return None
             if o + n > len(p):
                 continue
-            v = rng.choice(EXTREMES64 if n == 8 else EXTREMES32)
+            v = rng.choice(EXTREMES64 if n == 8 else EXTREMES32 + SIGNED32)
             struct.pack_into("<Q" if n == 8 else "<I", p, o, v & ((1 << (8 * n)) - 1))
             desc.append("%d-byte field +%d = %#x" % (n, o, v))
         return bytes(p)
@@ -230,7 +237,7 @@ def m_fields(rng, b):
 
 MUTATIONS = [(m_bitflip, 3), (m_payload_flip, 2), (m_truncate, 2), (m_duplicate, 2), (m_zero, 2),
              (m_huge_length, 2), (m_header_field, 2), (m_blocks, 1), (m_payload_values, 4),
-             (m_fields, 4)]
+             (m_fields, 6)]
 
 
 def make_mutant(seed, i, files):
