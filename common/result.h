@@ -23,4 +23,8 @@ enum nsc_result {
 
 const char *nsc_result_str(enum nsc_result r);
 
+/* "ENOSPC", "EIO", ... for the errno values a write can fail with (a trace
+ * records its writer's errno), or NULL. */
+const char *nsc_errno_name(int e);
+
 #endif /* NSC_RESULT_H */

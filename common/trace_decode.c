@@ -1,6 +1,7 @@
 /* trace_decode.c - block payloads to records. */
 #include "trace_decode.h"
 
+#include "event_types.h"
 #include "record_pack.h"
 
 #include <stdio.h>
@@ -50,7 +51,65 @@ const struct nsc_comm_info *nsc_decoder_comm(const struct nsc_decoder *d, uint32
 
 uint64_t nsc_decoder_mono_ns(const struct nsc_decoder *d, uint64_t ticks) {
     double dt = (double)(int64_t)(ticks - d->hi.ticks) * d->ns_per_tick;
-    return (uint64_t)((double)d->hi.mono_ns + dt);
+    double ns = (double)d->hi.mono_ns + dt;
+    /* A double out of uint64_t's range has no defined conversion. */
+    if (!(ns > 0))
+        return 0;
+    if (ns >= 18446744073709551615.0)
+        return UINT64_MAX;
+    return (uint64_t)ns;
+}
+
+void nsc_losses_sum(const struct nsc_stats_header *h, const struct nsc_thread_stats *t,
+                    struct nsc_losses *l) {
+    memset(l, 0, sizeof(*l));
+    for (uint32_t i = 0; i < h->nthreads; i++) {
+        l->ring += t[i].drops_ring;
+        l->events += t[i].drops_events;
+    }
+    l->no_thread = h->drops_no_thread;
+    l->dropped = l->ring + l->no_thread;
+    l->write = h->lost_write;
+    l->exit = h->lost_exit;
+    l->total = l->dropped + l->write + l->exit;
+}
+
+unsigned nsc_rec_string_ids(const struct nsc_rec *r, uint32_t ids[4]) {
+    const union nsc_desc *d = &r->u.start.d;
+    if (r->h.kind != NSC_REC_START)
+        return 0;
+    switch (r->h.etype) {
+    case NSC_ET_COLL_API:
+        ids[0] = d->coll_api.func, ids[1] = d->coll_api.dtype;
+        return 2;
+    case NSC_ET_P2P_API:
+        ids[0] = d->p2p_api.func, ids[1] = d->p2p_api.dtype;
+        return 2;
+    case NSC_ET_COLL:
+        ids[0] = d->coll.func, ids[1] = d->coll.dtype, ids[2] = d->coll.algo, ids[3] = d->coll.proto;
+        return 4;
+    case NSC_ET_P2P:
+        ids[0] = d->p2p.func, ids[1] = d->p2p.dtype;
+        return 2;
+    case NSC_ET_CE_COLL:
+        ids[0] = d->ce_coll.func, ids[1] = d->ce_coll.dtype, ids[2] = d->ce_coll.sync;
+        return 3;
+    default:
+        return 0;
+    }
+}
+
+/* Whether a START names a string this file does not hold: id 1 (the
+ * plugin's table was full) or an id no STRINGS block defined (lost). */
+static int unnamed(const struct nsc_decoder *d, const struct nsc_rec *r) {
+    uint32_t ids[4];
+    unsigned n = nsc_rec_string_ids(r, ids);
+    for (unsigned i = 0; i < n; i++) {
+        const char *s = nsc_decoder_str(d, ids[i]);
+        if (s && s[0] == '?' && s[1] == '\0')
+            return 1;
+    }
+    return 0;
 }
 
 static void report(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
@@ -66,6 +125,55 @@ static void bad_payload(struct nsc_decoder *d, const struct nsc_decode_ops *ops,
              (unsigned long long)b->offset, nsc_result_str(NSC_E_BAD_PAYLOAD), b->seq, what);
     d->rd.errors++;
     report(d, ops, ud, msg);
+}
+
+/* An ANCHOR block is stored uncompressed (24 bytes, no checksum): what
+ * damage can be seen in it is. Returns NULL or what is wrong. */
+static const char *anchor_damage(const struct nsc_decoder *d, const struct nsc_anchor *a) {
+    if (!d->have_session)
+        return NULL;
+    if (a->ticks < d->hi.ticks || a->mono_ns < d->hi.mono_ns)
+        return "anchor earlier than the one before it (ignored)";
+    /* Realtime may be stepped by NTP, never by a day. */
+    uint64_t off0 = d->session.start.real_ns - d->session.start.mono_ns;
+    uint64_t off = a->real_ns - a->mono_ns;
+    if ((int64_t)(off - off0) > 86400000000000ll || (int64_t)(off0 - off) > 86400000000000ll)
+        return "anchor's CLOCK_REALTIME is more than a day away from the session's (ignored)";
+    /* Against the session's calibrated rate: a clock does not run at half
+     * or twice its speed. Over at least 1 ms, where the anchors' own read
+     * jitter is small. */
+    uint64_t dm = a->mono_ns - d->hi.mono_ns, dt = a->ticks - d->hi.ticks;
+    if (d->session.ticks_per_sec && dm >= 1000000) {
+        double rate = (double)dt * 1e9 / (double)dm / (double)d->session.ticks_per_sec;
+        if (!(rate > 0.5 && rate < 2.0))
+            return "anchor's clock rate is not the session's (ignored)";
+    }
+    return NULL;
+}
+
+/* The SESSION block is stored uncompressed too. Returns NULL or what is
+ * wrong (the block is still used: host and pid may be intact). */
+static const char *session_damage(const struct nsc_decoder *d, const struct nsc_session *s) {
+    if (s->format_version != d->rd.version)
+        return "session's format version differs from the file header's";
+    if (s->clock_source != NSC_CLOCK_TSC && s->clock_source != NSC_CLOCK_MONOTONIC)
+        return "unknown clock source";
+    if (s->ticks_per_sec < 1000000ull || s->ticks_per_sec > 100000000000ull)
+        return "clock rate out of range (1 MHz to 100 GHz)";
+    if (s->api_version < 1 || s->api_version > 63 || (s->event_mask & ~NSC_MASK_ALL))
+        return "API version or event mask out of range";
+    /* The writer zeroes the block: text, then zeros to the end. */
+    const char *txt[2] = {s->host, s->plugin_version};
+    size_t len[2] = {sizeof(s->host), sizeof(s->plugin_version)};
+    for (int k = 0; k < 2; k++) {
+        size_t i = 0;
+        while (i < len[k] && txt[k][i] >= 0x20 && txt[k][i] < 0x7f)
+            i++;
+        for (; i < len[k]; i++)
+            if (txt[k][i] != '\0')
+                return k ? "plugin version is not text" : "host name is not text";
+    }
+    return NULL;
 }
 
 static void on_anchor(struct nsc_decoder *d, const struct nsc_anchor *a) {
@@ -95,6 +203,8 @@ static struct nsc_dthread *thread_of(struct nsc_decoder *d, uint32_t i) {
 static void deliver(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud,
                     uint32_t ti, const struct nsc_rec *r, const struct nsc_rec *ext) {
     d->records++;
+    if (r->h.kind == NSC_REC_START && unnamed(d, r))
+        d->unnamed_events++;
     if (!d->have_ticks) {
         d->first_ticks = r->h.ticks;
         d->have_ticks = 1;
@@ -253,12 +363,14 @@ static void on_comms(struct nsc_decoder *d, const struct nsc_decode_ops *ops, vo
         struct nsc_comm_info c;
         memcpy(&c, (const char *)b->data + off, sizeof(c));
         c.name[sizeof(c.name) - 1] = '\0';
-        if (c.serial == 0 || c.serial >= (1u << 24)) {
+        if (c.serial == 0 || c.serial >= NSC_COMM_SERIAL_MAX) {
             bad_payload(d, ops, ud, b, "comm serial out of range");
             continue;
         }
         if (c.serial >= d->ncomms) {
             uint32_t n = c.serial + 64;
+            if (n < d->ncomms * 2) /* serials grow one by one: double, not +64 each time */
+                n = d->ncomms * 2 < NSC_COMM_SERIAL_MAX ? d->ncomms * 2 : NSC_COMM_SERIAL_MAX;
             struct nsc_comm_info *t = realloc(d->comms, n * sizeof(*t));
             if (!t)
                 return;
@@ -291,6 +403,9 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
                 break;
             }
             memcpy(&d->session, b.data, sizeof(d->session));
+            const char *sd = session_damage(d, &d->session);
+            if (sd)
+                bad_payload(d, ops, ud, &b, sd);
             d->session.host[sizeof(d->session.host) - 1] = '\0';
             d->session.plugin_version[sizeof(d->session.plugin_version) - 1] = '\0';
             d->have_session = 1;
@@ -303,7 +418,14 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
                 bad_payload(d, ops, ud, &b, "anchor block has the wrong size");
                 break;
             }
-            on_anchor(d, b.data);
+            struct nsc_anchor a;
+            memcpy(&a, b.data, sizeof(a));
+            const char *ad = anchor_damage(d, &a);
+            if (ad) {
+                bad_payload(d, ops, ud, &b, ad);
+                break;
+            }
+            on_anchor(d, &a);
             break;
         case NSC_BLK_STRINGS:
             on_strings(d, ops, ud, &b);
@@ -342,6 +464,9 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
             if (!ts)
                 break;
             memcpy(ts, (const char *)b.data + hsize, h.nthreads * sizeof(*ts));
+            d->stats = h;
+            d->have_stats = 1;
+            nsc_losses_sum(&h, ts, &d->losses);
             if (ops->stats)
                 ops->stats(ud, d, &h, ts);
             free(ts);

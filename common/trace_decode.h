@@ -38,6 +38,21 @@ struct nsc_dthread {
     uint64_t records;
 };
 
+/* What a file's STATS say the plugin lost, summed (docs/format.md). Version
+ * 1 and 2 files record only the first two kinds and the events. */
+struct nsc_losses {
+    uint64_t ring;      /* records dropped: a thread's ring was full */
+    uint64_t no_thread; /* records of threads over the thread limit */
+    uint64_t dropped;   /* ring + no_thread: what "dropped" has always meant */
+    uint64_t write;     /* records lost to write errors (v3) */
+    uint64_t exit;      /* records still in memory when finalize/exit stopped waiting (v3) */
+    uint64_t total;     /* every record lost: dropped + write + exit */
+    uint64_t events;    /* events whose START was dropped (their STOP/STATE too) */
+};
+
+void nsc_losses_sum(const struct nsc_stats_header *h, const struct nsc_thread_stats *t,
+                    struct nsc_losses *l);
+
 struct nsc_decoder {
     struct nsc_reader rd;
     struct nsc_session session;
@@ -52,6 +67,10 @@ struct nsc_decoder {
     struct nsc_anchor lo, hi;    /* anchors bracketing the current chunk */
     double ns_per_tick;
     uint64_t blocks, chunks, records;
+    uint64_t unnamed_events; /* STARTs naming a string the file lacks: shown as "?" */
+    struct nsc_stats_header stats; /* the last STATS block's header (zeros: none yet) */
+    struct nsc_losses losses;      /* and its sums */
+    int have_stats;
     uint64_t first_ticks, last_ticks;
     int have_ticks;
     int stop;            /* set by a callback: nsc_decoder_run returns after this block */
@@ -68,10 +87,23 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
 
 void nsc_decoder_close(struct nsc_decoder *d);
 
-/* Record clock -> CLOCK_MONOTONIC ns, with the anchors read so far. */
+/* Record clock -> CLOCK_MONOTONIC ns, with the anchors read so far. Any
+ * input gives a defined result (0 and UINT64_MAX bound what damaged anchors
+ * would put out of range). */
 uint64_t nsc_decoder_mono_ns(const struct nsc_decoder *d, uint64_t ticks);
+
+/* A time moved onto the merged timeline (clock_align.h). Unsigned and
+ * wrapping, as the clock is: a damaged anchor or shift may put a time
+ * anywhere, which must not be undefined behaviour. */
+static inline uint64_t nsc_shift_ns(uint64_t t, int64_t shift) { return t + (uint64_t)shift; }
+
+/* The string-table ids a START's descriptor holds (func, datatype, algo,
+ * proto, syncStrategy, by event type): fills ids, returns how many (0-4). */
+unsigned nsc_rec_string_ids(const struct nsc_rec *r, uint32_t ids[4]);
 /* Interned string (NULL for id 0, "?" for unknown ids). */
 const char *nsc_decoder_str(const struct nsc_decoder *d, uint32_t id);
+/* Comm serials a reader accepts (a damaged larger one is reported). */
+#define NSC_COMM_SERIAL_MAX (1u << 20)
 /* Comm by serial, or NULL. */
 const struct nsc_comm_info *nsc_decoder_comm(const struct nsc_decoder *d, uint32_t serial);
 

@@ -2,9 +2,11 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 static int fail(struct nsc_reader *r, enum nsc_result code, uint64_t off, const char *fmt, ...)
@@ -40,6 +42,7 @@ static enum nsc_result check_header(struct nsc_reader *r) {
                  r->path, nsc_result_str(NSC_E_VERSION), fh.format_version, NSC_FORMAT_VERSION);
         return NSC_E_VERSION;
     }
+    r->version = fh.format_version;
     r->offset = fh.header_size;
     if (fseeko(r->f, (off_t)r->offset, SEEK_SET) != 0)
         return NSC_E_IO;
@@ -67,13 +70,45 @@ static enum nsc_result finish_open(struct nsc_reader *r) {
     return rc;
 }
 
+const char *nsc_file_kind(mode_t mode) {
+    return S_ISREG(mode)    ? "a regular file"
+           : S_ISDIR(mode)  ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
 enum nsc_result nsc_reader_open(struct nsc_reader *r, const char *path) {
     memset(r, 0, sizeof(*r));
     r->path = path;
-    r->f = fopen(path, "rb");
+    /* Non-blocking, so that opening a FIFO nobody writes to returns at
+     * once; what is not a regular file is refused before any read (a FIFO
+     * or a device would block, or never end). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(r->err, sizeof(r->err), "%s: %s: %s", path, nsc_result_str(NSC_E_IO),
+                 strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NSC_E_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(r->err, sizeof(r->err), "%s: %s: expected a trace file, found %s", path,
+                 nsc_result_str(NSC_E_IO), nsc_file_kind(st.st_mode));
+        close(fd);
+        return NSC_E_IO;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    r->f = fdopen(fd, "rb");
     if (!r->f) {
         snprintf(r->err, sizeof(r->err), "%s: %s: %s", path, nsc_result_str(NSC_E_IO),
                  strerror(errno));
+        close(fd);
         return NSC_E_IO;
     }
     return finish_open(r);

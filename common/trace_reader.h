@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "result.h"
 #include "trace_format.h"
@@ -30,6 +31,7 @@ struct nsc_reader {
     const char *path;
     uint64_t offset;     /* next byte to read */
     uint64_t size;
+    uint32_t version;    /* the file header's format version */
     uint32_t next_seq;
     int errors;          /* damage reports so far */
     void *dctx;          /* ZSTD_DCtx */
@@ -40,7 +42,9 @@ struct nsc_reader {
 };
 
 /* Opens and checks the file header. Returns NSC_OK or an error (message in
- * r->err); on error nothing needs closing. */
+ * r->err); on error nothing needs closing. What is not a regular file (a
+ * FIFO, a device, a directory) is refused with NSC_E_IO without reading:
+ * it could block or never end. */
 enum nsc_result nsc_reader_open(struct nsc_reader *r, const char *path);
 
 /* Next intact block: returns 1 with *b filled, 0 at the end of the file, or
@@ -53,5 +57,8 @@ enum nsc_result nsc_reader_open_memory(struct nsc_reader *r, const void *data, s
                                        const char *name);
 
 void nsc_reader_close(struct nsc_reader *r);
+
+/* "a regular file", "a FIFO", "a directory", ... for messages. */
+const char *nsc_file_kind(mode_t mode);
 
 #endif /* NSC_TRACE_READER_H */

@@ -132,7 +132,10 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
                     first = j;
                     break;
                 }
-            al->shift_ns[i] = h == 0 ? 0 : real_minus_mono[first] - real_minus_mono[ref_file];
+            /* wrapping: damaged anchors may hold any value */
+            al->shift_ns[i] = h == 0 ? 0
+                                     : (int64_t)((uint64_t)real_minus_mono[first] -
+                                                 (uint64_t)real_minus_mono[ref_file]);
             al->hosts[h].realtime_shift_ns = al->shift_ns[i];
         }
         if (mode == 0) {
@@ -184,8 +187,11 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
                 if (n >= 3) {
                     qsort(diff, n, sizeof(*diff), cmp_i64);
                     int64_t med = diff[n / 2];
-                    for (size_t k = 0; k < n; k++)
-                        diff[k] = diff[k] > med ? diff[k] - med : med - diff[k];
+                    for (size_t k = 0; k < n; k++) {
+                        uint64_t ad = diff[k] > med ? (uint64_t)diff[k] - (uint64_t)med
+                                                    : (uint64_t)med - (uint64_t)diff[k];
+                        diff[k] = ad > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)ad;
+                    }
                     qsort(diff, n, sizeof(*diff), cmp_i64);
                     double mad = (double)diff[n / 2];
                     struct nsc_align_host *H = &al->hosts[h];
@@ -194,16 +200,22 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
                     H->shared = n;
                     H->method = NSC_ALIGN_COLLECTIVES;
                     if (mad > max_unc) {
+                        int fh = 0, f0 = 0;
+                        while (al->host_of[fh] != h)
+                            fh++;
+                        while (al->host_of[f0] != 0)
+                            f0++;
                         snprintf(err, errlen,
-                                 "cannot align host %s: its %zu collectives shared with host %s "
-                                 "disagree by +-%.1f us (limit %.1f us); use --align realtime to "
-                                 "place it by CLOCK_REALTIME only",
-                                 H->name, n, al->hosts[0].name, mad / 1e3, max_unc / 1e3);
+                                 "cannot align host %s (%s): its %zu collectives shared with host "
+                                 "%s (%s) disagree by +-%.1f us (limit %.1f us); use --align "
+                                 "realtime to place it by CLOCK_REALTIME only",
+                                 H->name, files[fh], n, al->hosts[0].name, files[f0], mad / 1e3,
+                                 max_unc / 1e3);
                         rc = -1;
                     }
                     for (int i = 0; i < nfiles; i++)
                         if (al->host_of[i] == h)
-                            al->shift_ns[i] += med;
+                            al->shift_ns[i] = (int64_t)((uint64_t)al->shift_ns[i] + (uint64_t)med);
                 }
                 free(diff);
             }

@@ -231,7 +231,7 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
 }
 
 static uint64_t when(struct nsc_coll_track *t, uint64_t ticks) {
-    return (uint64_t)((int64_t)nsc_decoder_mono_ns(t->d, ticks) + t->shift);
+    return nsc_shift_ns(nsc_decoder_mono_ns(t->d, ticks), t->shift);
 }
 
 void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct nsc_rec *r,
@@ -311,13 +311,13 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
     case NSC_REC_STOP:
         if (et == NSC_ET_COLL || et == NSC_ET_P2P) {
             struct op *o = op_find(t, r->h.id);
-            if (o) {
+            if (o && o->start.h.etype == et) { /* a STOP of another type is not its stop */
                 o->stop_ns = when(t, r->h.ticks);
                 maybe_done(t, o);
             }
         } else if (et == NSC_ET_KERNEL_CH || et == NSC_ET_PROXY_OP) {
             struct child *k = kid_find(t, r->h.id);
-            if (!k)
+            if (!k || k->etype != et)
                 return;
             struct op *o = op_find(t, k->op_id);
             k->id = UINT64_MAX;

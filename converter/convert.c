@@ -13,6 +13,7 @@
 #include "hash.h"
 #include "json_writer.h"
 #include "perfetto_proto.h"
+#include "result.h"
 #include "trace_decode.h"
 
 /* GPU-side tracks of a rank (Perfetto thread ids inside the rank's process):
@@ -55,6 +56,7 @@ struct open_ev {
     struct nsc_rec start;
     struct nsc_rec ext;
     int has_start, has_ext, has_stop;
+    uint8_t stop_etype;     /* the STOP's type: a STOP pairs with a START of its type only */
     uint32_t start_thread, stop_thread;
     uint64_t start_ns, stop_ns;
     struct state_rec *states;
@@ -103,7 +105,7 @@ struct file_ctx {
     struct nsc_coll_track *track; /* operations: enqueue to completion */
     struct nsc_gpu_clock *gpu;    /* per comm serial: GPU clock offset */
     uint32_t ngpu;
-    struct rank_view *views;      /* per comm serial */
+    struct rank_view **views;     /* per comm serial, made when first used */
     uint32_t nviews;
     uint64_t impossible_gpu, ops_drawn, ops_lane_overflow, gpu_before_enqueue;
     uint32_t *comm_named; /* per serial: process_name written */
@@ -147,7 +149,8 @@ static void reset_names(struct conv *c) {
     if (f->comm_named)
         memset(f->comm_named, 0, f->ncomm_named * sizeof(*f->comm_named));
     for (uint32_t i = 0; i < f->nviews; i++)
-        f->views[i].lanes_named = f->views[i].channels_named = 0;
+        if (f->views[i])
+            f->views[i]->lanes_named = f->views[i]->channels_named = 0;
 }
 
 /* ---- map ---- */
@@ -511,12 +514,17 @@ static void maybe_rotate(struct conv *c) {
     jw_raw(&c->w, "\n],\"metadata\":{\"ncclscope\":{\"part\":");
     jw_u64(&c->w, (uint64_t)c->part);
     jw_raw(&c->w, ",\"continued\":true}}}\n");
-    if (jw_close(&c->w) != 0)
+    char err[1200];
+    if (jw_close(&c->w, err, sizeof(err)) != 0) {
+        if (!c->out_error) /* once: a full disk fails every part after */
+            fprintf(stderr, "ncclscope convert: %s\n", err);
         c->out_error = 1;
+    }
     char path[4200];
     part_path(o, ++c->part, path, sizeof(path));
-    if (jw_open_path(&c->w, path) != 0) {
-        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", path, strerror(errno));
+    if (jw_open_path(&c->w, path, o->files, o->nfiles, err, sizeof(err)) != 0) {
+        if (!c->out_error)
+            fprintf(stderr, "ncclscope convert: cannot write %s\n", err);
         c->out_error = 1;
         jw_open(&c->w, NULL); /* discards (no file) until the end; reported */
         c->w.error = 1;
@@ -527,8 +535,12 @@ static void maybe_rotate(struct conv *c) {
 }
 
 static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
+    if (serial >= NSC_COMM_SERIAL_MAX)
+        return; /* damaged: no comm has it; its events keep a numbered process */
     if (serial >= f->ncomm_named) {
         size_t n = serial + 64;
+        if (n < f->ncomm_named * 2)
+            n = f->ncomm_named * 2;
         uint32_t *p = realloc(f->comm_named, n * sizeof(*p));
         if (!p)
             return;
@@ -537,7 +549,7 @@ static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
         f->ncomm_named = n;
     }
     const struct nsc_comm_info *ci = nsc_decoder_comm(&f->dec, serial);
-    uint32_t want = ci ? (uint32_t)(ci->rank + 2) : 1; /* re-name once the rank is known */
+    uint32_t want = ci ? (uint32_t)ci->rank + 2u : 1; /* re-name once the rank is known */
     if (f->comm_named[serial] == want)
         return;
     f->comm_named[serial] = want;
@@ -750,28 +762,35 @@ static void inflight_add(struct conv *c, struct file_ctx *f, uint32_t serial, st
 
 static void inflight_drain(struct conv *c, struct file_ctx *f) {
     for (uint32_t s = 0; s < f->nviews; s++)
-        while (f->views[s].nheap) {
-            uint64_t t = f->views[s].heap[0].end;
-            heap_pop(&f->views[s]);
-            counter(c, f, s, t, f->views[s].nheap, f->views[s].bytes_in_flight);
+        while (f->views[s] && f->views[s]->nheap) {
+            struct rank_view *v = f->views[s];
+            uint64_t t = v->heap[0].end;
+            heap_pop(v);
+            counter(c, f, s, t, v->nheap, v->bytes_in_flight);
         }
 }
 
 /* ---- GPU-side tracks ---- */
 
+/* A view is 4.5 KB: made for the serials that have operations, so a
+ * damaged serial far out costs a pointer array, not a view per serial. */
 static struct rank_view *view_of(struct file_ctx *f, uint32_t serial) {
-    if (serial >= (1u << 20))
+    if (serial >= NSC_COMM_SERIAL_MAX)
         return NULL;
     if (serial >= f->nviews) {
         uint32_t n = serial + 8;
-        struct rank_view *v = realloc(f->views, n * sizeof(*v));
+        if (n < f->nviews * 2)
+            n = f->nviews * 2;
+        struct rank_view **v = realloc(f->views, n * sizeof(*v));
         if (!v)
             return NULL;
         memset(v + f->nviews, 0, (n - f->nviews) * sizeof(*v));
         f->views = v;
         f->nviews = n;
     }
-    return &f->views[serial];
+    if (!f->views[serial])
+        f->views[serial] = calloc(1, sizeof(struct rank_view));
+    return f->views[serial];
 }
 
 static void name_thread(struct conv *c, struct file_ctx *f, uint32_t serial, uint32_t tid,
@@ -852,12 +871,13 @@ static void on_op_done(void *ud, const struct nsc_op_done *op) {
     if (g && op->gpu_start && op->gpu_end > op->gpu_start) {
         /* The check of the GPU clock mapping against the CPU's: a kernel
          * cannot start before the host enqueued it. */
-        if ((int64_t)op->gpu_start + g->offset_ns < (int64_t)op->start_ns)
+        uint64_t gpu_start = nsc_shift_ns(op->gpu_start, g->offset_ns);
+        if ((int64_t)(gpu_start - op->start_ns) < 0)
             f->gpu_before_enqueue++;
         jw_raw(c->aw, ",\"gpu_us\":");
         jw_us(c->aw, op->gpu_end - op->gpu_start);
         jw_raw(c->aw, ",\"gpu_start_ts_us\":");
-        jw_us(c->aw, (uint64_t)((int64_t)op->gpu_start + g->offset_ns));
+        jw_us(c->aw, gpu_start);
     }
     struct tev e = {.k = lane >= 0 ? TEV_SLICE : TEV_ASYNC, .cat = "completion",
                     .name = op->func ? op->func : "?", .id = out_id(c, f->index, op->id),
@@ -1023,7 +1043,7 @@ static void gpu_channel_slice(struct conv *c, struct file_ctx *f, const struct o
     snprintf(name, sizeof(name), "ch %u", ch);
     struct tev ev = {.k = TEV_SLICE, .cat = "KernelCh", .name = name,
                      .pid = out_pid(f->index, r->h.aux), .tid = tid,
-                     .ts = (uint64_t)((int64_t)gs + off), .dur = ge - gs, .with_args = 1};
+                     .ts = nsc_shift_ns(gs, off), .dur = ge - gs, .with_args = 1};
     if (ge <= gs) {
         /* Impossible: flagged where it happened instead of drawn. */
         f->impossible_gpu++;
@@ -1301,7 +1321,7 @@ static void emit(struct conv *c, struct file_ctx *f, struct open_ev *e, int unfi
 
 static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const struct nsc_rec *r,
                    const char *name) {
-    uint64_t ts = (uint64_t)((int64_t)nsc_decoder_mono_ns(&f->dec, r->h.ticks) + f->shift_ns);
+    uint64_t ts = nsc_shift_ns(nsc_decoder_mono_ns(&f->dec, r->h.ticks), f->shift_ns);
     maybe_rotate(c);
     if (!keep(c, f, r->h.aux, -1, ts, ts))
         return;
@@ -1329,7 +1349,7 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
                     (double)(c->w.bytes + c->w.len) / 1e6);
         }
     }
-    uint64_t ns = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + f->shift_ns);
+    uint64_t ns = nsc_shift_ns(nsc_decoder_mono_ns(d, r->h.ticks), f->shift_ns);
     if (ns > f->last_ns && r->h.kind != NSC_REC_THREAD)
         f->last_ns = ns;
     /* The SESSION block came first, so the tracker knows the event mask. */
@@ -1356,6 +1376,13 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         }
         e->start_thread = thread;
         e->start_ns = ns;
+        if (e->has_stop && e->stop_etype != r->h.etype) {
+            /* The STOP that came first has the id but not the type: not
+             * this event's (damage, or ids reused across types). */
+            c->res.orphan_records++;
+            c->orphans_by_type[e->stop_etype & 15]++;
+            e->has_stop = 0;
+        }
         struct track *t = track_of(c, f, thread, r->h.aux, r->h.etype);
         e->track = t;
         if (t) {
@@ -1375,9 +1402,16 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         struct open_ev *e = map_get_or_add(&f->open, r->h.id);
         if (!e)
             return;
+        if (e->has_start && e->start.h.etype != r->h.etype) {
+            /* Same id, another type: not this event's STOP. Counted, not joined. */
+            c->res.orphan_records++;
+            c->orphans_by_type[r->h.etype & 15]++;
+            return;
+        }
         if (e->has_stop && !e->has_start)
             c->orphans_by_type[r->h.etype & 15]++; /* a second STOP for an id never started */
         e->has_stop = 1;
+        e->stop_etype = r->h.etype;
         e->stop_ns = ns;
         e->stop_thread = thread;
         if (!e->has_start)
@@ -1445,11 +1479,63 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
     fprintf(stderr, "ncclscope convert: %s\n", msg);
 }
 
-/* Per-file summary: drop counters as a counter track and metadata. */
+/* Every count of what the plugin could not keep, as argument members. */
+static void losses_args(struct conv *c, struct file_ctx *f) {
+    const struct nsc_losses *l = &f->dec.losses;
+    const struct nsc_stats_header *h = &f->dec.stats;
+    arg_u(c, "lost_records", l->total);
+    arg_u(c, "lost_write_records", l->write);
+    arg_u(c, "lost_exit_records", l->exit);
+    arg_u(c, "write_errors", h->write_errors);
+    arg_i(c, "write_errno", h->write_errno);
+    jw_key(c->aw, "write_error");
+    jw_str(c->aw, h->write_errno ? nsc_errno_name(h->write_errno) : NULL);
+    arg_u(c, "string_overflow", h->string_overflow);
+    arg_u(c, "unnamed_events", f->dec.unnamed_events);
+    arg_u(c, "comm_overflow", h->comm_overflow);
+    arg_u(c, "memory_peak_bytes", h->memory_peak);
+    arg_u(c, "memory_budget_bytes", h->memory_budget);
+}
+
+/* On stderr, what a file lost beyond ring drops (those are in the summary
+ * line): nothing lost goes unsaid. */
+static void losses_warning(const struct file_ctx *f) {
+    const struct nsc_losses *l = &f->dec.losses;
+    const struct nsc_stats_header *h = &f->dec.stats;
+    if (l->write || h->write_errors) {
+        const char *en = nsc_errno_name(h->write_errno);
+        char last[160] = ", writing resumed after them";
+        if (h->write_errno)
+            snprintf(last, sizeof(last), ", the last: %s (%s)", en ? en : "errno",
+                     strerror(h->write_errno));
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu records lost to write errors (%u failed "
+                "writes%s)\n",
+                f->path, (unsigned long long)l->write, h->write_errors, last);
+    }
+    if (l->exit)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu records were still in memory when the "
+                "process stopped waiting for the writer at finalize/exit; they are not in the file\n",
+                f->path, (unsigned long long)l->exit);
+    if (h->string_overflow || f->dec.unnamed_events)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu strings past the plugin's table; %llu "
+                "events show \"?\" for a name\n",
+                f->path, (unsigned long long)h->string_overflow,
+                (unsigned long long)f->dec.unnamed_events);
+    if (h->comm_overflow)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu comm descriptions were not kept; their "
+                "events have no rank or commHash\n",
+                f->path, (unsigned long long)h->comm_overflow);
+}
+
+/* Per-file summary: drop and loss counters as counter tracks and an
+ * instant with the details. */
 static void file_summary(struct conv *c, struct file_ctx *f, uint64_t *drops_out) {
-    uint64_t drops = f->stats.drops_no_thread;
-    for (uint32_t i = 0; i < f->ntstats; i++)
-        drops += f->tstats[i].drops_ring;
+    const struct nsc_losses *l = &f->dec.losses;
+    uint64_t drops = l->dropped;
     *drops_out = drops;
     uint64_t pid = out_pid(f->index, 0);
     char name[160];
@@ -1459,12 +1545,25 @@ static void file_summary(struct conv *c, struct file_ctx *f, uint64_t *drops_out
     struct tev cnt = {.k = TEV_COUNTER, .name = "ncclscope dropped records", .ckey = "dropped",
                       .pid = pid, .has_tid = 1, .ts = f->last_ns, .cval = (int64_t)drops};
     out_event(c, &cnt);
-    snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
+    if (l->total != drops) {
+        cnt.name = "ncclscope lost records";
+        cnt.ckey = "lost";
+        cnt.cval = (int64_t)l->total;
+        out_event(c, &cnt);
+    }
+    if (l->total != drops)
+        snprintf(name, sizeof(name),
+                 "ncclscope: %llu records lost (%llu dropped, %llu to write errors, %llu at exit)",
+                 (unsigned long long)l->total, (unsigned long long)drops,
+                 (unsigned long long)l->write, (unsigned long long)l->exit);
+    else
+        snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
     args_begin(c);
     jw_raw(c->aw, "\"drops_no_thread\":");
     jw_u64(c->aw, f->stats.drops_no_thread);
     arg_u(c, "invalid_context", f->stats.invalid_context);
     arg_u(c, "invalid_handle", f->stats.invalid_handle);
+    losses_args(c, f);
     struct tev in = {.k = TEV_INSTANT, .scope = 'p', .name = name, .pid = pid, .ts = f->last_ns,
                      .with_args = 1};
     out_event(c, &in);
@@ -1490,6 +1589,7 @@ static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, in
     arg_u(c, "ring_records", s->ring_records);
     arg_u(c, "records", f->dec.records);
     arg_u(c, "dropped_records", drops);
+    losses_args(c, f);
     arg_u(c, "complete", (uint64_t)f->dec.ended);
     jw_key(c->aw, "shift_ns");
     jw_raw(c->aw, "");
@@ -1546,18 +1646,20 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     c.chain = o->flows ? calloc(CHAIN_CAP, sizeof(*c.chain)) : NULL;
     struct file_ctx *files = calloc((size_t)o->nfiles + 1, sizeof(*files));
     uint64_t *drops = calloc((size_t)o->nfiles + 1, sizeof(*drops));
+    int w_open = 0, argw_open = 0, out_err = 1;
+    char err[1200];
     if (!c.file_pids || !c.file_hosts || !c.file_masks || !c.recent || (o->flows && !c.chain) ||
         !files || !drops) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
-        return 3;
+        goto done;
     }
     char first_path[4200];
     part_path(o, 0, first_path, sizeof(first_path));
-    if (jw_open_path(&c.w, first_path) != 0) {
-        fprintf(stderr, "ncclscope convert: cannot write %s: %s\n", first_path,
-                errno == ENOTSUP ? "gzip output needs zlib, which this build lacks" : strerror(errno));
-        return 3;
+    if (jw_open_path(&c.w, first_path, o->files, o->nfiles, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ncclscope convert: cannot write %s\n", err);
+        goto done;
     }
+    w_open = 1;
     c.t_origin = UINT64_MAX;
     /* First pass over headers only: which pid each file holds, so PXN
      * parents from another process can be linked. */
@@ -1571,7 +1673,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 memcpy(&s, b.data, sizeof(s));
                 c.file_pids[i] = s.pid;
                 c.file_masks[i] = s.event_mask;
-                uint64_t t0 = (uint64_t)((int64_t)s.start.mono_ns + (o->shift_ns ? o->shift_ns[i] : 0));
+                uint64_t t0 = nsc_shift_ns(s.start.mono_ns, o->shift_ns ? o->shift_ns[i] : 0);
                 if (t0 < c.t_origin)
                     c.t_origin = t0;
                 memcpy(c.file_hosts[i], s.host, 63);
@@ -1581,16 +1683,15 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     }
     if (jw_open_mem(&c.argw) != 0) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
-        jw_close(&c.w);
-        return 3;
+        goto done;
     }
+    argw_open = 1;
     c.aw = &c.argw;
     if (o->format == NSC_OUT_PERFETTO) {
         c.pf = pf_open(&c.w);
         if (!c.pf) {
             fprintf(stderr, "ncclscope convert: out of memory\n");
-            jw_close(&c.w);
-            return 3;
+            goto done;
         }
     } else {
         jw_raw(&c.w, doc_head);
@@ -1652,7 +1753,13 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         }
         gpu_phases_draw(&c, f, 0, 0, 0); /* phases whose KernelCh never started */
         file_summary(&c, f, &drops[i]);
+        if (!o->quiet)
+            losses_warning(f);
         c.res.drops += drops[i];
+        c.res.lost += f->dec.losses.total;
+        c.res.lost_write += f->dec.losses.write;
+        c.res.lost_exit += f->dec.losses.exit;
+        c.res.unnamed += f->dec.unnamed_events;
     }
     /* The run's metadata: the JSON document's "metadata", or in the
      * protobuf trace an instant on the first file's summary track. */
@@ -1686,6 +1793,16 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             }
     }
     jw_raw(c.aw, "}");
+    jw_raw(c.aw, ",\"lost_records\":");
+    jw_u64(c.aw, c.res.lost);
+    jw_raw(c.aw, ",\"dropped_records\":");
+    jw_u64(c.aw, c.res.drops);
+    jw_raw(c.aw, ",\"lost_write_records\":");
+    jw_u64(c.aw, c.res.lost_write);
+    jw_raw(c.aw, ",\"lost_exit_records\":");
+    jw_u64(c.aw, c.res.lost_exit);
+    jw_raw(c.aw, ",\"unnamed_events\":");
+    jw_u64(c.aw, c.res.unnamed);
     jw_raw(c.aw, ",\"orphan_records\":");
     jw_u64(c.aw, c.res.orphan_records);
     jw_raw(c.aw, ",\"damaged\":");
@@ -1700,10 +1817,22 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         jw_rawn(&c.w, c.argw.buf, c.argw.len);
         jw_raw(&c.w, "}}}\n");
     }
-    int out_err = jw_close(&c.w) != 0 || c.out_error;
+    if (c.out_error) {
+        jw_abort(&c.w); /* a part is missing: the last one is not worth keeping */
+        out_err = 1;
+    } else if (jw_close(&c.w, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ncclscope convert: %s\n", err);
+        out_err = 1;
+    } else {
+        out_err = 0;
+    }
+    w_open = 0;
     c.res.parts = (unsigned long long)c.part + 1;
     c.res.filtered = c.filtered;
-    for (int i = 0; i < o->nfiles; i++) {
+done:
+    if (w_open)
+        jw_abort(&c.w);
+    for (int i = 0; files && i < o->nfiles; i++) {
         struct file_ctx *f = &files[i];
         for (int b = 0; b < 256; b++)
             for (struct track *t = f->tracks[b], *n; t; t = n) {
@@ -1714,6 +1843,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         free(f->tstats);
         free(f->comm_named);
         free(f->gpu);
+        for (uint32_t k = 0; k < f->nviews; k++)
+            free(f->views[k]);
         free(f->views);
         free(f->phases);
         if (f->dec.rd.f || f->dec.strings)
@@ -1727,7 +1858,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(c.recent);
     free(c.chain);
     pf_close(c.pf);
-    jw_close(&c.argw);
+    if (argw_open)
+        jw_close(&c.argw, NULL, 0);
     if (res)
         *res = c.res;
     if (out_err)

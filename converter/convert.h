@@ -31,11 +31,17 @@ struct nsc_convert_opts {
 };
 
 struct nsc_convert_result {
-    unsigned long long events, unfinished, orphan_records, damaged, drops, parts, filtered;
+    unsigned long long events, unfinished, orphan_records, damaged, parts, filtered;
+    unsigned long long drops;      /* records dropped (rings full, threads over the limit) */
+    unsigned long long lost;       /* every record lost: drops + write errors + exit */
+    unsigned long long lost_write, lost_exit;
+    unsigned long long unnamed;    /* events naming a lost string ("?") */
 };
 
 /* Returns 0 when every file was intact, 2 when damage was found (everything
- * intact was still converted), 3 on an output error. */
+ * intact was still converted), 3 on an output error (nothing is written
+ * then; res->parts is 0 when the output could not even be opened). res is
+ * always filled. */
 int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res);
 
 #endif /* NSC_CONVERT_H */

@@ -36,6 +36,8 @@ static struct nsc_gpu_clock *clock_of(struct scan *sc, uint32_t serial) {
         return NULL;
     if (serial >= sc->n) {
         uint32_t n = serial + 16;
+        if (n < sc->n * 2) /* a damaged serial far out costs one allocation, not many */
+            n = sc->n * 2;
         struct nsc_gpu_clock *c = realloc(sc->c, n * sizeof(*c));
         if (!c) {
             sc->oom = 1;
@@ -78,7 +80,7 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
             c->impossible++;
             break;
         }
-        uint64_t host = (uint64_t)((int64_t)nsc_decoder_mono_ns(d, r->h.ticks) + sc->shift);
+        uint64_t host = nsc_shift_ns(nsc_decoder_mono_ns(d, r->h.ticks), sc->shift);
         int64_t off = (int64_t)(host - k->gpu_end);
         if (!c->have || off < c->offset_ns)
             c->offset_ns = off;
@@ -100,6 +102,11 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static int cmp_serial(const void *a, const void *b) {
+    uint32_t x = ((const struct sample *)a)->serial, y = ((const struct sample *)b)->serial;
+    return x < y ? -1 : x > y;
+}
+
 int nsc_gpu_clock_scan(const char *path, int64_t shift_ns, struct nsc_gpu_clock **out, uint32_t *n) {
     *out = NULL;
     *n = 0;
@@ -117,17 +124,18 @@ int nsc_gpu_clock_scan(const char *path, int64_t shift_ns, struct nsc_gpu_clock 
     struct nsc_decode_ops ops = {.record = on_record};
     nsc_decoder_run(&d, &ops, &sc);
     nsc_decoder_close(&d);
-    /* Median delay per serial, from the samples. */
+    /* Median delay per serial, from the samples grouped by serial (one
+     * pass: serials may be many and far apart in a damaged file). Unsigned
+     * arithmetic: a damaged timer may put the difference anywhere. */
     uint64_t *tmp = malloc((sc.ns + 1) * sizeof(*tmp));
-    for (uint32_t s = 0; tmp && s < sc.n; s++) {
+    qsort(sc.s, sc.ns, sizeof(*sc.s), cmp_serial);
+    for (size_t i = 0; tmp && i < sc.ns;) {
+        uint32_t s = sc.s[i].serial;
         size_t m = 0;
-        for (size_t i = 0; i < sc.ns; i++)
-            if (sc.s[i].serial == s)
-                tmp[m++] = (uint64_t)((int64_t)sc.s[i].host - ((int64_t)sc.s[i].gpu + sc.c[s].offset_ns));
-        if (m) {
-            qsort(tmp, m, sizeof(*tmp), cmp_u64);
-            sc.c[s].median_delay_ns = tmp[m / 2];
-        }
+        for (; i < sc.ns && sc.s[i].serial == s; i++)
+            tmp[m++] = sc.s[i].host - sc.s[i].gpu - (uint64_t)sc.c[s].offset_ns;
+        qsort(tmp, m, sizeof(*tmp), cmp_u64);
+        sc.c[s].median_delay_ns = tmp[m / 2];
     }
     free(tmp);
     free(sc.k);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "event_types.h"
+#include "result.h"
 #include "trace_decode.h"
 
 struct info {
@@ -51,9 +52,10 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
 
 int nsc_info(const char *path, FILE *out) {
     struct nsc_decoder d;
-    if (nsc_decoder_open(&d, path) != NSC_OK) {
+    enum nsc_result orc = nsc_decoder_open(&d, path);
+    if (orc != NSC_OK) {
         fprintf(stderr, "ncclscope info: %s\n", d.rd.err);
-        return 2;
+        return orc == NSC_E_IO ? 3 : 2; /* unreadable, or not a (known) trace */
     }
     struct info in;
     memset(&in, 0, sizeof(in));
@@ -114,8 +116,32 @@ int nsc_info(const char *path, FILE *out) {
         }
         fprintf(out, "\n");
     }
+    const struct nsc_losses *l = &d.losses;
+    const struct nsc_stats_header *h = &d.stats;
+    int v3 = d.rd.version >= 3;
     fprintf(out, "dropped         %" PRIu64 " records (%" PRIu64 " from threads over the limit)\n",
             drops, in.stats.drops_no_thread);
+    fprintf(out, "lost            %" PRIu64 " records in all: %" PRIu64 " dropped, %" PRIu64
+                 " to write errors, %" PRIu64 " still in memory at exit%s\n",
+            l->total, l->dropped, l->write, l->exit,
+            v3 ? "" : " (this format version records drops only)");
+    if (h->write_errors || h->lost_write || h->write_errno) {
+        const char *en = nsc_errno_name(h->write_errno);
+        fprintf(out, "write errors    %u failed writes", h->write_errors);
+        if (h->write_errno)
+            fprintf(out, ", the last: %s (errno %d, %s)\n", en ? en : "?", h->write_errno,
+                    strerror(h->write_errno));
+        else
+            fprintf(out, "; writing resumed after them\n");
+    }
+    fprintf(out, "strings         %" PRIu64 " past the plugin's table; %" PRIu64
+                 " events name one and show \"?\"\n",
+            h->string_overflow, d.unnamed_events);
+    if (v3) {
+        fprintf(out, "comms lost      %" PRIu64 " descriptions not kept\n", h->comm_overflow);
+        fprintf(out, "record memory   peak %.1f MiB of a %.1f MiB budget\n",
+                (double)h->memory_peak / 1048576.0, (double)h->memory_budget / 1048576.0);
+    }
     fprintf(out, "invalid calls   %" PRIu64 " unknown contexts, %" PRIu64 " unknown handles\n",
             in.stats.invalid_context, in.stats.invalid_handle);
     fprintf(out, "damage          %s\n", in.errors ? "yes (see messages above)" : "none");

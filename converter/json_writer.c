@@ -4,46 +4,65 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef NSC_HAVE_ZLIB
 #include <zlib.h>
 #endif
 
 int jw_open(struct jw *w, FILE *f) {
     memset(w, 0, sizeof(*w));
+    w->out.fd = -1;
     w->f = f;
     w->cap = 1 << 20;
     w->buf = malloc(w->cap);
     return w->buf ? 0 : -1;
 }
 
-int jw_open_path(struct jw *w, const char *path) {
+int jw_open_path(struct jw *w, const char *path, const char *const *inputs, int ninputs,
+                 char *err, size_t errlen) {
     size_t n = strlen(path);
-    if (n > 3 && !strcmp(path + n - 3, ".gz")) {
-#ifdef NSC_HAVE_ZLIB
-        gzFile g = gzopen(path, "wb1"); /* level 1: 5-10x smaller at a fraction of level 6's time */
-        if (!g)
-            return -1;
-        if (jw_open(w, NULL) != 0) {
-            gzclose(g);
+    int gz = n > 3 && !strcmp(path + n - 3, ".gz");
+#ifndef NSC_HAVE_ZLIB
+    if (gz) {
+        snprintf(err, errlen, "%s: gzip output needs zlib, which this build lacks", path);
+        return -1;
+    }
+#endif
+    if (strcmp(path, "-") == 0 && !gz) {
+        if (jw_open(w, stdout) != 0) {
+            snprintf(err, errlen, "out of memory");
             return -1;
         }
-        gzbuffer(g, 1 << 18);
-        w->gz = g;
         return 0;
-#else
-        errno = ENOTSUP;
+    }
+    struct nsc_out out;
+    if (nsc_out_open(&out, path, inputs, ninputs, err, errlen) != 0)
         return -1;
+    if (jw_open(w, NULL) != 0) {
+        close(out.fd);
+        nsc_out_finish(&out, 0, NULL, 0);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    w->out = out;
+#ifdef NSC_HAVE_ZLIB
+    if (gz) {
+        gzFile g = gzdopen(out.fd, "wb1"); /* level 1: 5-10x smaller at a fraction of level 6's time */
+        if (g) {
+            gzbuffer(g, 1 << 18);
+            w->gz = g;
+            return 0;
+        }
+    } else
 #endif
-    }
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!f)
-        return -1;
-    if (jw_open(w, f) != 0) {
-        if (f != stdout)
-            fclose(f);
-        return -1;
-    }
-    return 0;
+    if ((w->f = fdopen(out.fd, "w")) != NULL)
+        return 0;
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    close(out.fd);
+    nsc_out_finish(&w->out, 0, NULL, 0);
+    free(w->buf);
+    w->buf = NULL;
+    return -1;
 }
 
 int jw_open_mem(struct jw *w) {
@@ -51,6 +70,12 @@ int jw_open_mem(struct jw *w) {
         return -1;
     w->mem = 1;
     return 0;
+}
+
+static void failed(struct jw *w) {
+    if (!w->error)
+        w->err_no = errno ? errno : EIO;
+    w->error = 1;
 }
 
 /* In memory: make room for n more bytes (0 or -1). */
@@ -62,7 +87,7 @@ static int grow(struct jw *w, size_t n) {
         return 0;
     char *b = realloc(w->buf, cap);
     if (!b) {
-        w->error = 1;
+        failed(w);
         return -1;
     }
     w->buf = b;
@@ -72,6 +97,8 @@ static int grow(struct jw *w, size_t n) {
 
 static int write_out(struct jw *w, const void *p, size_t n) {
     w->bytes += n;
+    if (w->error)
+        return -1; /* after a failure, nothing more: the output is discarded */
 #ifdef NSC_HAVE_ZLIB
     if (w->gz)
         return gzwrite(w->gz, p, (unsigned)n) == (int)n ? 0 : -1;
@@ -85,29 +112,48 @@ static void flush(struct jw *w) {
     if (w->mem)
         return; /* the buffer is the output */
     if (w->len && write_out(w, w->buf, w->len) != 0)
-        w->error = 1;
+        failed(w);
     w->len = 0;
 }
 
-int jw_close(struct jw *w) {
+int jw_close(struct jw *w, char *err, size_t errlen) {
     flush(w);
+    errno = 0;
 #ifdef NSC_HAVE_ZLIB
     if (w->gz) {
         if (gzclose(w->gz) != Z_OK)
-            w->error = 1;
+            failed(w);
         w->gz = NULL;
     } else
 #endif
     if (w->f) {
-        if (fflush(w->f) != 0)
-            w->error = 1;
+        if (fflush(w->f) != 0 || ferror(w->f))
+            failed(w);
         if (w->f != stdout && fclose(w->f) != 0)
-            w->error = 1;
+            failed(w);
         w->f = NULL;
     }
     free(w->buf);
     w->buf = NULL;
+    char e[600] = "";
+    int had_out = w->out.fd >= 0 || w->out.tmp;
+    const char *name = w->out.path ? w->out.path : "standard output";
+    if (w->error)
+        snprintf(e, sizeof(e), "%s: write failed: %s%s", name, strerror(w->err_no),
+                 w->out.tmp ? " (nothing written there)" : "");
+    if (had_out && nsc_out_finish(&w->out, !w->error, e, sizeof(e)) != 0)
+        w->error = 1;
+    if (w->error && err)
+        snprintf(err, errlen, "%s", e);
     return w->error ? -1 : 0;
+}
+
+void jw_abort(struct jw *w) {
+    if (!w->error) {
+        w->error = 1;
+        w->err_no = ECANCELED;
+    }
+    jw_close(w, NULL, 0);
 }
 
 static inline void reserve(struct jw *w, size_t n) {
@@ -130,7 +176,7 @@ void jw_rawn_slow(struct jw *w, const char *s, size_t n) {
     if (n > w->cap / 2) {
         flush(w);
         if (write_out(w, s, n) != 0)
-            w->error = 1;
+            failed(w);
         return;
     }
     reserve(w, n);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "out_file.h"
+
 struct jw {
     FILE *f;
     void *gz;       /* a zlib gzFile when writing .gz (zlib's own deflate) */
@@ -18,15 +20,23 @@ struct jw {
     int error;
     uint64_t bytes; /* written so far (uncompressed) */
     int mem;        /* in memory: the buffer grows, nothing is written out */
+    int err_no;     /* errno of the first failed write */
+    struct nsc_out out; /* the file being written (out_file.h); fd -1 for stdout */
 };
 
 int jw_open(struct jw *w, FILE *f);
 /* A growing in-memory writer: buf[0..len) is what was written. */
 int jw_open_mem(struct jw *w);
-/* Opens path for writing ("-" = stdout); gzip-compressed when it ends in
- * ".gz". Returns 0, or -1 with errno set (ENOTSUP: built without zlib). */
-int jw_open_path(struct jw *w, const char *path);
-int jw_close(struct jw *w); /* flushes; returns -1 if any write failed */
+/* Opens path for writing ("-" = stdout) through out_file.h (refused when
+ * it is one of the inputs); gzip-compressed when it ends in ".gz". Returns
+ * 0, or -1 with a message in err. */
+int jw_open_path(struct jw *w, const char *path, const char *const *inputs, int ninputs,
+                 char *err, size_t errlen);
+/* Flushes and closes; the file takes its name only when every write
+ * succeeded. Returns 0, or -1 with a message in err (err may be NULL). */
+int jw_close(struct jw *w, char *err, size_t errlen);
+/* Closes and removes what was written (a failed run). */
+void jw_abort(struct jw *w);
 void jw_rawn_slow(struct jw *w, const char *s, size_t n);
 /* Inline so that strlen of a literal folds at compile time and the common
  * case is one memcpy into the buffer. */

@@ -1,7 +1,9 @@
 /*
  * main.c - the ncclscope command: convert, info, replay.
  * Exit codes: 0 ok, 1 usage, 2 damaged input (everything intact was still
- * converted), 3 output or plugin error.
+ * converted), 3 output error (including an output that is an input, and
+ * standard output that cannot be written), an input that cannot be read
+ * (missing, unreadable, not a regular file), or a plugin error.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "clock_align.h"
 #include "convert.h"
@@ -16,8 +19,10 @@
 #include "report.h"
 #include "stats.h"
 #include "info.h"
+#include "out_file.h"
 #include "replay.h"
 #include "trace_format.h"
+#include "trace_reader.h"
 #include "tsv_recording.h"
 #include "version.h"
 
@@ -60,6 +65,12 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static void free_list(char **v, int n) {
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 /* Expands directories into their *.nsc files (sorted). */
 static int expand(char **in, int n, char ***out, int *nout) {
     int cap = 16, k = 0;
@@ -70,7 +81,14 @@ static int expand(char **in, int n, char ***out, int *nout) {
         struct stat st;
         if (stat(in[i], &st) != 0) {
             fprintf(stderr, "ncclscope: %s: %s\n", in[i], strerror(errno));
-            free(v);
+            free_list(v, k);
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            /* A FIFO or a device could block or never end: refused. */
+            fprintf(stderr, "ncclscope: %s: expected a trace file or a directory, found %s\n",
+                    in[i], nsc_file_kind(st.st_mode));
+            free_list(v, k);
             return -1;
         }
         if (!S_ISDIR(st.st_mode)) {
@@ -82,7 +100,7 @@ static int expand(char **in, int n, char ***out, int *nout) {
         DIR *d = opendir(in[i]);
         if (!d) {
             fprintf(stderr, "ncclscope: %s: %s\n", in[i], strerror(errno));
-            free(v);
+            free_list(v, k);
             return -1;
         }
         int start = k;
@@ -290,12 +308,18 @@ static int cmd_convert(int argc, char **argv) {
     o.flows = flows;
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
-    fprintf(stderr,
-            "ncclscope convert: %d file(s), %llu events (%llu unfinished, %llu filtered out), "
-            "%llu records dropped by the plugin%s -> %s%s\n",
-            nfiles, res.events, res.unfinished, res.filtered, res.drops,
-            rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
-            res.parts > 1 ? " (split into parts -000 ...)" : "");
+    char lost[200] = "";
+    if (res.lost != res.drops)
+        snprintf(lost, sizeof(lost),
+                 ", %llu records lost by the plugin in all (%llu to write errors, %llu at exit)",
+                 res.lost, res.lost_write, res.lost_exit);
+    if (rc != 3) /* on an output error, the message said what and nothing was written */
+        fprintf(stderr,
+                "ncclscope convert: %d file(s), %llu events (%llu unfinished, %llu filtered out), "
+                "%llu records dropped by the plugin%s%s -> %s%s\n",
+                nfiles, res.events, res.unfinished, res.filtered, res.drops, lost,
+                rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
+                res.parts > 1 ? " (split into parts -000 ...)" : "");
     free_files(files, nfiles);
     nsc_align_free(&al);
     return rc;
@@ -338,15 +362,39 @@ static int cmd_stats(int argc, char **argv) {
     if (align(files, nfiles, &ao, &al, "stats") != 0)
         rc = 2;
     FILE *out = stdout;
-    if (rc == 0 && out_path && strcmp(out_path, "-") && !(out = fopen(out_path, "w"))) {
-        fprintf(stderr, "ncclscope stats: cannot write %s: %s\n", out_path, strerror(errno));
-        rc = 3;
+    struct nsc_out of;
+    char err[1200];
+    if (rc == 0 && out_path && strcmp(out_path, "-")) {
+        if (nsc_out_open(&of, out_path, (const char *const *)files, nfiles, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ncclscope stats: cannot write %s\n", err);
+            rc = 3;
+        } else if (!(out = fdopen(of.fd, "w"))) {
+            fprintf(stderr, "ncclscope stats: cannot write %s: %s\n", out_path, strerror(errno));
+            close(of.fd);
+            nsc_out_finish(&of, 0, err, sizeof(err));
+            rc = 3;
+        }
     }
     if (rc == 0) {
         struct nsc_stats_opts so = {(const char *const *)files, nfiles, al.shift_ns, json, top, out};
         rc = nsc_stats(&so);
-        if (out != stdout && fclose(out) != 0)
-            rc = 3;
+        if (out != stdout) {
+            int werr = ferror(out) || fflush(out) != 0;
+            int e = errno;
+            if (fclose(out) != 0 && !werr) {
+                werr = 1;
+                e = errno;
+            }
+            if (werr) {
+                fprintf(stderr, "ncclscope stats: %s: write failed: %s (nothing written there)\n",
+                        out_path, strerror(e));
+                rc = 3;
+            }
+            if (nsc_out_finish(&of, !werr, err, sizeof(err)) != 0) {
+                fprintf(stderr, "ncclscope stats: %s\n", err);
+                rc = 3;
+            }
+        }
     }
     free_files(files, nfiles);
     nsc_align_free(&al);
@@ -457,11 +505,39 @@ static int cmd_replay(int argc, char **argv) {
     return rc != 0 ? 3 : damaged ? 2 : 0;
 }
 
+/* What was printed on standard output must have reached it (a full disk,
+ * a closed pipe, > /dev/full): otherwise exit 3 with a message. Usage
+ * errors keep their 1. */
+static int close_stdout(const char *cmd, int rc) {
+    int bad = ferror(stdout) != 0;
+    errno = 0;
+    if (fflush(stdout) != 0)
+        bad = 1;
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad)
+        return rc;
+    if (rc == 3)
+        return rc; /* the command said what failed (convert -o - reports its own writes) */
+    fprintf(stderr, "ncclscope %s: standard output: write failed: %s\n", cmd,
+            e ? strerror(e) : "I/O error");
+    return rc == 1 ? 1 : 3;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 1;
     }
+    return close_stdout(argv[1], dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "convert") == 0)
         return cmd_convert(argc - 2, argv + 2);

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll_track.h"
+#include "out_file.h"
 #include "stats.h"
 #include "trace_decode.h"
 #include "version.h"
@@ -95,17 +97,7 @@ struct file_run {
     struct rep *r;
     struct nsc_coll_track *t;
     int64_t shift;
-    uint64_t drops;
 };
-
-static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
-                     const struct nsc_thread_stats *t) {
-    (void)d;
-    struct file_run *fr = ud;
-    fr->drops = h->drops_no_thread; /* the last STATS block is the final count */
-    for (uint32_t i = 0; i < h->nthreads; i++)
-        fr->drops += t[i].drops_ring;
-}
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *rec,
                       const struct nsc_rec *ext) {
@@ -181,17 +173,29 @@ static void timeline(FILE *f, struct rep *r) {
 
 int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, const char *out_path,
                const char *alignment_text) {
-    FILE *f = strcmp(out_path, "-") ? fopen(out_path, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "ncclscope report: cannot write %s: %s\n", out_path, strerror(errno));
-        return 3;
+    FILE *f = stdout;
+    struct nsc_out of;
+    char err[1200];
+    if (strcmp(out_path, "-") != 0) {
+        if (nsc_out_open(&of, out_path, files, nfiles, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ncclscope report: cannot write %s\n", err);
+            return 3;
+        }
+        if (!(f = fdopen(of.fd, "w"))) {
+            fprintf(stderr, "ncclscope report: cannot write %s: %s\n", out_path, strerror(errno));
+            close(of.fd);
+            nsc_out_finish(&of, 0, err, sizeof(err));
+            return 3;
+        }
     }
     struct rep *r = calloc(1, sizeof(*r));
     if (!r || !(r->bars = malloc(MAX_BARS * sizeof(*r->bars)))) {
         fprintf(stderr, "ncclscope report: out of memory\n");
         free(r);
-        if (f != stdout)
+        if (f != stdout) {
             fclose(f);
+            nsc_out_finish(&of, 0, err, sizeof(err));
+        }
         return 3;
     }
     r->stride = 1;
@@ -204,7 +208,7 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
                "pre{background:#f5f5f5;padding:8px;font-size:12px}</style></head><body>\n"
                "<h1>ncclscope report</h1>\n<p>%d trace file(s), written by ncclscope %s.</p>\n<table>"
                "<tr><th>file</th><th>host</th><th>pid</th><th>API</th><th>records</th>"
-               "<th>dropped</th><th>complete</th></tr>\n",
+               "<th>records lost</th><th>complete</th></tr>\n",
             nfiles, NSC_VERSION);
     for (int i = 0; i < nfiles; i++) {
         struct nsc_decoder d;
@@ -215,18 +219,24 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
         }
         r->file = i;
         r->d = &d;
-        struct file_run fr = {r, NULL, shift_ns ? shift_ns[i] : 0, 0};
-        struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error};
+        struct file_run fr = {r, NULL, shift_ns ? shift_ns[i] : 0};
+        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
         nsc_decoder_run(&d, &ops, &fr);
         nsc_track_finish(fr.t);
         fprintf(f, "<tr><td>");
         esc(f, files[i]);
         fprintf(f, "</td><td>");
         esc(f, d.session.host);
-        fprintf(f, "</td><td>%u</td><td>v%u</td><td>%llu</td><td>%llu</td><td>%s</td></tr>\n",
-                d.session.pid, d.session.api_version, (unsigned long long)d.records,
-                (unsigned long long)fr.drops,
-                d.ended ? "yes" : "no (crashed or still running)");
+        fprintf(f, "</td><td>%u</td><td>v%u</td><td>%llu</td><td>%llu", d.session.pid,
+                d.session.api_version, (unsigned long long)d.records,
+                (unsigned long long)d.losses.total);
+        if (d.losses.total != d.losses.dropped)
+            fprintf(f, " (%llu dropped, %llu to write errors, %llu at exit)",
+                    (unsigned long long)d.losses.dropped, (unsigned long long)d.losses.write,
+                    (unsigned long long)d.losses.exit);
+        if (d.unnamed_events)
+            fprintf(f, "; %llu events named \"?\"", (unsigned long long)d.unnamed_events);
+        fprintf(f, "</td><td>%s</td></tr>\n", d.ended ? "yes" : "no (crashed or still running)");
         nsc_decoder_close(&d);
     }
     fprintf(f, "</table>\n");
@@ -246,9 +256,23 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
     fprintf(f, "<p style='font-size:12px;color:#777'>Self-contained: no scripts, no network. "
                "For every event, convert the same files with <code>ncclscope convert</code> and open "
                "them in Perfetto.</p>\n</body></html>\n");
-    int werr = ferror(f);
-    if (f != stdout && fclose(f) != 0)
-        werr = 1;
+    int werr = ferror(f) || fflush(f) != 0;
+    int e = errno;
+    if (f == stdout && werr)
+        fprintf(stderr, "ncclscope report: standard output: write failed: %s\n", strerror(e));
+    if (f != stdout) {
+        if (fclose(f) != 0 && !werr) {
+            werr = 1;
+            e = errno;
+        }
+        if (werr)
+            fprintf(stderr, "ncclscope report: %s: write failed: %s (nothing written there)\n",
+                    out_path, strerror(e));
+        if (nsc_out_finish(&of, !werr, err, sizeof(err)) != 0) {
+            fprintf(stderr, "ncclscope report: %s\n", err);
+            werr = 1;
+        }
+    }
     free(r->bars);
     int dam = r->damaged;
     free(r);

@@ -8,6 +8,7 @@
 #include "coll_track.h"
 #include "hash.h"
 #include "latency_hist.h"
+#include "result.h"
 
 /* ---- aggregation rows ---- */
 
@@ -34,7 +35,16 @@ struct entry {
     char func[24];
 };
 
+/* What the plugin could not keep, summed over the files. */
+struct lost {
+    uint64_t records, dropped, write, exit, events;
+    uint64_t failed_writes, string_overflow, unnamed, comm_overflow;
+    uint64_t memory_peak, memory_budget; /* of the file with the highest peak (v3) */
+    int write_errno; /* the last failed write's, of the last file that has one */
+};
+
 struct agg {
+    struct lost lost;
     struct row *rows;
     struct entry *ent;
     size_t ent_cap, ent_n;
@@ -229,6 +239,20 @@ static struct row_numbers numbers(const struct row *r) {
     return n;
 }
 
+/* A JSON string: names come from the trace, which may hold any bytes. */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 /* ---- HTML (ncclscope report) ---- */
 
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -355,6 +379,64 @@ static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry
     fprintf(f, "</table>\n");
 }
 
+static void add_losses(struct lost *l, const struct nsc_decoder *d) {
+    l->records += d->losses.total;
+    l->dropped += d->losses.dropped;
+    l->write += d->losses.write;
+    l->exit += d->losses.exit;
+    l->events += d->losses.events;
+    l->failed_writes += d->stats.write_errors;
+    l->string_overflow += d->stats.string_overflow;
+    l->unnamed += d->unnamed_events;
+    l->comm_overflow += d->stats.comm_overflow;
+    if (d->stats.write_errno)
+        l->write_errno = d->stats.write_errno;
+    if (d->stats.memory_peak > l->memory_peak) {
+        l->memory_peak = d->stats.memory_peak;
+        l->memory_budget = d->stats.memory_budget;
+    }
+}
+
+static void print_losses_text(FILE *f, const struct lost *l) {
+    fprintf(f, "lost by the plugin: %llu records (%llu dropped, %llu to write errors, %llu at exit)",
+            (unsigned long long)l->records, (unsigned long long)l->dropped,
+            (unsigned long long)l->write, (unsigned long long)l->exit);
+    if (l->failed_writes || l->write_errno) {
+        const char *en = nsc_errno_name(l->write_errno);
+        fprintf(f, "; %llu failed writes", (unsigned long long)l->failed_writes);
+        if (l->write_errno)
+            fprintf(f, ", the last: %s (%s)", en ? en : "errno", strerror(l->write_errno));
+    }
+    fprintf(f, "\nnames lost: %llu strings past the plugin's table (%llu events show \"?\"), %llu "
+               "comm descriptions not kept\n",
+            (unsigned long long)l->string_overflow, (unsigned long long)l->unnamed,
+            (unsigned long long)l->comm_overflow);
+    if (l->memory_budget)
+        fprintf(f, "record memory: peak %.1f MiB of a %.1f MiB budget (the file with the highest)\n",
+                (double)l->memory_peak / 1048576.0, (double)l->memory_budget / 1048576.0);
+}
+
+static void print_losses_json(FILE *f, const struct lost *l) {
+    const char *en = l->write_errno ? nsc_errno_name(l->write_errno) : NULL;
+    fprintf(f,
+            "\"lost\": {\"records\": %llu, \"dropped\": %llu, \"write_records\": %llu, "
+            "\"exit_records\": %llu, \"events_dropped\": %llu, \"failed_writes\": %llu, "
+            "\"write_errno\": %d, \"write_error\": ",
+            (unsigned long long)l->records, (unsigned long long)l->dropped,
+            (unsigned long long)l->write, (unsigned long long)l->exit,
+            (unsigned long long)l->events, (unsigned long long)l->failed_writes, l->write_errno);
+    if (en)
+        json_str(f, en);
+    else
+        fputs("null", f);
+    fprintf(f,
+            ", \"string_overflow\": %llu, \"unnamed_events\": %llu, \"comm_overflow\": %llu, "
+            "\"memory_peak_bytes\": %llu, \"memory_budget_bytes\": %llu}, ",
+            (unsigned long long)l->string_overflow, (unsigned long long)l->unnamed,
+            (unsigned long long)l->comm_overflow, (unsigned long long)l->memory_peak,
+            (unsigned long long)l->memory_budget);
+}
+
 static void print(const struct nsc_stats_opts *o, struct agg *a) {
     size_t nrows = 0;
     for (struct row *r = a->rows; r; r = r->next)
@@ -377,34 +459,41 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     if (o->json == 2) {
         print_html(f, v, nrows, st, top);
     } else if (o->json) {
-        fprintf(f, "{\"files\": %d, \"operations\": %llu, \"rows\": [", o->nfiles,
-                (unsigned long long)a->ops);
+        fprintf(f, "{\"files\": %d, \"operations\": %llu, ", o->nfiles, (unsigned long long)a->ops);
+        print_losses_json(f, &a->lost);
+        fprintf(f, "\"rows\": [");
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
             struct row_numbers n = numbers(r);
+            fprintf(f, "%s\n  {\"comm\": \"%016llx\", \"nranks\": %d, \"op\": ", i ? "," : "",
+                    (unsigned long long)r->comm_id, r->nranks);
+            json_str(f, r->func);
+            fprintf(f, ", \"p2p\": %s, \"dtype\": ", r->is_p2p ? "true" : "false");
+            json_str(f, r->dtype);
             fprintf(f,
-                    "%s\n  {\"comm\": \"%016llx\", \"nranks\": %d, \"op\": \"%s\", \"p2p\": %s, "
-                    "\"dtype\": \"%s\", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
+                    ", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
                     "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu, "
                     "\"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f, "
                     "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f}",
-                    i ? "," : "", (unsigned long long)r->comm_id, r->nranks, r->func,
-                    r->is_p2p ? "true" : "false", r->dtype, (unsigned long long)(1ull << r->bucket),
+                    (unsigned long long)(1ull << r->bucket),
                     n.avg_bytes, (unsigned long long)n.count, (unsigned long long)r->ops,
                     (unsigned long long)r->enqueue_only, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3,
                     n.algbw, n.busbw);
         }
         fprintf(f, "\n], \"stragglers\": [");
-        for (size_t i = 0; i < top; i++)
-            fprintf(f,
-                    "%s\n  {\"comm\": \"%016llx\", \"seq\": %llu, \"op\": \"%s\", \"ranks\": %u, "
-                    "\"last_rank\": %d, \"first_rank\": %d, \"lag_us\": %.3f}",
-                    i ? "," : "", (unsigned long long)st[i].real_comm,
-                    (unsigned long long)(st[i].seq - 1), st[i].func, st[i].ranks, st[i].last_rank,
-                    st[i].first_rank, (double)(st[i].last_ns - st[i].first_ns) / 1e3);
+        for (size_t i = 0; i < top; i++) {
+            fprintf(f, "%s\n  {\"comm\": \"%016llx\", \"seq\": %llu, \"op\": ", i ? "," : "",
+                    (unsigned long long)st[i].real_comm, (unsigned long long)(st[i].seq - 1));
+            json_str(f, st[i].func);
+            fprintf(f, ", \"ranks\": %u, \"last_rank\": %d, \"first_rank\": %d, \"lag_us\": %.3f}",
+                    st[i].ranks, st[i].last_rank, st[i].first_rank,
+                    (double)(st[i].last_ns - st[i].first_ns) / 1e3);
+        }
         fprintf(f, "\n]}\n");
     } else {
-        fprintf(f, "%d file(s), %llu rank-operations\n\n", o->nfiles, (unsigned long long)a->ops);
+        fprintf(f, "%d file(s), %llu rank-operations\n", o->nfiles, (unsigned long long)a->ops);
+        print_losses_text(f, &a->lost);
+        fputc('\n', f);
         fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %10s %10s %10s %9s %9s %s\n", "comm", "ranks",
                 "op", "dtype", "size<=", "count", "rank-ops", "p50 us", "p99 us", "max us",
                 "algbw", "busbw", "");
@@ -448,6 +537,7 @@ int nsc_stats(const struct nsc_stats_opts *o) {
         struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
         nsc_decoder_run(&d, &ops, &fr);
         nsc_track_finish(fr.t);
+        add_losses(&a.lost, &d);
         nsc_decoder_close(&d);
         if (fr.oom) {
             fprintf(stderr, "ncclscope stats: out of memory\n");

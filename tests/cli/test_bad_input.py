@@ -2,6 +2,7 @@
 exits, no crash, and what is intact is still converted."""
 import os
 
+import nsctrace
 from nsctest import *
 
 
@@ -28,7 +29,10 @@ def main():
         check(p in r2.stderr, "info %s: %s" % (name, r2.stderr))
         print("ok %s -> %s" % (name, r.stderr.splitlines()[0]))
     # intact blocks around damage are still converted: a trace of many small
-    # chunks with one byte flipped in the middle loses only that chunk
+    # chunks with one byte flipped in the middle loses only that chunk. The
+    # byte is inside the compressed payload of the chunk nearest the middle
+    # (found by parsing the block headers), where the zstd checksum always
+    # sees it; a flip in an uncompressed block can go unseen (see below).
     md = os.path.join(d, "multi")
     run([fake, "--plugin", plugin, "--synthetic", "3000"],
         env={"NCCLSCOPE_DIR": md, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_CHUNK_KB": "4"})
@@ -36,14 +40,35 @@ def main():
     full, _ = convert([mf], os.path.join(d, "m.json"))
     n_full = len(events(full))
     blob = bytearray(open(mf, "rb").read())
-    blob[len(blob) // 2] ^= 0x55
+    chunks = [b for b in nsctrace.blocks(bytes(blob))
+              if b.type in (nsctrace.PACKED, nsctrace.CHUNK) and b.flags & nsctrace.F_ZSTD]
+    check(len(chunks) >= 10, "a trace of many chunks: %d" % len(chunks))
+    mid = min(chunks, key=lambda b: abs(b.offset - len(blob) // 2))
+    blob[mid.payload_offset + mid.stored_len // 2] ^= 0x55
     bad = os.path.join(d, "multi_flipped.nsc")
     open(bad, "wb").write(bytes(blob))
     doc, r = convert([bad], os.path.join(d, "f2.json"), ok=(2,))
     n = len(events(doc))
     check(n_full * 0.9 < n < n_full, "one damaged chunk: %d events of %d" % (n, n_full))
-    check("offset" in r.stderr, r.stderr)
+    check("offset %d" % mid.offset in r.stderr, r.stderr)
     print("ok: one flipped byte of %d: %d of %d events converted" % (len(blob), n, n_full))
+    # Uncompressed blocks have no checksum; what can be seen there is: an
+    # anchor moved far in time, a session block whose fields are impossible.
+    src_data = open(src, "rb").read()
+    anchors = [b for b in nsctrace.blocks(src_data) if b.type == nsctrace.ANCHOR]
+    session = nsctrace.blocks(src_data)[0]
+    for name, off, what in (("anchor_ticks", anchors[0].payload_offset + 5, "anchor"),
+                            ("anchor_mono", anchors[0].payload_offset + 8 + 6, "anchor"),
+                            ("anchor_real", anchors[-1].payload_offset + 16 + 7, "anchor"),
+                            ("session_clock", session.payload_offset + 12, "clock source"),
+                            ("session_host", session.payload_offset + 64 + 40, "host name")):
+        b = bytearray(src_data)
+        b[off] ^= 0x55
+        p = os.path.join(d, name + ".nsc")
+        open(p, "wb").write(bytes(b))
+        r = run([cli, "info", p], ok=(2,))
+        check(what in r.stderr and p in r.stderr, "%s: %s" % (name, r.stderr))
+        print("ok %s -> %s" % (name, r.stderr.strip().splitlines()[0]))
     doc, _ = convert([os.path.join(d, "truncated.nsc")], os.path.join(d, "t2.json"), ok=(2,))
     check(len(events(doc)) >= 0, "truncated file converted")
     # usage errors

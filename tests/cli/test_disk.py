@@ -89,7 +89,7 @@ def full(cli, plugin, d):
         r = run([cli, "info", files[0]], ok=(0, 2))
         info = r.stdout
         check("closed cleanly  yes" in info, "the file was finished after space came back:\n" + info)
-        lost = re.search(r"lost to write errors\D*(\d+)", info)
+        lost = re.search(r"(\d+) to write errors", info)
         check(lost and int(lost.group(1)) > 0, "the loss is in the file:\n" + info)
         check("ENOSPC" in info, "and its cause:\n" + info)
         events = int(re.search(r"events (\d+)", out).group(1))
