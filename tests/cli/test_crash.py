@@ -11,7 +11,10 @@ from nsctest import *
 def main():
     cli, plugin, fake = env_paths()
     d = tmpdir()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="all", NCCLSCOPE_FLUSH_MS="50")
+    # small chunks: the file holds many blocks when it is killed, so tearing
+    # the last one leaves the others
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="all", NCCLSCOPE_FLUSH_MS="50",
+               NCCLSCOPE_CHUNK_KB="64")
     p = subprocess.Popen([fake, "--plugin", plugin, "--synthetic", "-1", "--threads", "2"], env=env,
                          stdout=subprocess.DEVNULL)
     deadline = time.time() + 20
