@@ -18,6 +18,7 @@
 #include "comm_table.h"
 #include "counters.h"
 #include "intern.h"
+#include "live_metrics.h"
 #include "log.h"
 #include "page_pool.h"
 #include "record_pack.h"
@@ -139,6 +140,7 @@ static void seal(struct flusher *f, int last) {
     struct job *j = f->cur;
     j->strings_upto = nsc_intern_count();
     take_comms(j);
+    nsc_live_comms(j->comms, j->ncomms); /* hook: the metrics' comm labels */
     nsc_clock_anchor(&j->anchor);
     j->last = last;
     pthread_mutex_lock(&f->mu);
@@ -184,7 +186,9 @@ static uint64_t drain_ring(struct flusher *f, uint32_t i, struct nsc_thread *t, 
             /* The lines were written by another core: ask for them ahead. */
             if (k + 8 < take)
                 __builtin_prefetch(ring_slot(&t->ring, pos + k + 8), 0, 0);
-            p = nsc_pack_record(&f->pack, ring_slot(&t->ring, pos + k), p);
+            const struct nsc_rec *r = ring_slot(&t->ring, pos + k);
+            p = nsc_pack_record(&f->pack, r, p);
+            nsc_live_observe(r); /* hook: live metrics (one relaxed load when off) */
         }
         /* Only read above; from here the producer may reuse the slots. */
         ring_consume(&t->ring, pos, take);
@@ -204,8 +208,10 @@ static uint64_t drain_all(struct flusher *f, int *blocked) {
     uint32_t n = nsc_thread_count();
     uint64_t total = 0;
     *blocked = 0;
+    nsc_live_pass_begin(); /* hook: the metrics' state is the drainer's for the pass */
     for (uint32_t i = 0; i < n && !*blocked; i++)
         total += drain_ring(f, i, nsc_thread_at(i), blocked);
+    nsc_live_pass_end();
     return total;
 }
 
@@ -294,6 +300,7 @@ static void stats_block(struct flusher *f) {
     sh->memory_budget = (uint64_t)f->cfg.memory_mb << 20;
     sh->write_errno = atomic_load_explicit(&f->write_errno, memory_order_relaxed);
     sh->write_errors = atomic_load_explicit(&f->write_errors, memory_order_relaxed);
+    sh->chain_lost = atomic_load_explicit(&nsc_counters.chain_lost, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++) {
         struct nsc_thread *t = nsc_thread_at(i);
         ts[i].thread = i;
