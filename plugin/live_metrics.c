@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -80,7 +81,7 @@ struct kid {
     uint64_t id;          /* 0: free */
     uint64_t parent;
     uint64_t gpu_start, gpu_end, stop_ticks;
-    uint32_t orphan_pass; /* pass it was orphaned in; 0: attached */
+    uint64_t orphan_pass; /* 1 + the pass it was orphaned in; 0: attached */
     uint8_t kch, stopped;
 };
 
@@ -471,7 +472,7 @@ void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r) {
                 attach(m, o, k);
             } else if (m->norphans < NSC_LIVE_KIDS) {
                 /* Its parent's ring is drained later in this pass. */
-                k->orphan_pass = (uint32_t)m->pass | 1;
+                k->orphan_pass = m->pass + 1; /* never 0 */
                 m->orphans[m->norphans++] = k->id;
             } else {
                 kid_del(m, k);
@@ -538,7 +539,7 @@ void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r) {
 
 /* Children whose parent's START came later in the pass; ops that are done
  * by the host rule, oldest first. Under mu. */
-static void settle(struct nsc_live *m) {
+static void settle(struct nsc_live *m, uint64_t grace_ns) {
     uint32_t keep = 0;
     for (uint32_t i = 0; i < m->norphans; i++) {
         struct kid *k = kid_find(m, m->orphans[i]);
@@ -550,10 +551,10 @@ static void settle(struct nsc_live *m) {
             attach(m, o, k);
             if (k->stopped) {
                 kid_del(m, k);
-                if (kernel_done(o) && o->stopped)
+                if (kernel_done(o))
                     complete(m, o, 1);
             }
-        } else if (m->pass - k->orphan_pass > ORPHAN_PASSES) {
+        } else if (m->pass + 1 - k->orphan_pass > ORPHAN_PASSES) {
             kid_del(m, k); /* its parent was not recorded */
         } else {
             m->orphans[keep++] = m->orphans[i];
@@ -564,7 +565,7 @@ static void settle(struct nsc_live *m) {
         struct op *o = op_find(m, m->fifo[m->fifo_head]);
         if (o) {
             int host_done = !o->kernel && o->stopped && !o->live_kids &&
-                            m->now_ns - o->touched_ns >= GRACE_NS;
+                            m->now_ns - o->touched_ns >= grace_ns;
             if (!host_done && !kernel_done(o))
                 break;
             complete(m, o, 1);
@@ -580,7 +581,7 @@ void nsc_live_pass_begin(void) {
         return;
     pthread_mutex_lock(&m->mu);
     m->in_pass = 1;
-    m->pass += 2; /* even: orphan_pass | 1 is never 0 */
+    m->pass++;
     m->now_ns = nsc_clock_monotonic_ns();
 }
 
@@ -588,7 +589,7 @@ void nsc_live_pass_end(void) {
     struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
     if (!m)
         return;
-    settle(m);
+    settle(m, GRACE_NS);
     m->in_pass = 0;
     pthread_mutex_unlock(&m->mu);
 }
@@ -823,7 +824,19 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
             m->pid, records, m->pid, drops, m->pid, atomic_load_explicit(&recorded_mask, memory_order_relaxed) != 0, m->pid, sn->overflow);
 }
 
-int nsc_live_write(void) {
+/* The directory, as mkdir -p (0755: node-exporter runs as another user). */
+static void make_dirs(const char *file) {
+    char tmp[1400];
+    snprintf(tmp, sizeof(tmp), "%s", file);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+}
+
+int nsc_live_write(int final) {
     struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
     if (!m)
         return 0;
@@ -831,12 +844,18 @@ int nsc_live_write(void) {
     memset(&sn, 0, sizeof(sn));
     pthread_mutex_lock(&m->mu);
     m->now_ns = nsc_clock_monotonic_ns();
-    settle(m); /* host-timed ops whose grace ended while nothing was drained */
+    /* Host-timed ops whose grace ended while nothing was drained; at the
+     * end, when everything was drained, every op that stopped. */
+    settle(m, final ? 0 : GRACE_NS);
     int rc = take_snapshot(m, &sn);
     pthread_mutex_unlock(&m->mu);
     int err = ENOMEM;
     if (rc == 0) {
         int fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == ENOENT) {
+            make_dirs(m->tmp);
+            fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        }
         FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (!f) {
             err = errno;

@@ -76,9 +76,11 @@ static inline void nsc_live_observe(const struct nsc_rec *r) {
         nsc_live_record(m, r);
 }
 
-/* Ops thread: writes <dir>/<host>-<pid>.prom (temporary name, rename).
- * Returns 0 or -1 (errno; logged once per streak). */
-int nsc_live_write(void);
+/* Ops thread: writes <dir>/<host>-<pid>.prom (temporary name, rename);
+ * `final`: the session's end, everything drained (host-timed operations
+ * that stopped complete without waiting for the grace). Returns 0 or -1
+ * (logged once per streak). */
+int nsc_live_write(int final);
 /* Removes the file (the session's end without NCCLSCOPE_METRICS_KEEP). */
 void nsc_live_remove(void);
 

@@ -52,7 +52,7 @@ static void *ops_main(void *arg) {
         nsc_ctl_poll();
         uint64_t now = nsc_clock_monotonic_ns();
         if (metrics && now >= next_metrics) {
-            nsc_live_write();
+            nsc_live_write(0);
             next_metrics = now + period;
         }
         pthread_mutex_lock(&o->mu);
@@ -61,7 +61,7 @@ static void *ops_main(void *arg) {
     /* The flusher has drained everything: the last numbers, or no file. */
     if (metrics) {
         if (o->cfg.metrics_keep)
-            nsc_live_write();
+            nsc_live_write(1);
         else
             nsc_live_remove();
     }

@@ -4,7 +4,11 @@ ask for the same events, with its own handles (never one of ours, every
 parent one of its own); asked for more than ncclscope records, it gets all
 of it while ncclscope's trace stays what it is without a chained plugin;
 a plugin with only ncclProfiler_v4 is reached through the fallback with
-translated descriptors."""
+translated descriptors. With the reference counting plugin
+(bench/counting_plugin.c, a third argument when it is built) chained, its
+counts equal ncclscope's records too.
+
+usage: test_chain.py CHAIN_COUNTER_SO CHAIN_COUNTER_V4_SO [COUNTING_PLUGIN_SO]"""
 import json
 import os
 import re
@@ -83,6 +87,21 @@ def main():
     v4_types = {k: v for k, v in types.items() if k in
                 ("Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin")}
     check(c["start"] == v4_types, "v4: chained %s, recorded %s" % (c["start"], v4_types))
+    if len(sys.argv) > 3:  # the reference counting plugin (branch bench)
+        cli, plugin, _ = env_paths()
+        d = tmpdir()
+        env = {"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_CHAIN": sys.argv[3],
+               "NCCLSCOPE_COUNT_DIR": os.path.join(d, "counts")}
+        run([cli, "replay", "--plugin", plugin, SRC], env=env)
+        types, stops, states, _ = info_counts(trace_files(d)[0])
+        counts = [json.load(open(os.path.join(d, "counts", f))) for f in os.listdir(os.path.join(d, "counts"))]
+        check(len(counts) == 1, "one counts file")
+        c = counts[0]
+        check(c["start"] == types and c["totals"]["stop"] == stops and c["totals"]["state"] == states,
+              "reference counting plugin: %s, stops %d, states %d; recorded %s, %d, %d" %
+              (c["start"], c["totals"]["stop"], c["totals"]["state"], types, stops, states))
+        check(c["foreign_handles"] == 0, "the counting plugin got handles it never returned")
+        print("ok: the reference counting plugin chained behind ncclscope counts what it recorded")
     print("ok: chained plugin counts what ncclscope records; masks or'ed; v4 fallback")
 
 
