@@ -38,7 +38,7 @@
 #include "trace_format.h"
 
 #define NSC_LIVE_OPS 65536
-#define NSC_LIVE_KIDS 262144
+#define NSC_LIVE_KIDS 65536
 #define NSC_LIVE_SERIES 4096
 
 struct nsc_live;

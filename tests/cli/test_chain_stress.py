@@ -1,0 +1,38 @@
+"""Chaining, metrics and the ops thread under many threads (suite stress,
+run under TSan by tests/run.sh): 8 threads, each its own communicator, run
+fake_nccl's synthetic operations through ncclscope with a chained counting
+plugin and metrics every second. The chained plugin must receive every
+event the generator made (7 per operation) with valid handles and parents,
+whatever ncclscope kept or dropped."""
+import json
+import os
+import sys
+
+from nsctest import *
+
+OPS, THREADS = 20000, 8
+
+
+def main():
+    counter = sys.argv[1]
+    cli, plugin, fake = env_paths()
+    d = tmpdir()
+    out = os.path.join(d, "counts.json")
+    run([fake, "--plugin", plugin, "--synthetic", str(OPS), "--threads", str(THREADS)],
+        env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_CHAIN": counter,
+             "CHAIN_COUNTER_OUT": out, "NCCLSCOPE_METRICS_DIR": os.path.join(d, "m"),
+             "NCCLSCOPE_METRICS_SECONDS": "1", "NCCLSCOPE_METRICS_KEEP": "1"})
+    c = json.load(open(out))
+    n = OPS * THREADS
+    want = {t: n for t in ("GroupApi", "CollApi", "Group", "Coll", "KernelCh", "ProxyOp", "ProxyStep")}
+    check(c["start"] == want and c["stop"] == want, "chained plugin got %s / %s" % (c["start"], c["stop"]))
+    check(c["state"] == {"GroupApi": n, "KernelCh": n, "ProxyStep": n}, "states %s" % c["state"])
+    for k in ("bad_handle", "double_stop", "bad_parent", "full"):
+        check(c[k] == 0, "%s: %d" % (k, c[k]))
+    check(c["inits"] == c["finalizes"] == THREADS, "inits/finalizes %s" % c)
+    prom = [f for f in os.listdir(os.path.join(d, "m")) if f.endswith(".prom")]
+    check(len(prom) == 1, "metrics file: %s" % prom)
+    print("ok: %d events through the chained plugin from %d threads" % (7 * n, THREADS))
+
+
+main()
