@@ -30,7 +30,7 @@ static _Atomic uint32_t any_mask; /* union of every comm's chained mask, ever */
  * writer's RELEASE fence after its CAS orders BUSY before the new handle,
  * so a reader that read the old handle while it was replaced sees the id
  * change on its second load (a seqlock; ids are unique, so no ABA). */
-#define TAB_BITS 18
+#define TAB_BITS 20
 #define TAB_SIZE (1u << TAB_BITS)
 #define BUSY (1ull << 63)
 
@@ -38,12 +38,12 @@ struct slot {
     _Atomic uint64_t id;
     _Atomic(void *) handle;
 };
-static struct slot *tab; /* TAB_SIZE slots, 4 MiB of address space touched as used */
+static struct slot *tab; /* TAB_SIZE slots, 16 MiB of address space touched as used */
 
 static void tab_put(uint64_t id, void *h) {
     struct slot *s = &tab[id & (TAB_SIZE - 1)];
     uint64_t old = atomic_load_explicit(&s->id, memory_order_relaxed);
-    /* A writer of an id 2^18 away is inside this slot right now: give up
+    /* A writer of an id 2^20 away is inside this slot right now: give up
      * (the event's lookups will miss and be counted). */
     if ((old & BUSY) || !atomic_compare_exchange_strong_explicit(&s->id, &old, id | BUSY,
                                                                  memory_order_relaxed,

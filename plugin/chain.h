@@ -19,7 +19,7 @@
  *     handle for an event is kept in a process-wide table indexed by the
  *     id's low bits, the id stored beside it (a seqlock whose sequence is
  *     the id itself: ids are never reused, so no ABA); stop, state and a
- *     child's parentObj look it up. A slot is overwritten by the event 2^18
+ *     child's parentObj look it up. A slot is overwritten by the event 2^20
  *     ids later; an event that outlives that (or loses a slot to a
  *     simultaneous writer) is counted as `chain_lost` (STATS): its children
  *     reach the chained plugin with a NULL parent, its stop and states are

@@ -6,6 +6,7 @@ event the generator made (7 per operation) with valid handles and parents,
 whatever ncclscope kept or dropped."""
 import json
 import os
+import re
 import sys
 
 from nsctest import *
@@ -25,8 +26,15 @@ def main():
     c = json.load(open(out))
     n = OPS * THREADS
     want = {t: n for t in ("GroupApi", "CollApi", "Group", "Coll", "KernelCh", "ProxyOp", "ProxyStep")}
-    check(c["start"] == want and c["stop"] == want, "chained plugin got %s / %s" % (c["start"], c["stop"]))
-    check(c["state"] == {"GroupApi": n, "KernelCh": n, "ProxyStep": n}, "states %s" % c["state"])
+    check(c["start"] == want, "chained plugin got %s" % c["start"])
+    # A stop or state whose handle the table lost (counted in the trace's
+    # STATS) is not forwarded: what is missing must be counted.
+    missing = 7 * n - sum(c["stop"].values()) + 3 * n - sum(c["state"].values())
+    lost = 0
+    for f in trace_files(d):
+        m = re.search(r"chained plugin\s+(\d+) calls", run([cli, "info", f]).stdout)
+        lost += int(m.group(1)) if m else 0
+    check(0 <= missing <= lost, "%d stops/states missing at the chained plugin, %d counted lost" % (missing, lost))
     for k in ("bad_handle", "double_stop", "bad_parent", "full"):
         check(c[k] == 0, "%s: %d" % (k, c[k]))
     check(c["inits"] == c["finalizes"] == THREADS, "inits/finalizes %s" % c)
