@@ -84,10 +84,10 @@ static void *translate(const void *ours) {
 /* ---- loading ---- */
 
 int nsc_chain_load(const char *path, int api_version, char *err, size_t errlen) {
-    if (host.lib) {
-        if (strcmp(path, loaded_path) != 0 || host.version > api_version)
-            snprintf(err, errlen, "NCCLSCOPE_CHAIN: keeping %s (ncclProfiler_v%d), loaded by an "
-                     "earlier session", loaded_path, host.version);
+    if (host.lib) { /* a later session: the plugin stays as loaded */
+        snprintf(err, errlen, "chained %s (ncclProfiler_v%d), loaded by an earlier session%s",
+                 loaded_path, host.version,
+                 strcmp(path, loaded_path) ? "; NCCLSCOPE_CHAIN changed since: ignored" : "");
         return 0;
     }
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -740,10 +740,10 @@ static void pin_library(void) {
         dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-void nsc_flusher_stop(void) {
+int nsc_flusher_stop(void) {
     struct flusher *f = F;
     if (!f)
-        return;
+        return 1;
     F = NULL;
     struct timespec dl;
     deadline_after(&dl, (uint64_t)f->cfg.exit_wait_ms * 1000ull);
@@ -766,7 +766,7 @@ void nsc_flusher_stop(void) {
         nsc_log_info("ncclscope: wrote %llu bytes to %s", (unsigned long long)f->w.bytes,
                      f->w.fd >= 0 ? f->w.path : f->cfg.dir);
         free_flusher(f);
-        return;
+        return 1;
     }
     /* The disk did not let us finish in time. Leave: the drainer exits at
      * once, compressors and the I/O thread when they next look; what they
@@ -807,4 +807,5 @@ void nsc_flusher_stop(void) {
                  f->cfg.dir, f->cfg.exit_wait_ms, (unsigned long long)lost,
                  (unsigned long long)atomic_load(&f->lost_write));
     /* f is left allocated: the threads still running read it. */
+    return 0;
 }

@@ -738,14 +738,15 @@ static void write_hist(FILE *f, const struct comm *c, const struct series *s, co
 }
 
 static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
-    static const struct comm unknown = {0};
     fprintf(f, "# HELP ncclscope_operations_total NCCL operations started (Coll, P2p, CeColl), per communicator, operation and per-rank message size.\n"
                "# TYPE ncclscope_operations_total counter\n");
     for (uint32_t i = 0; i < sn->nseries; i++) {
         const struct series *s = &sn->series[i];
         const struct comm *c = find_comm(sn, s->serial);
+        if (!c || !c->described)
+            continue; /* labels come with the comm's description, at the next chunk */
         fputs("ncclscope_operations_total{", f);
-        series_labels(f, c ? c : &unknown, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
+        series_labels(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
         fprintf(f, "} %" PRIu64 "\n", s->ops);
     }
     fprintf(f, "# HELP ncclscope_bytes_total Bytes of those operations (count x datatype size, per rank).\n"
@@ -753,8 +754,10 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
     for (uint32_t i = 0; i < sn->nseries; i++) {
         const struct series *s = &sn->series[i];
         const struct comm *c = find_comm(sn, s->serial);
+        if (!c || !c->described)
+            continue;
         fputs("ncclscope_bytes_total{", f);
-        series_labels(f, c ? c : &unknown, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
+        series_labels(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
         fprintf(f, "} %" PRIu64 "\n", s->bytes);
     }
     fprintf(f, "# HELP ncclscope_latency_seconds Completed operations' latency: GPU time from KernelCh (timing=\"gpu\"), else enqueue to the last stop seen by the host (timing=\"host\").\n"
@@ -762,16 +765,18 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
     for (uint32_t i = 0; i < sn->nseries; i++) {
         const struct series *s = &sn->series[i];
         const struct comm *c = find_comm(sn, s->serial);
+        if (!c || !c->described)
+            continue;
         for (int t = 0; t < 2; t++)
             if (s->lat[t].count)
-                write_hist(f, c ? c : &unknown, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?", t);
+                write_hist(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?", t);
     }
     fprintf(f, "# HELP ncclscope_busbw_bytes_per_second Bus bandwidth (nccl-tests' formula) of the operations completed since the previous file.\n"
                "# TYPE ncclscope_busbw_bytes_per_second gauge\n");
     for (uint32_t i = 0; i < sn->nseries; i++) {
         const struct series *s = &sn->series[i];
         const struct comm *c = find_comm(sn, s->serial);
-        if (s->iv_seconds <= 0)
+        if (s->iv_seconds <= 0 || !c || !c->described)
             continue;
         const char *op = nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?";
         int n = c && c->described ? c->info.nranks : 0;
@@ -779,12 +784,14 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
         if (!s->p2p && n > 0 && (!strcmp(op, "AllGather") || !strcmp(op, "ReduceScatter")))
             bytes *= n; /* nccl-tests' size: the whole buffer */
         fputs("ncclscope_busbw_bytes_per_second{", f);
-        series_labels(f, c ? c : &unknown, s, op);
+        series_labels(f, c, s, op);
         fprintf(f, "} %.6g\n", bytes / s->iv_seconds * (s->p2p ? 1.0 : bus_factor(op, n)));
     }
     fprintf(f, "# HELP ncclscope_operations_in_flight Operations started and not completed.\n"
                "# TYPE ncclscope_operations_in_flight gauge\n");
     for (uint32_t i = 0; i < sn->ncomms; i++) {
+        if (!sn->comms[i].described)
+            continue;
         fputs("ncclscope_operations_in_flight{", f);
         comm_labels(f, &sn->comms[i]);
         fprintf(f, "} %" PRIu64 "\n", sn->comms[i].in_flight);
@@ -794,7 +801,7 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
     for (uint32_t i = 0; i < sn->ncomms; i++) {
         const struct comm *c = &sn->comms[i];
         uint64_t last = c->last_done_ticks ? c->last_done_ticks : c->first_ticks;
-        if (!last)
+        if (!last || !c->described)
             continue;
         fputs("ncclscope_seconds_since_last_completion{", f);
         comm_labels(f, c);

@@ -118,9 +118,9 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
 /* The flusher first (it drains everything), then the ops thread (the last
  * metrics), then what they used. Under the session mutex. */
 static void close_session(void) {
-    nsc_flusher_stop();
-    if (nsc_ops_stop())
-        nsc_live_destroy(); /* else the ops thread still reads it */
+    int joined = nsc_flusher_stop();
+    if (nsc_ops_stop() && joined)
+        nsc_live_destroy(); /* else a thread left behind may still use it */
     nsc_ctl_session_close();
     session_open = 0;
 }
