@@ -24,12 +24,15 @@ static _Atomic uint32_t any_mask; /* union of every comm's chained mask, ever */
 
 /* ---- the handle table ----
  * slot = id & (TAB_SIZE - 1). Writer (the thread starting the event):
- * CAS the slot's id to id|BUSY, store the handle, store id (RELEASE).
- * Reader: load id (ACQUIRE), load the handle, fence ACQUIRE, load id again;
- * the handle is the event's when both loads read exactly its id. The
- * writer's RELEASE fence after its CAS orders BUSY before the new handle,
- * so a reader that read the old handle while it was replaced sees the id
- * change on its second load (a seqlock; ids are unique, so no ABA). */
+ * CAS the slot's id to id|BUSY, store the handle (RELEASE), store the id
+ * (RELEASE). Reader: load the id (ACQUIRE), load the handle (ACQUIRE), load
+ * the id again; the handle is the event's when both loads read exactly its
+ * id. Pairs: the id's RELEASE/ACQUIRE makes the handle stored before it
+ * visible; the handle's RELEASE/ACQUIRE makes a reader that already sees a
+ * newer writer's handle also see that writer's BUSY on its second load
+ * (the CAS precedes the handle store), and the handle's ACQUIRE keeps that
+ * second load after it. A seqlock whose sequence is the id itself: ids are
+ * unique, so no ABA. No fences (GCC's TSan does not model them). */
 #define TAB_BITS 20
 #define TAB_SIZE (1u << TAB_BITS)
 #define BUSY (1ull << 63)
@@ -49,8 +52,8 @@ static void tab_put(uint64_t id, void *h) {
                                                                  memory_order_relaxed,
                                                                  memory_order_relaxed))
         return;
-    atomic_thread_fence(memory_order_release); /* BUSY before the handle changes */
-    atomic_store_explicit(&s->handle, h, memory_order_relaxed);
+    /* RELEASE: BUSY before the new handle (pairs with tab_get's handle ACQUIRE). */
+    atomic_store_explicit(&s->handle, h, memory_order_release);
     /* RELEASE: pairs with tab_get's ACQUIRE load; the handle is visible. */
     atomic_store_explicit(&s->id, id, memory_order_release);
 }
@@ -59,8 +62,9 @@ static int tab_get(uint64_t id, void **h) {
     struct slot *s = &tab[id & (TAB_SIZE - 1)];
     if (atomic_load_explicit(&s->id, memory_order_acquire) != id)
         return 0;
-    void *v = atomic_load_explicit(&s->handle, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire); /* the handle's load before the re-check */
+    /* ACQUIRE: the re-check below stays after it and sees the BUSY of any
+     * writer whose handle it read. */
+    void *v = atomic_load_explicit(&s->handle, memory_order_acquire);
     if (atomic_load_explicit(&s->id, memory_order_relaxed) != id)
         return 0;
     *h = v;

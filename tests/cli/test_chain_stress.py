@@ -1,13 +1,16 @@
 """Chaining, metrics and the ops thread under many threads (suite stress,
 run under TSan by tests/run.sh): 8 threads, each its own communicator, run
 fake_nccl's synthetic operations through ncclscope with a chained counting
-plugin and metrics every second. The chained plugin must receive every
-event the generator made (7 per operation) with valid handles and parents,
-whatever ncclscope kept or dropped."""
+plugin and metrics every second, while a shell keeps appending stop, start,
+mask and mark commands to the control file. The chained plugin must receive
+every event the generator made (7 per operation) with valid handles and
+parents, whatever ncclscope recorded, kept or dropped."""
 import json
 import os
 import re
 import sys
+import threading
+import time
 
 from nsctest import *
 
@@ -19,13 +22,28 @@ def main():
     cli, plugin, fake = env_paths()
     d = tmpdir()
     out = os.path.join(d, "counts.json")
-    run([fake, "--plugin", plugin, "--synthetic", str(OPS), "--threads", str(THREADS)],
-        env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_CHAIN": counter,
-             "CHAIN_COUNTER_OUT": out, "NCCLSCOPE_METRICS_DIR": os.path.join(d, "m"),
-             "NCCLSCOPE_METRICS_SECONDS": "1", "NCCLSCOPE_METRICS_KEEP": "1"})
+    done = threading.Event()
+
+    def shell():
+        while not done.is_set():
+            with open(os.path.join(d, "control"), "a") as f:
+                f.write("stop\nmark toggled\nstart\nmask all,-kernelch\nmask all\n")
+            time.sleep(0.05)
+
+    t = threading.Thread(target=shell)
+    t.start()
+    try:
+        run([fake, "--plugin", plugin, "--synthetic", str(OPS), "--threads", str(THREADS)],
+            env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_CHAIN": counter,
+                 "CHAIN_COUNTER_OUT": out, "NCCLSCOPE_METRICS_DIR": os.path.join(d, "m"),
+                 "NCCLSCOPE_METRICS_SECONDS": "1", "NCCLSCOPE_METRICS_KEEP": "1",
+                 "NCCLSCOPE_EXIT_WAIT_MS": "120000"})  # TSan is slow: never abandon here
+    finally:
+        done.set()
+        t.join()
     c = json.load(open(out))
     n = OPS * THREADS
-    want = {t: n for t in ("GroupApi", "CollApi", "Group", "Coll", "KernelCh", "ProxyOp", "ProxyStep")}
+    want = {k: n for k in ("GroupApi", "CollApi", "Group", "Coll", "KernelCh", "ProxyOp", "ProxyStep")}
     check(c["start"] == want, "chained plugin got %s" % c["start"])
     # A stop or state whose handle the table lost (counted in the trace's
     # STATS) is not forwarded: what is missing must be counted.
