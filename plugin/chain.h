@@ -25,10 +25,11 @@
  *     reach the chained plugin with a NULL parent, its stop and states are
  *     not forwarded (NCCL never calls them with a NULL handle).
  *
- * Who calls what: nsc_chain_load/comm_open/comm_close under the session
- * mutex; start/stop/state from any callback thread, lock-free (one CAS per
- * start, a few loads per stop); nsc_chain_refresh_mask from the ops thread
- * under the control mutex.
+ * Who calls what: nsc_chain_load and _unload under the session mutex;
+ * comm_open/comm_close from that comm's init and finalize (its slot is
+ * theirs alone then); start/stop/state from any callback thread, lock-free
+ * (one CAS per start, a few loads per stop); nsc_chain_refresh_mask under
+ * the control mutex (ops thread, init).
  */
 #ifndef NSC_CHAIN_H
 #define NSC_CHAIN_H
@@ -70,7 +71,7 @@ int nsc_chain_load(const char *path, int api_version, char *err, size_t errlen);
 /* Library unload with no session open: finalizes nothing, unloads it. */
 void nsc_chain_unload(void);
 
-/* init of comm c: calls the chained plugin's init. */
+/* init of comm c (after ours succeeded): calls the chained plugin's init. */
 void nsc_chain_comm_open(const struct nsc_comm *c, uint64_t comm_id, const char *name,
                          int nnodes, int nranks, int rank, nsc_abi_logger logfn);
 /* finalize of comm c: calls the chained plugin's finalize. */
