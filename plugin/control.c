@@ -33,6 +33,7 @@ static uint32_t session_mask;    /* recorded while running, limited to the API v
 static int api_version = 7;
 static int session_open;
 static int *nccl_mask[NSC_MAX_COMMS]; /* where NCCL re-reads each live comm's mask */
+static int written[NSC_MAX_COMMS];    /* what we last wrote there */
 static _Atomic uint64_t marks;   /* marks written by this process */
 
 /* Control files: commands appended after the session started are applied
@@ -54,9 +55,12 @@ static void publish(void) {
 }
 
 /* Writes every live comm's NCCL mask: what we record or'ed with what its
- * chained plugin asked for. Only changed values are stored: NCCL reads the
- * word all the time. RELAXED: NCCL re-reads it without ordering, a new
- * mask takes effect at its next read. */
+ * chained plugin asked for. Only a value that changed is stored, and the
+ * word is neither read nor written otherwise: NCCL reads it all the time,
+ * and it is NCCL's (a global there, valid for the life of the process; a
+ * host that passes a temporary to init cannot use run-time control).
+ * RELAXED: NCCL re-reads it without ordering, a new mask takes effect at its
+ * next read. */
 static void write_masks(void) {
     uint32_t ours = running ? session_mask : 0;
     for (unsigned i = 0; i < NSC_MAX_COMMS; i++) {
@@ -64,8 +68,10 @@ static void write_masks(void) {
             continue;
         uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask(i) : 0;
         int m = (int)nsc_mask_for_api(ours | chained, api_version);
-        if (__atomic_load_n(nccl_mask[i], __ATOMIC_RELAXED) != m)
+        if (m != written[i]) {
             __atomic_store_n(nccl_mask[i], m, __ATOMIC_RELAXED);
+            written[i] = m;
+        }
     }
 }
 
@@ -108,7 +114,8 @@ void nsc_ctl_comm_open(const struct nsc_comm *c, int *mask) {
     pthread_mutex_lock(&lock);
     nccl_mask[c - nsc_comms] = mask;
     uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask((unsigned)(c - nsc_comms)) : 0;
-    *mask = (int)nsc_mask_for_api((running ? session_mask : 0) | chained, api_version);
+    *mask = written[c - nsc_comms] =
+        (int)nsc_mask_for_api((running ? session_mask : 0) | chained, api_version);
     pthread_mutex_unlock(&lock);
 }
 

@@ -19,7 +19,10 @@
  * write there the event types we record ((recording ? mask : 0)) or'ed with
  * those a chained plugin asked for, limited to the API version
  * (nsc_mask_for_api): stop() lowers it, so NCCL stops producing what nobody
- * takes, and the hot path's check covers the calls already under way.
+ * takes, and the hot path's check covers the calls already under way. The
+ * int is touched after init only when the mask changes (a command, a
+ * chained plugin's new mask): NCCL's is a global; a host that hands init a
+ * temporary (some test drivers) must not use run-time control.
  */
 #ifndef NSC_CONTROL_H
 #define NSC_CONTROL_H
