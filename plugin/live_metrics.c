@@ -92,7 +92,6 @@ struct nsc_live {
     int pid;
     uint64_t ticks_per_sec;
     uint64_t pass, now_ns;
-    int in_pass;          /* the drainer holds mu for its pass */
     int failing;          /* the last write failed (logged once) */
 
     struct op *ops;       /* open addressing, 2 x NSC_LIVE_OPS */
@@ -113,6 +112,10 @@ struct nsc_live {
 };
 
 static struct nsc_live *L; /* session mutex */
+/* Set on the drainer while it holds mu for a pass: a hook called from
+ * inside the pass (a chunk sealed, comms taken) must not lock again; any
+ * other thread locks. */
+static __thread int in_pass;
 
 static inline uint64_t mix(uint64_t k) { return k * 0x9e3779b97f4a7c15ull; }
 
@@ -580,7 +583,7 @@ void nsc_live_pass_begin(void) {
     if (!m)
         return;
     pthread_mutex_lock(&m->mu);
-    m->in_pass = 1;
+    in_pass = 1;
     m->pass++;
     m->now_ns = nsc_clock_monotonic_ns();
 }
@@ -590,7 +593,7 @@ void nsc_live_pass_end(void) {
     if (!m)
         return;
     settle(m, GRACE_NS);
-    m->in_pass = 0;
+    in_pass = 0;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -598,7 +601,7 @@ void nsc_live_comms(const struct nsc_comm_info *ci, unsigned n) {
     struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
     if (!m || !n)
         return;
-    int lock = !m->in_pass; /* drainer-only flag: the pass may seal a job */
+    int lock = !in_pass; /* the drainer's pass may seal a job and come here */
     if (lock)
         pthread_mutex_lock(&m->mu);
     for (unsigned i = 0; i < n; i++) {

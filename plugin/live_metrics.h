@@ -6,8 +6,9 @@
  *   - the drainer (plugin/flusher.c): nsc_live_pass_begin() and _end()
  *     around each pass over the rings, nsc_live_observe() for every record
  *     it packs (inline filter: only Coll, P2p, CeColl, KernelCh and ProxyOp
- *     records and comm finalizes go further), nsc_live_comms() with the comm
- *     descriptions a chunk takes;
+ *     records and comm finalizes go further);
+ *   - whoever takes comm descriptions for the file (the drainer at a seal,
+ *     or a compressor): nsc_live_comms();
  *   - the ops thread (plugin/ops.h): nsc_live_write() every
  *     NCCLSCOPE_METRICS_SECONDS and at the end, nsc_live_remove();
  *   - the session (its mutex): nsc_live_create() before the flusher starts,
