@@ -139,9 +139,16 @@ struct nsc_stats_header {
     uint64_t memory_budget;     /* bytes of record memory allowed (NCCLSCOPE_MEMORY_MB) */
     int32_t write_errno;        /* errno of the most recent failed write (0: none ever) */
     uint32_t write_errors;      /* failed write(2) calls */
+    /* ---- v3, header_size 120 (NCCLSCOPE_MAX_MB, NCCLSCOPE_CHAIN) ---- */
+    uint32_t segment;           /* this file's segment number (0 without rotation) */
+    uint32_t segments_deleted;  /* older segments of the session deleted to hold the cap */
+    uint64_t bytes_deleted;     /* their bytes */
+    uint64_t records_deleted;   /* records they held */
+    uint64_t chain_lost;        /* calls the chained plugin got without its handle */
 };
 #define NSC_STATS_HEADER_V2 40u
-_Static_assert(sizeof(struct nsc_stats_header) == 88, "stats header");
+#define NSC_STATS_HEADER_88 88u /* v3 before rotation and chaining */
+_Static_assert(sizeof(struct nsc_stats_header) == 120, "stats header");
 
 struct nsc_thread_stats {
     uint32_t thread;
@@ -155,6 +162,11 @@ struct nsc_thread_stats {
 #define NSC_REC_SIZE 64
 
 enum nsc_rec_kind {
+    /* v3: a user's marker (control API or file): aux = string id of its text,
+     * payload word 0 = the process's mark number (1, 2, ...), id 0. Kind 0
+     * is the one value the packed tag's 3 kind bits had left; older readers
+     * skip it. */
+    NSC_REC_MARK = 0,
     NSC_REC_START = 1,
     NSC_REC_EXT = 2,   /* continues the START right before it, same id */
     NSC_REC_STOP = 3,
@@ -255,5 +267,11 @@ _Static_assert(offsetof(struct nsc_rec, u) == 24, "record header");
 #define NSC_ID_MASK ((1ull << NSC_ID_BITS) - 1)
 #define NSC_HANDLE_ETYPE_SHIFT 56
 #define NSC_HANDLE_DROPPED (1ull << 63)
+/* Set on a handle of an event ncclscope did not record (its type is not in
+ * the recorded mask, or recording is stopped) but handed to a chained
+ * plugin (plugin/chain.h): its STOP/STATE are not recorded either, and as a
+ * parentObj it reads as no parent, so the trace is what it would be without
+ * the chained plugin. Handles never reach the file. */
+#define NSC_HANDLE_UNRECORDED (1ull << 62)
 
 #endif /* NSC_TRACE_FORMAT_H */

@@ -1447,6 +1447,13 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
     case NSC_REC_COMM_FINALIZE:
         marker(c, f, thread, r, "ncclscope: comm finalize");
         break;
+    case NSC_REC_MARK: { /* a user's mark (control API): an instant named by its text */
+        const char *text = nsc_decoder_str(d, r->h.aux);
+        struct nsc_rec m = *r;
+        m.h.aux = nsc_decoder_comm(d, 1) ? 1 : 0; /* drawn in the first comm's process */
+        marker(c, f, thread, &m, text ? text : "mark");
+        break;
+    }
     default:
         break;
     }

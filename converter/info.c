@@ -2,6 +2,7 @@
 #include "info.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,16 +18,22 @@ struct info {
     struct nsc_thread_stats *ts;
     uint32_t nts;
     int errors;
+    FILE *marks;          /* the first marks' lines */
+    unsigned nmarks_shown;
 };
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
                       const struct nsc_rec *ext) {
-    (void)d;
     (void)thread;
     (void)ext;
     struct info *in = ud;
     if (r->h.kind < 8)
         in->kinds[r->h.kind]++;
+    if (r->h.kind == NSC_REC_MARK && in->marks && in->nmarks_shown < 20) {
+        const char *text = nsc_decoder_str(d, r->h.aux);
+        fprintf(in->marks, "  #%" PRIu64 " \"%s\"\n", r->u.state.arg, text ? text : "?");
+        in->nmarks_shown++;
+    }
     if (r->h.kind == NSC_REC_START && r->h.etype < NSC_ET_COUNT)
         in->per_type[r->h.etype]++;
 }
@@ -60,6 +67,9 @@ int nsc_info(const char *path, FILE *out) {
     struct info in;
     memset(&in, 0, sizeof(in));
     in.out = out;
+    char *marks_text = NULL;
+    size_t marks_len = 0;
+    in.marks = open_memstream(&marks_text, &marks_len);
     struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error};
     nsc_decoder_run(&d, &ops, &in);
     const struct nsc_session *s = &d.session;
@@ -144,6 +154,19 @@ int nsc_info(const char *path, FILE *out) {
     }
     fprintf(out, "invalid calls   %" PRIu64 " unknown contexts, %" PRIu64 " unknown handles\n",
             in.stats.invalid_context, in.stats.invalid_handle);
+    if (in.stats.chain_lost)
+        fprintf(out, "chained plugin  %" PRIu64 " calls without its handle (table slot reused)\n",
+                in.stats.chain_lost);
+    if (in.stats.header_size >= offsetof(struct nsc_stats_header, chain_lost) &&
+        (in.stats.segment || in.stats.segments_deleted))
+        fprintf(out, "segment         %u; %u older segment(s) deleted (%" PRIu64 " bytes, %" PRIu64
+                " records)\n", in.stats.segment, in.stats.segments_deleted, in.stats.bytes_deleted,
+                in.stats.records_deleted);
+    if (in.marks)
+        fclose(in.marks);
+    if (in.kinds[NSC_REC_MARK])
+        fprintf(out, "marks           %" PRIu64 "\n%s", in.kinds[NSC_REC_MARK], marks_text ? marks_text : "");
+    free(marks_text);
     fprintf(out, "damage          %s\n", in.errors ? "yes (see messages above)" : "none");
     free(in.ts);
     nsc_decoder_close(&d);

@@ -181,3 +181,13 @@ void nsc_comm_reset_pending(void) {
 }
 
 uint64_t nsc_comm_overflows(void) { return atomic_load_explicit(&overflows, memory_order_relaxed); }
+
+unsigned nsc_comm_describe_open(struct nsc_comm_info *out, unsigned max) {
+    unsigned n = 0;
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < NSC_MAX_COMMS && n < max; i++)
+        if (nsc_comms[i].in_use)
+            out[n++] = nsc_comms[i].info;
+    pthread_mutex_unlock(&lock);
+    return n;
+}

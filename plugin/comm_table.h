@@ -115,6 +115,9 @@ unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max);
  * to the previous file; counted as overflows) and marks every open comm's
  * description pending, so the new file describes the comms it may name. */
 void nsc_comm_reset_pending(void);
+/* Rotation (segments.h): copies the description of every open comm into
+ * out[0..max) without touching what is pending; returns how many. */
+unsigned nsc_comm_describe_open(struct nsc_comm_info *out, unsigned max);
 /* Comm descriptions that could not be kept (retired list full, out of
  * memory, or dropped at a session start), since the process started. */
 uint64_t nsc_comm_overflows(void);

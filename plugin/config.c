@@ -146,6 +146,23 @@ static int get_events(uint32_t *mask, char *err, unsigned errlen) {
     return 0;
 }
 
+/* A path setting: unset or empty gives "", longer than the buffer is refused. */
+static int get_path(const char *name, char *out, size_t cap, char *err, unsigned errlen) {
+    const char *v = getenv(name);
+    out[0] = '\0';
+    if (!v || !*v)
+        return 0;
+    size_t len = strlen(v);
+    if (len >= cap) {
+        char q[300];
+        snprintf(err, errlen, "%s=%s is %zu bytes long; accepted: at most %zu bytes", name,
+                 quoted(v, q, sizeof(q)), len, cap - 1);
+        return -1;
+    }
+    memcpy(out, v, len + 1);
+    return 0;
+}
+
 int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     memset(cfg, 0, sizeof(*cfg));
     uint32_t v;
@@ -206,5 +223,17 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
         return -1;
     }
     snprintf(cfg->clock, sizeof(cfg->clock), "%s", clk);
+
+    if (get_path("NCCLSCOPE_CHAIN", cfg->chain, sizeof(cfg->chain), err, errlen) ||
+        get_path("NCCLSCOPE_METRICS_DIR", cfg->metrics_dir, sizeof(cfg->metrics_dir), err, errlen))
+        return -1;
+    if (get_u32("NCCLSCOPE_METRICS_SECONDS", 15, 1, 86400, " s", &cfg->metrics_seconds, err,
+                errlen))
+        return -1;
+    if (get_u32("NCCLSCOPE_METRICS_KEEP", 0, 0, 1, "", &v, err, errlen))
+        return -1;
+    cfg->metrics_keep = (int)v;
+    if (get_u32("NCCLSCOPE_MAX_MB", 0, 0, 16777216, " MiB (0: no cap)", &cfg->max_mb, err, errlen))
+        return -1;
     return 0;
 }

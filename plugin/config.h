@@ -23,6 +23,11 @@ struct nsc_config {
     uint32_t chunk_records;  /* NCCLSCOPE_CHUNK_KB * 1024 / 64 */
     int zstd_level;          /* NCCLSCOPE_ZSTD_LEVEL */
     char clock[16];          /* NCCLSCOPE_CLOCK: auto, tsc, monotonic */
+    char chain[1024];        /* NCCLSCOPE_CHAIN: a second profiler plugin to forward to ("": none) */
+    char metrics_dir[1024];  /* NCCLSCOPE_METRICS_DIR: Prometheus text file directory ("": off) */
+    uint32_t metrics_seconds; /* NCCLSCOPE_METRICS_SECONDS: how often the file is rewritten */
+    int metrics_keep;        /* NCCLSCOPE_METRICS_KEEP: leave the file at the end */
+    uint32_t max_mb;         /* NCCLSCOPE_MAX_MB: cap of the session's segment files (0: no cap) */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with a message in err

@@ -13,6 +13,7 @@
 struct nsc_counters {
     _Atomic uint64_t invalid_context; /* startEvent/finalize with a context we did not create */
     _Atomic uint64_t invalid_handle;  /* stop/state with a handle we did not return */
+    _Atomic uint64_t chain_lost;      /* calls a chained plugin got without its handle (chain.h) */
 };
 
 extern struct nsc_counters nsc_counters;

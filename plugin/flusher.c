@@ -19,9 +19,11 @@
 #include "comm_table.h"
 #include "counters.h"
 #include "intern.h"
+#include "live_metrics.h"
 #include "log.h"
 #include "page_pool.h"
 #include "record_pack.h"
+#include "segments.h"
 #include "thread_state.h"
 #include "trace_writer.h"
 
@@ -33,6 +35,7 @@ struct nsc_counters nsc_counters;
 #define MAX_COMPRESSORS 16
 #define MAX_DRAINERS 8
 #define FAST_LEVEL (-10) /* zstd's fast levels: about twice the speed of level 1 */
+#define RECENT_COMMS 1024 /* descriptions a new segment repeats besides the open comms' */
 
 enum job_state { J_FREE, J_FILLING, J_QUEUED, J_COMPRESSING };
 
@@ -91,6 +94,11 @@ struct flusher {
     unsigned npending, pending_cap;
     uint64_t next_open_try_ns;
     int in_error;
+    /* bounded disk (NCCLSCOPE_MAX_MB, segments.h): the writing compressor's */
+    struct nsc_segments segs;
+    struct nsc_comm_info *recent; /* ring of the last RECENT_COMMS descriptions written */
+    unsigned nrecent;
+    int threads_due;              /* a new segment still lacks its THREAD records */
 
     /* loss accounting (the writing compressor adds, anyone reads) */
     _Atomic uint64_t lost_write, lost_exit;
@@ -188,7 +196,9 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
             /* The lines were written by another core: ask for them ahead. */
             if (k + 8 < take)
                 __builtin_prefetch(ring_slot(&t->ring, pos + k + 8), 0, 0);
-            p = nsc_pack_record(&d->pack, ring_slot(&t->ring, pos + k), p);
+            const struct nsc_rec *r = ring_slot(&t->ring, pos + k);
+            p = nsc_pack_record(&d->pack, r, p);
+            nsc_live_observe(r); /* hook: live metrics (one relaxed load when off) */
         }
         /* Only read above; from here the producer may reuse the slots. */
         ring_consume(&t->ring, pos, take);
@@ -208,8 +218,10 @@ static uint64_t drain_all(struct drainer *d, int *blocked) {
     uint32_t n = nsc_thread_count();
     uint64_t total = 0;
     *blocked = 0;
+    nsc_live_pass_begin(); /* hook: the metrics' state is this drainer's for the pass */
     for (uint32_t i = d->index; i < n && !*blocked; i += d->f->ndrainers)
         total += drain_ring(d, i, nsc_thread_at(i), blocked);
+    nsc_live_pass_end();
     return total;
 }
 
@@ -310,6 +322,11 @@ static void stats_block(struct flusher *f) {
     sh->memory_budget = (uint64_t)f->cfg.memory_mb << 20;
     sh->write_errno = atomic_load_explicit(&f->write_errno, memory_order_relaxed);
     sh->write_errors = atomic_load_explicit(&f->write_errors, memory_order_relaxed);
+    sh->chain_lost = atomic_load_explicit(&nsc_counters.chain_lost, memory_order_relaxed);
+    sh->segment = f->w.rotate ? f->w.segment : 0;
+    sh->segments_deleted = f->segs.deleted;
+    sh->bytes_deleted = f->segs.bytes_deleted;
+    sh->records_deleted = f->segs.records_deleted;
     for (uint32_t i = 0; i < n; i++) {
         struct nsc_thread *t = nsc_thread_at(i);
         ts[i].thread = i;
@@ -350,6 +367,7 @@ static void take_comms(struct flusher *f) {
             f->pending_cap = cap;
         }
         unsigned n = nsc_comm_take_pending(f->pending_comms + f->npending, f->pending_cap - f->npending);
+        nsc_live_comms(f->pending_comms + f->npending, n); /* hook: the metrics' comm labels */
         f->npending += n;
         if (n == 0)
             return;
@@ -367,8 +385,72 @@ static int write_comms(struct flusher *f) {
         }
         done += k;
     }
+    if (f->recent) /* hook: rotation repeats them in the next segment */
+        for (unsigned i = 0; i < f->npending; i++)
+            f->recent[f->nrecent++ % RECENT_COMMS] = f->pending_comms[i];
     f->npending = 0;
     return 0;
+}
+
+/* ---- rotation (NCCLSCOPE_MAX_MB, segments.h): hooks of write_job ---- */
+
+/* Closes the segment being written (END: it is whole) so that the next
+ * write opens the next one. */
+static void next_segment(struct flusher *f) {
+    nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
+    nsc_segments_closed(&f->segs, f->w.path, f->w.bytes);
+    nsc_writer_close(&f->w);
+    f->w.segment++;
+}
+
+/* A new segment repeats what its records may refer to: the descriptions
+ * written recently and those of every open comm (strings are written again
+ * from id 1 by write_job, threads by write_threads). */
+static void describe_again(struct flusher *f) {
+    unsigned n = f->nrecent < RECENT_COMMS ? f->nrecent : RECENT_COMMS;
+    unsigned need = f->npending + n + NSC_MAX_COMMS;
+    if (f->pending_cap < need) {
+        struct nsc_comm_info *c = realloc(f->pending_comms, need * sizeof(*c));
+        if (!c)
+            return;
+        f->pending_comms = c;
+        f->pending_cap = need;
+    }
+    /* oldest first: a later entry with the same serial replaces an earlier one */
+    for (unsigned i = 0; i < n; i++)
+        f->pending_comms[f->npending++] = f->recent[(f->nrecent - n + i) % RECENT_COMMS];
+    f->npending += nsc_comm_describe_open(f->pending_comms + f->npending, NSC_MAX_COMMS);
+    f->threads_due = 1;
+}
+
+/* Every live writer thread's THREAD record (tid, name), at the segment's
+ * start, so its records are named without the segment that held the
+ * thread's first record. */
+static void write_threads(struct flusher *f, uint64_t ticks) {
+    uint32_t n = nsc_thread_count();
+    size_t cap = (size_t)n * (sizeof(struct nsc_packed_segment) + NSC_PACK_MAX);
+    unsigned char *buf = n ? malloc(cap) : NULL;
+    if (!buf)
+        return;
+    unsigned char *p = buf;
+    for (uint32_t i = 0; i < n; i++) {
+        struct nsc_rec r;
+        memset(&r, 0, sizeof(r));
+        r.h.kind = NSC_REC_THREAD;
+        r.h.ticks = ticks;
+        if (!nsc_thread_describe(i, &r.h.aux, r.u.thread_name))
+            continue;
+        struct nsc_pack_state st;
+        nsc_pack_reset(&st);
+        unsigned char *q = nsc_pack_record(&st, &r, p + sizeof(struct nsc_packed_segment));
+        struct nsc_packed_segment seg = {.thread = i, .nrecords = 1,
+                                         .nbytes = (uint32_t)(q - p - sizeof(seg))};
+        memcpy(p, &seg, sizeof(seg));
+        p = q;
+    }
+    if (p > buf && (size_t)(p - buf) <= NSC_WRITER_SMALL_MAX)
+        nsc_writer_block(&f->w, NSC_BLK_PACKED, buf, (size_t)(p - buf), 1);
+    free(buf);
 }
 
 /* Everything a job carries, in the order readers need. Returns 0 when its
@@ -377,6 +459,9 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
                      size_t stored) {
     take_comms(f);
     uint32_t strings = nsc_intern_count();
+    /* hook: rotation closes a segment this chunk would take past its size */
+    if (f->w.fd >= 0 && nsc_segments_due(&f->segs, f->w.bytes, stored + 4096))
+        next_segment(f);
     if (f->w.fd < 0) {
         uint64_t now = now_ns();
         if (now < f->next_open_try_ns)
@@ -387,14 +472,29 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
         }
         snprintf(path_shown, sizeof(path_shown), "%s", f->w.path);
         f->strings_written = 0;
+        if (f->w.rotate && f->w.segment > 0)
+            describe_again(f); /* hook: each segment stands alone */
     }
+    if (f->w.rotate) /* hook: room for what follows before it is written */
+        nsc_segments_prune(&f->segs, f->w.bytes, stored + (64u << 10));
     if (write_strings(f, strings) != 0 || write_comms(f) != 0)
         return -1;
     if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &j->anchor, sizeof(j->anchor), 0) != 0)
         return -1;
+    if (f->threads_due) {
+        write_threads(f, j->anchor.ticks);
+        f->threads_due = 0;
+    }
+    /* hook: rotation makes room for the chunk, STATS and END first, so the
+     * files never exceed the cap, even for a moment */
+    uint64_t tail = 4096 + 32ull * nsc_thread_count();
+    if (f->w.rotate)
+        nsc_segments_prune(&f->segs, f->w.bytes, stored + sizeof(struct nsc_block_header) + tail);
     if (j->raw_len &&
         nsc_writer_prepared(&f->w, out, NSC_BLK_PACKED, flags, stored, j->raw_len) != 0)
         return -1;
+    f->segs.cur_records += j->records;
+    f->segs.cur_chunks++;
     return 0;
 }
 
@@ -536,6 +636,8 @@ static void free_flusher(struct flusher *f) {
         free(f->jobs[i].raw);
     free(f->jobs);
     free(f->pending_comms);
+    free(f->recent);
+    nsc_segments_free(&f->segs);
     nsc_writer_close(&f->w);
     pthread_cond_destroy(&f->cv_drainer);
     pthread_cond_destroy(&f->cv_work);
@@ -575,6 +677,11 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
     nsc_writer_init(&f->w, cfg->dir, session->host, (int)session->pid, session_index,
                     cfg->zstd_level);
     snprintf(path_shown, sizeof(path_shown), "%s/", cfg->dir);
+    nsc_segments_init(&f->segs, (uint64_t)cfg->max_mb << 20);
+    if (cfg->max_mb) { /* rotation: numbered segment files (segments.h) */
+        f->w.rotate = 1;
+        f->recent = calloc(RECENT_COMMS, sizeof(*f->recent));
+    }
     pthread_mutex_init(&f->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -663,10 +770,10 @@ static void pin_library(void) {
         dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-void nsc_flusher_stop(void) {
+int nsc_flusher_stop(void) {
     struct flusher *f = F;
     if (!f)
-        return;
+        return 1;
     F = NULL;
     struct timespec dl;
     deadline_after(&dl, (uint64_t)f->cfg.exit_wait_ms * 1000ull);
@@ -690,7 +797,7 @@ void nsc_flusher_stop(void) {
         nsc_log_info("ncclscope: wrote %llu bytes to %s", (unsigned long long)f->w.bytes,
                      f->w.fd >= 0 ? f->w.path : f->cfg.dir);
         free_flusher(f);
-        return;
+        return 1;
     }
     /* The disk did not let us finish in time. Leave: the drainers exit at
      * once, compressors when they next look (the one in write(2) when the
@@ -732,4 +839,5 @@ void nsc_flusher_stop(void) {
                  f->cfg.dir, f->cfg.exit_wait_ms, (unsigned long long)lost,
                  (unsigned long long)atomic_load(&f->lost_write));
     /* f is left allocated: the threads still running read it. */
+    return 0;
 }

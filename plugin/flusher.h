@@ -36,8 +36,10 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
  * threads and closes the file, waiting at most NCCLSCOPE_EXIT_WAIT_MS for
  * the disk. Past that it leaves the I/O thread behind (the library stays
  * mapped for it), counts what could not be written and says so through
- * NCCL's logger. Under the session mutex. */
-void nsc_flusher_stop(void);
+ * NCCL's logger. Under the session mutex. Returns 1 when its threads were
+ * joined (or none ran), 0 when one was left behind (what the drainer's
+ * hooks use must then stay: live_metrics.h). */
+int nsc_flusher_stop(void);
 
 /* Where the trace goes (the directory until the file exists). */
 const char *nsc_flusher_path(void);

@@ -15,6 +15,8 @@
  */
 #include <string.h>
 
+#include "chain.h"
+#include "control.h"
 #include "log.h"
 #include "nccl_abi.h"
 #include "nccl_v1_names.h"
@@ -171,11 +173,24 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned
     }
 }
 
-/* The shared startEvent. `d` is a v7-layout descriptor whose v7-only members
- * exist only when `v7`; `type` its NCCL type bit (v1..v4 store it in 8
- * bits). */
+/* An event we do not record but a chained plugin wants: a handle with an
+ * id (its children and its stop find the chained plugin's handle through
+ * it) marked unrecorded (trace_format.h). */
+static void start_unrecorded(struct nsc_comm *c, void **eHandle, const nsc_abi_descr_v7 *d,
+                             unsigned et, size_t dsize, int version) {
+    uint64_t h = nsc_thread_next_id(nsc_thread_get()) | (uint64_t)et << NSC_HANDLE_ETYPE_SHIFT |
+                 NSC_HANDLE_UNRECORDED;
+    *eHandle = (void *)(uintptr_t)h;
+    nsc_chain_start(c, h, d, dsize, version);
+}
+
+/* The shared startEvent. `d` is a v7-layout descriptor of which `dsize`
+ * bytes exist (NCCL's own for v5..v7, a lifted copy for v1..v4); its
+ * v7-only members are read only when `v7`; `type` its NCCL type bit
+ * (v1..v4 store it in 8 bits); `version` the API version of the caller. */
 static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7 *d,
-                               uint64_t type, int learn_rank, int v7) {
+                               uint64_t type, int learn_rank, int v7, size_t dsize,
+                               int version) {
     uint64_t ticks = nsc_clock_ticks();
     *eHandle = NULL;
     struct nsc_comm *c = nsc_comm_from_context(ctx);
@@ -190,6 +205,16 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
      * descriptors carry the real one. */
     if (learn_rank && (et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_PROXY_OP))
         nsc_comm_learn_rank(c, d->rank);
+    /* What we record now (0 while stopped, control.h) and what a chained
+     * plugin asked for (0 without one, chain.h): two relaxed loads. NCCL
+     * may deliver a type we do not record when only the chained plugin
+     * wants it, or in the moment after a stop or a set_mask. */
+    uint32_t chained = nsc_chain_mask(c);
+    if (__builtin_expect(!(nsc_ctl_recording() & type), 0)) {
+        if (chained & type)
+            start_unrecorded(c, eHandle, d, (unsigned)et, dsize, version);
+        return;
+    }
     uint16_t flags = 0;
     uint64_t parent;
     if (et == NSC_ET_PROXY_OP && d->proxyOp.pid != nsc_session_pid) {
@@ -206,10 +231,12 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
                    (v7 && et == NSC_ET_COLL_API && d->collApi.userTag != 0);
     struct nsc_start s;
     s.t = nsc_thread_get();
-    if (nsc_start_begin(&s, c, (unsigned)et, parent, flags, with_ext, ticks, eHandle) != 0)
-        return;
-    fill(&s, d, (unsigned)et, v7);
-    nsc_start_commit(&s);
+    if (nsc_start_begin(&s, c, (unsigned)et, parent, flags, with_ext, ticks, eHandle) == 0) {
+        fill(&s, d, (unsigned)et, v7);
+        nsc_start_commit(&s);
+    }
+    if (__builtin_expect(chained & type, 0)) /* also when the ring was full */
+        nsc_chain_start(c, (uint64_t)(uintptr_t)*eHandle, d, dsize, version);
 }
 
 /* State arguments sit at offset 0 in every version's union; ProxyCtrl
@@ -227,11 +254,15 @@ static inline nsc_abi_result record_state(void *eHandle, int eState, const void 
         }
     }
     nsc_record_state(eHandle, eState, arg);
+    if (__builtin_expect(nsc_chain_active(), 0))
+        nsc_chain_state(eHandle, eState, arg);
     return NSC_ABI_SUCCESS;
 }
 
 static nsc_abi_result stop_event(void *eHandle) {
     nsc_record_stop(eHandle);
+    if (__builtin_expect(nsc_chain_active(), 0))
+        nsc_chain_stop(eHandle);
     return NSC_ABI_SUCCESS;
 }
 
@@ -242,9 +273,11 @@ static nsc_abi_result finalize(void *ctx) {
     if (!ctx)
         return NSC_ABI_SUCCESS;
     struct nsc_comm *c = nsc_comm_claim_context(ctx);
-    if (c)
+    if (c) {
+        nsc_ctl_comm_close(c);
+        nsc_chain_comm_close(c); /* the chained plugin's finalize before ours */
         nsc_session_comm_close(c);
-    else
+    } else
         nsc_count(&nsc_counters.invalid_context);
     return NSC_ABI_SUCCESS;
 }
@@ -258,17 +291,19 @@ static nsc_abi_result init_common(int version, void **ctx, int *mask, uint64_t c
         nsc_session_comm_open(version, comm_id, name, nnodes, nranks, rank, logfn, &m);
     if (!c)
         return NSC_ABI_INTERNAL_ERROR;
+    nsc_chain_comm_open(c, comm_id, name, nnodes, nranks, rank, logfn);
+    /* Ours or'ed with the chained plugin's, only what this version defines
+     * (KernelPhase brings KernelCh, which NCCL 2.31 would otherwise turn on
+     * itself, and log); kept for set_mask and stop (control.h). */
+    nsc_ctl_comm_open(c, mask);
     *ctx = nsc_comm_context(c);
-    /* Only what this version defines; KernelPhase brings KernelCh, which
-     * NCCL 2.31 would otherwise turn on itself (and log). */
-    *mask = (int)nsc_mask_for_api(m, version);
     return NSC_ABI_SUCCESS;
 }
 
 /* ---- v7 / v6 / v5 ---- */
 static nsc_abi_result start_v7(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v7 *d = eDescr;
-    start_event(ctx, eHandle, d, d->type, 0, 1);
+    start_event(ctx, eHandle, d, d->type, 0, 1, sizeof(nsc_abi_descr_v7), 7);
     return NSC_ABI_SUCCESS;
 }
 
@@ -276,7 +311,8 @@ static nsc_abi_result start_v6(void *ctx, void **eHandle, void *eDescr) {
     /* A v6 descriptor is the v6 part of a v7 one (nccl_abi.h); with v7 = 0
      * nothing past it is read. */
     const nsc_abi_descr_v6 *d6 = eDescr;
-    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d6->type, 0, 0);
+    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d6->type, 0, 0,
+                sizeof(nsc_abi_descr_v6), 6);
     return NSC_ABI_SUCCESS;
 }
 
@@ -288,7 +324,8 @@ static nsc_abi_result start_v5(void *ctx, void **eHandle, void *eDescr) {
         *eHandle = NULL;
         return NSC_ABI_SUCCESS;
     }
-    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d5->type, 0, 0);
+    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d5->type, 0, 0,
+                sizeof(nsc_abi_descr_v5), 5);
     return NSC_ABI_SUCCESS;
 }
 
@@ -356,7 +393,7 @@ static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
     default:
         break;
     }
-    start_event(ctx, eHandle, &d, o->type, 0, 0);
+    start_event(ctx, eHandle, &d, o->type, 0, 0, sizeof(d), 4);
     return NSC_ABI_SUCCESS;
 }
 
@@ -402,7 +439,7 @@ static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
         d.p2p.count = o->p2p.count;
         d.p2p.peer = o->p2p.peer;
     }
-    start_event(ctx, eHandle, &d, o->type, 1, 0);
+    start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 1);
     return NSC_ABI_SUCCESS;
 }
 
@@ -436,7 +473,7 @@ static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
     nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
     LIFT_V2V3(o, d);
-    start_event(ctx, eHandle, &d, o->type, 1, 0);
+    start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 2);
     return NSC_ABI_SUCCESS;
 }
 
@@ -451,7 +488,7 @@ static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
         d.netPlugin.id = o->netPlugin.id;
         d.netPlugin.data = o->netPlugin.data;
     }
-    start_event(ctx, eHandle, &d, o->type, 1, 0);
+    start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 3);
     return NSC_ABI_SUCCESS;
 }
 

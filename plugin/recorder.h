@@ -24,7 +24,8 @@
 #include "trace_format.h"
 
 /* Bits a handle of ours may have set. */
-#define NSC_HANDLE_VALID_BITS (NSC_HANDLE_DROPPED | (0xfull << NSC_HANDLE_ETYPE_SHIFT) | NSC_ID_MASK)
+#define NSC_HANDLE_VALID_BITS                                                                  \
+    (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED | (0xfull << NSC_HANDLE_ETYPE_SHIFT) | NSC_ID_MASK)
 
 static inline int nsc_handle_valid(uint64_t h) {
     return h != 0 && (h & ~NSC_HANDLE_VALID_BITS) == 0 &&
@@ -52,7 +53,8 @@ static inline uint64_t nsc_parent_id(const void *parent_obj, uint16_t *flags) {
         *flags |= NSC_RF_BAD_PARENT;
         return 0;
     }
-    return p & NSC_ID_MASK;
+    /* A parent only a chained plugin took: as if NCCL had passed NULL. */
+    return p & NSC_HANDLE_UNRECORDED ? 0 : p & NSC_ID_MASK;
 }
 
 /* A START being built: the record(s) reserved in the ring. */
@@ -141,9 +143,10 @@ static inline void nsc_record_end(void *handle, uint8_t kind, uint32_t state, ui
         return;
     }
     struct nsc_thread *t = nsc_thread_get();
-    if (__builtin_expect(h & NSC_HANDLE_DROPPED, 0)) {
-        nsc_thread_count_drop(t, 1, 0);
-        return;
+    if (__builtin_expect(h & (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED), 0)) {
+        if (h & NSC_HANDLE_DROPPED)
+            nsc_thread_count_drop(t, 1, 0);
+        return; /* unrecorded: only a chained plugin has it (chain.h) */
     }
     nsc_record_one(t, kind, h, state, arg, ticks);
 }

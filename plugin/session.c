@@ -6,12 +6,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chain.h"
 #include "clock.h"
 #include "config.h"
+#include "control.h"
 #include "event_types.h"
 #include "flusher.h"
 #include "intern.h"
+#include "live_metrics.h"
 #include "log.h"
+#include "ops.h"
 #include "recorder.h"
 #include "thread_state.h"
 #include "version.h"
@@ -53,20 +57,35 @@ static int open_session(int api_version) {
     s.format_version = NSC_FORMAT_VERSION;
     s.api_version = (uint32_t)api_version;
     s.pid = (uint32_t)getpid();
-    s.event_mask = nsc_mask_for_api(cfg.event_mask, api_version);
     s.ring_records = cfg.ring_records;
     s.max_threads = cfg.max_threads;
     s.flush_ms = cfg.flush_ms;
     if (gethostname(s.host, sizeof(s.host) - 1) != 0)
         snprintf(s.host, sizeof(s.host), "unknown");
     snprintf(s.plugin_version, sizeof(s.plugin_version), "%s", NSC_VERSION);
+    /* What is recorded: NCCLSCOPE_EVENTS, or what the control API set
+     * earlier in the process (control.h). */
+    char stem[160];
+    snprintf(stem, sizeof(stem), "%s-%u", s.host, s.pid);
+    s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version, cfg.dir, stem);
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);
     nsc_comm_reset_pending();
     nsc_session_pid = (int)s.pid;
+    if (cfg.chain[0]) { /* a plugin that cannot be chained does not stop us */
+        if (nsc_chain_load(cfg.chain, api_version, err, sizeof(err)) != 0)
+            nsc_log_warn("ncclscope: %s; running without it", err);
+        else
+            nsc_log_info("ncclscope: %s", err);
+    }
+    if (nsc_live_create(&cfg, &s, err, sizeof(err)) != 0)
+        nsc_log_warn("ncclscope: %s; no metrics", err);
     if (nsc_flusher_start(&cfg, &s, sessions_started, err, sizeof(err)) != 0) {
         nsc_log_warn("ncclscope disabled: %s", err);
+        nsc_live_destroy();
+        nsc_ctl_session_close();
         return -1;
     }
+    nsc_ops_start(&cfg);
     char names[256];
     nsc_log_info("ncclscope %s: NCCL profiler API v%d, events %s, clock %s, writing %s",
                  NSC_VERSION, api_version, nsc_mask_format(s.event_mask, names, sizeof(names)),
@@ -96,14 +115,22 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
     return c;
 }
 
+/* The flusher first (it drains everything), then the ops thread (the last
+ * metrics), then what they used. Under the session mutex. */
+static void close_session(void) {
+    int joined = nsc_flusher_stop();
+    if (nsc_ops_stop() && joined)
+        nsc_live_destroy(); /* else a thread left behind may still use it */
+    nsc_ctl_session_close();
+    session_open = 0;
+}
+
 void nsc_session_comm_close(struct nsc_comm *c) {
     nsc_record_marker(NSC_REC_COMM_FINALIZE, c->serial);
     pthread_mutex_lock(&lock);
     nsc_comm_close(c);
-    if (session_open && !forked_child && nsc_comm_active_count() == 0) {
-        nsc_flusher_stop();
-        session_open = 0;
-    }
+    if (session_open && !forked_child && nsc_comm_active_count() == 0)
+        close_session();
     pthread_mutex_unlock(&lock);
 }
 
@@ -114,12 +141,12 @@ void nsc_session_comm_close(struct nsc_comm *c) {
 __attribute__((destructor)) static void on_unload(void) {
     pthread_mutex_lock(&lock);
     int was_open = session_open;
-    if (session_open && !forked_child) {
-        nsc_flusher_stop();
-        session_open = 0;
-    }
+    if (session_open && !forked_child)
+        close_session();
     pthread_mutex_unlock(&lock);
     nsc_thread_free_all(!was_open && !forked_child);
-    if (!was_open && !forked_child)
+    if (!was_open && !forked_child) {
         nsc_intern_free_all();
+        nsc_chain_unload();
+    }
 }

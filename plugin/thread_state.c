@@ -190,3 +190,15 @@ void nsc_thread_free_all(int free_memory) {
     pthread_mutex_unlock(&lock);
     page_pool_destroy();
 }
+
+int nsc_thread_describe(uint32_t i, uint32_t *tid, char name[16]) {
+    pthread_mutex_lock(&lock);
+    /* A dead owner too: its last records may still be on their way. */
+    int ok = i < atomic_load_explicit(&nthreads, memory_order_relaxed);
+    if (ok) {
+        *tid = atomic_load_explicit(&threads[i]->tid, memory_order_relaxed);
+        memcpy(name, threads[i]->name, 16);
+    }
+    pthread_mutex_unlock(&lock);
+    return ok;
+}

@@ -103,6 +103,11 @@ struct nsc_thread *nsc_thread_at(uint32_t i);
 /* The sentinel (drops of threads without a state). */
 struct nsc_thread *nsc_thread_sentinel(void);
 
+/* Rotation (segments.h): the latest owner of state i (tid, name; it may
+ * have exited), read under the registry mutex. Returns 0 for an unknown
+ * state. */
+int nsc_thread_describe(uint32_t i, uint32_t *tid, char name[16]);
+
 /* Flusher, once in a while: dead threads' drained rings give their last
  * page back to the pool (registry mutex; slow path). */
 void nsc_thread_reclaim_idle(void);

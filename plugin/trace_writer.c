@@ -93,18 +93,29 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
         return -1;
     }
     /* Never overwrite: a taken name gets the next number, without a cap
-     * (a process may run any number of sessions). */
+     * (a process may run any number of sessions). A later segment keeps the
+     * session's number and takes the next free segment number. */
     for (unsigned long n = w->first_index;; n++) {
-        int len = n == 0 ? snprintf(w->path, sizeof(w->path), "%s/%s%s", w->dir, w->stem, NSC_FILE_SUFFIX)
-                         : snprintf(w->path, sizeof(w->path), "%s/%s-%lu%s", w->dir, w->stem, n,
-                                    NSC_FILE_SUFFIX);
+        char seg[16] = "";
+        if (w->rotate)
+            snprintf(seg, sizeof(seg), ".%06u", w->segment);
+        int len = n == 0 ? snprintf(w->path, sizeof(w->path), "%s/%s%s%s", w->dir, w->stem, seg,
+                                    NSC_FILE_SUFFIX)
+                         : snprintf(w->path, sizeof(w->path), "%s/%s-%lu%s%s", w->dir, w->stem, n,
+                                    seg, NSC_FILE_SUFFIX);
         if (len >= (int)sizeof(w->path)) {
             w->last_errno = ENAMETOOLONG;
             return -1;
         }
         w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FILE_MODE);
+        if (w->fd >= 0 && w->rotate)
+            w->first_index = (unsigned)n; /* the next segments keep it */
         if (w->fd >= 0 || errno != EEXIST)
             break;
+        if (w->rotate && w->segment > 0) { /* a later segment: the next segment number */
+            w->segment++;
+            n--;
+        }
     }
     if (w->fd < 0) {
         w->last_errno = errno;

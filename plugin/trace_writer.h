@@ -34,6 +34,11 @@ struct nsc_writer {
     char stem[160];      /* <host>-<pid> */
     unsigned first_index; /* first number tried: the process's session count */
     char path[1280];
+    /* rotation (NCCLSCOPE_MAX_MB, plugin/segments.h): files are named
+     * <stem>[-N].<segment, 6 digits>.nsc; the flusher bumps `segment` and
+     * opens again to start the next one */
+    int rotate;
+    unsigned segment;
 };
 
 /* Remembers where the file goes; touches no disk. */
@@ -42,7 +47,8 @@ void nsc_writer_init(struct nsc_writer *w, const char *dir, const char *host, in
 
 /* Creates the directory (0750 before umask) and a new file in it (0640
  * before umask; <stem>.nsc for a process's first session, <stem>-N.nsc for
- * its session N, or the next free N when taken: no cap),
+ * its session N, or the next free N when taken: no cap; with rotation
+ * <stem>[-N].SSSSSS.nsc, segment S, the next free S for a later segment),
  * and writes the file header and the SESSION block. Returns 0 or -1 with
  * errno in w->last_errno. */
 int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session);

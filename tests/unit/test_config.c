@@ -15,7 +15,8 @@ static const char *const all_settings[] = {
     "NCCLSCOPE_MEMORY_MB",  "NCCLSCOPE_RING_KB",      "NCCLSCOPE_COMPRESS_THREADS",
     "NCCLSCOPE_EXIT_WAIT_MS", "NCCLSCOPE_MAX_THREADS", "NCCLSCOPE_FLUSH_MS",
     "NCCLSCOPE_DRAIN_US",   "NCCLSCOPE_CHUNK_KB",     "NCCLSCOPE_ZSTD_LEVEL",
-    "NCCLSCOPE_CLOCK",
+    "NCCLSCOPE_CLOCK",      "NCCLSCOPE_CHAIN",        "NCCLSCOPE_METRICS_DIR",
+    "NCCLSCOPE_METRICS_SECONDS", "NCCLSCOPE_METRICS_KEEP", "NCCLSCOPE_MAX_MB",
 };
 
 static void clear_env(void) {
@@ -45,6 +46,8 @@ static void test_defaults(void) {
     CHECK(cfg.compress_threads == 0 && cfg.exit_wait_ms == 2000 && cfg.max_threads == 256);
     CHECK(cfg.flush_ms == 1000 && cfg.drain_us == 1000 && cfg.chunk_records == 1024 * 16);
     CHECK(cfg.zstd_level == 1 && strcmp(cfg.clock, "auto") == 0);
+    CHECK(cfg.chain[0] == '\0' && cfg.metrics_dir[0] == '\0' && cfg.metrics_seconds == 15 &&
+          cfg.metrics_keep == 0 && cfg.max_mb == 0);
     /* an empty value means unset */
     CHECK(load_with("NCCLSCOPE_MAX_THREADS", "") == 0 && cfg.max_threads == 256);
 }
@@ -64,6 +67,9 @@ static const struct numeric numerics[] = {
     {"NCCLSCOPE_DRAIN_US", 10, 3600000000ull},
     {"NCCLSCOPE_CHUNK_KB", 4, 16384},
     {"NCCLSCOPE_ZSTD_LEVEL", 1, 19},
+    {"NCCLSCOPE_METRICS_SECONDS", 1, 86400},
+    {"NCCLSCOPE_METRICS_KEEP", 0, 1},
+    {"NCCLSCOPE_MAX_MB", 0, 16777216},
 };
 #define NNUM (sizeof(numerics) / sizeof(numerics[0]))
 
@@ -190,6 +196,22 @@ static void test_dir(void) {
     CHECK(load_with("NCCLSCOPE_DIR", "") == 0 && strcmp(cfg.dir, "./ncclscope-trace") == 0);
 }
 
+/* NCCLSCOPE_CHAIN and NCCLSCOPE_METRICS_DIR: kept whole or refused. */
+static void test_paths(void) {
+    static const char *const names[] = {"NCCLSCOPE_CHAIN", "NCCLSCOPE_METRICS_DIR"};
+    char v[1100];
+    for (int i = 0; i < 2; i++) {
+        memset(v, 'p', sizeof(v));
+        v[0] = '/';
+        v[1023] = '\0';
+        CHECK(load_with(names[i], v) == 0);
+        CHECK(strcmp(i ? cfg.metrics_dir : cfg.chain, v) == 0);
+        v[1023] = 'p';
+        v[1024] = '\0';
+        CHECK(load_with(names[i], v) == -1 && strstr(err, names[i]) && strstr(err, "is 1024 bytes long"));
+    }
+}
+
 static void test_events(void) {
     CHECK(load_with("NCCLSCOPE_EVENTS", "0x40") == 0 && cfg.event_mask == 0x40);
     CHECK(load_with("NCCLSCOPE_EVENTS", "0X4f") == 0 && cfg.event_mask == 0x4f);
@@ -228,6 +250,7 @@ int main(void) {
     test_numbers_refused();
     test_message_shape();
     test_dir();
+    test_paths();
     test_events();
     test_clock();
     return check_summary();

@@ -1,0 +1,903 @@
+/* live_metrics.c - operations, latencies and bandwidth from the drained
+ * records, and the Prometheus text file (see live_metrics.h). */
+#include "live_metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "intern.h"
+#include "log.h"
+#include "thread_state.h"
+
+struct nsc_live *_Atomic nsc_live_on;
+/* What is recorded now (control.h tells us): KernelCh in it makes new ops
+ * GPU-timed; 0 is a stop. RELAXED: a statistic's mode. */
+static _Atomic uint32_t recorded_mask;
+
+void nsc_live_set_mask(uint32_t mask) {
+    atomic_store_explicit(&recorded_mask, mask, memory_order_relaxed);
+}
+
+#define GRACE_NS 100000000ull /* host timing: quiet this long after the last stop */
+#define ORPHAN_PASSES 64      /* a child whose parent never shows up is forgotten */
+#define NLAT 19               /* latency buckets besides +Inf */
+#define NSIZE 7               /* size buckets */
+#define MAX_COMMS_KNOWN 4096
+
+static const double lat_le[NLAT] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                    2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25,
+                                    0.5, 1, 2.5, 5, 10};
+/* Per-rank message bytes (count x datatype size), upper bounds: powers of 16. */
+static const char *const size_name[NSIZE] = {"0-1KiB", "1KiB-16KiB", "16KiB-256KiB",
+                                              "256KiB-4MiB", "4MiB-64MiB", "64MiB-1GiB",
+                                              "1GiB+"};
+enum { T_GPU, T_HOST };
+static const char *const timing_name[2] = {"gpu", "host"};
+
+struct lat {
+    uint64_t b[NLAT + 1]; /* not cumulative; the last is +Inf */
+    uint64_t count;
+    double sum;           /* seconds */
+};
+
+/* One (comm, operation, size bucket). */
+struct series {
+    uint32_t serial;      /* 0: free slot */
+    uint16_t func;        /* string id of the operation's name */
+    uint8_t size, p2p;
+    uint64_t ops, bytes;  /* counted at START */
+    struct lat lat[2];    /* by timing */
+    double iv_bytes, iv_seconds; /* completed with a latency since the last file */
+};
+
+struct comm {
+    uint32_t serial;      /* 0: free slot */
+    int described, finalized;
+    struct nsc_comm_info info;
+    uint64_t in_flight;
+    uint64_t first_ticks, last_done_ticks;
+};
+
+struct op {
+    uint64_t id;          /* 0: free */
+    uint32_t serial;      /* its series: (serial, func, size) */
+    uint16_t func;
+    uint8_t size, p2p;
+    uint64_t start_ticks, end_ticks, gpu_start, gpu_end, touched_ns;
+    uint64_t bytes;
+    uint16_t nch, kch_done, live_kids;
+    uint8_t kernel, stopped;
+};
+
+struct kid {
+    uint64_t id;          /* 0: free */
+    uint64_t parent;
+    uint64_t gpu_start, gpu_end, stop_ticks;
+    uint64_t orphan_pass; /* 1 + the pass it was orphaned in; 0: attached */
+    uint8_t kch, stopped;
+};
+
+struct nsc_live {
+    pthread_mutex_t mu;
+    char path[1400], tmp[1500];
+    char host[64];
+    int pid;
+    uint64_t ticks_per_sec;
+    uint64_t pass, now_ns;
+    int failing;          /* the last write failed (logged once) */
+
+    struct op *ops;       /* open addressing, 2 x NSC_LIVE_OPS */
+    uint64_t *fifo;       /* op ids in start order */
+    uint32_t fifo_head, fifo_len;
+    uint32_t nops;
+    struct kid *kids;     /* open addressing, 2 x NSC_LIVE_KIDS */
+    uint32_t nkids;
+    uint64_t *orphans;    /* kid ids waiting for their parent's START */
+    uint32_t norphans;
+    struct series *series; /* open addressing, 2 x NSC_LIVE_SERIES */
+    uint32_t nseries;
+    struct comm *comms;   /* open addressing, 2 x MAX_COMMS_KNOWN */
+    uint32_t ncomms;
+    uint8_t dsize[65536]; /* datatype size by string id, 0: not looked up */
+    uint64_t overflow;    /* ops not timed or series not created: a bound was hit */
+    uint64_t done_total;
+};
+
+static struct nsc_live *L; /* session mutex */
+/* Set on the drainer while it holds mu for a pass: a hook called from
+ * inside the pass (a chunk sealed, comms taken) must not lock again; any
+ * other thread locks. */
+static __thread int in_pass;
+
+static inline uint64_t mix(uint64_t k) { return k * 0x9e3779b97f4a7c15ull; }
+
+/* ---- hash tables (linear probing, backward-shift deletion) ---- */
+
+#define OPS_CAP (2u * NSC_LIVE_OPS)
+#define KIDS_CAP (2u * NSC_LIVE_KIDS)
+#define SERIES_CAP (2u * NSC_LIVE_SERIES)
+#define COMMS_CAP (2u * MAX_COMMS_KNOWN)
+
+static struct op *op_find(struct nsc_live *m, uint64_t id) {
+    for (uint32_t i = (uint32_t)(mix(id) >> 47) & (OPS_CAP - 1);; i = (i + 1) & (OPS_CAP - 1)) {
+        if (m->ops[i].id == id)
+            return &m->ops[i];
+        if (!m->ops[i].id)
+            return NULL;
+    }
+}
+
+static struct op *op_add(struct nsc_live *m, uint64_t id) {
+    uint32_t i = (uint32_t)(mix(id) >> 47) & (OPS_CAP - 1);
+    while (m->ops[i].id)
+        i = (i + 1) & (OPS_CAP - 1);
+    memset(&m->ops[i], 0, sizeof(m->ops[i]));
+    m->ops[i].id = id;
+    m->nops++;
+    return &m->ops[i];
+}
+
+static void op_del(struct nsc_live *m, struct op *o) {
+    uint32_t i = (uint32_t)(o - m->ops);
+    m->ops[i].id = 0;
+    m->nops--;
+    for (uint32_t j = (i + 1) & (OPS_CAP - 1); m->ops[j].id; j = (j + 1) & (OPS_CAP - 1)) {
+        uint32_t h = (uint32_t)(mix(m->ops[j].id) >> 47) & (OPS_CAP - 1);
+        /* j's entry may move into the hole at i when i lies in [h, j) cyclically */
+        if (((j - h) & (OPS_CAP - 1)) >= ((j - i) & (OPS_CAP - 1))) {
+            m->ops[i] = m->ops[j];
+            m->ops[j].id = 0;
+            i = j;
+        }
+    }
+}
+
+static struct kid *kid_find(struct nsc_live *m, uint64_t id) {
+    for (uint32_t i = (uint32_t)(mix(id) >> 45) & (KIDS_CAP - 1);; i = (i + 1) & (KIDS_CAP - 1)) {
+        if (m->kids[i].id == id)
+            return &m->kids[i];
+        if (!m->kids[i].id)
+            return NULL;
+    }
+}
+
+static struct kid *kid_add(struct nsc_live *m, uint64_t id) {
+    if (m->nkids >= NSC_LIVE_KIDS)
+        return NULL;
+    uint32_t i = (uint32_t)(mix(id) >> 45) & (KIDS_CAP - 1);
+    while (m->kids[i].id)
+        i = (i + 1) & (KIDS_CAP - 1);
+    memset(&m->kids[i], 0, sizeof(m->kids[i]));
+    m->kids[i].id = id;
+    m->nkids++;
+    return &m->kids[i];
+}
+
+static void kid_del(struct nsc_live *m, struct kid *k) {
+    uint32_t i = (uint32_t)(k - m->kids);
+    m->kids[i].id = 0;
+    m->nkids--;
+    for (uint32_t j = (i + 1) & (KIDS_CAP - 1); m->kids[j].id; j = (j + 1) & (KIDS_CAP - 1)) {
+        uint32_t h = (uint32_t)(mix(m->kids[j].id) >> 45) & (KIDS_CAP - 1);
+        if (((j - h) & (KIDS_CAP - 1)) >= ((j - i) & (KIDS_CAP - 1))) {
+            m->kids[i] = m->kids[j];
+            m->kids[j].id = 0;
+            i = j;
+        }
+    }
+}
+
+static struct comm *comm_get(struct nsc_live *m, uint32_t serial, int add) {
+    uint32_t i = (uint32_t)(mix(serial) >> 40) & (COMMS_CAP - 1);
+    while (m->comms[i].serial && m->comms[i].serial != serial)
+        i = (i + 1) & (COMMS_CAP - 1);
+    if (m->comms[i].serial)
+        return &m->comms[i];
+    if (!add || m->ncomms >= MAX_COMMS_KNOWN)
+        return NULL;
+    memset(&m->comms[i], 0, sizeof(m->comms[i]));
+    m->comms[i].serial = serial;
+    m->ncomms++;
+    return &m->comms[i];
+}
+
+/* Comms and series are removed only all together by rebuild() (after a
+ * file was written), so they need no deletion of their own. */
+static uint32_t series_get(struct nsc_live *m, uint32_t serial, uint16_t func, uint8_t size,
+                           uint8_t p2p) {
+    uint64_t key = (uint64_t)serial << 24 | (uint64_t)func << 8 | size;
+    uint32_t i = (uint32_t)(mix(key) >> 40) & (SERIES_CAP - 1);
+    for (;; i = (i + 1) & (SERIES_CAP - 1)) {
+        struct series *s = &m->series[i];
+        if (!s->serial)
+            break;
+        if (s->serial == serial && s->func == func && s->size == size)
+            return i + 1;
+    }
+    if (m->nseries >= NSC_LIVE_SERIES)
+        return 0;
+    struct series *s = &m->series[i];
+    memset(s, 0, sizeof(*s));
+    s->serial = serial;
+    s->func = func;
+    s->size = size;
+    s->p2p = p2p;
+    m->nseries++;
+    return i + 1;
+}
+
+/* ---- life cycle ---- */
+
+int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, char *err,
+                    unsigned errlen) {
+    if (!cfg->metrics_dir[0])
+        return 0;
+    struct nsc_live *m = calloc(1, sizeof(*m));
+    if (m) {
+        m->ops = calloc(OPS_CAP, sizeof(*m->ops));
+        m->fifo = calloc(NSC_LIVE_OPS, sizeof(*m->fifo));
+        m->kids = calloc(KIDS_CAP, sizeof(*m->kids));
+        m->orphans = calloc(NSC_LIVE_KIDS, sizeof(*m->orphans));
+        m->series = calloc(SERIES_CAP, sizeof(*m->series));
+        m->comms = calloc(COMMS_CAP, sizeof(*m->comms));
+    }
+    if (!m || !m->ops || !m->fifo || !m->kids || !m->orphans || !m->series || !m->comms) {
+        if (m) {
+            free(m->ops);
+            free(m->fifo);
+            free(m->kids);
+            free(m->orphans);
+            free(m->series);
+            free(m->comms);
+            free(m);
+        }
+        snprintf(err, errlen, "NCCLSCOPE_METRICS_DIR: out of memory for the metrics");
+        return -1;
+    }
+    int n = snprintf(m->path, sizeof(m->path), "%s/%s-%u.prom", cfg->metrics_dir, s->host, s->pid);
+    if (n < 0 || n >= (int)sizeof(m->path)) {
+        free(m->ops);
+        free(m->fifo);
+        free(m->kids);
+        free(m->orphans);
+        free(m->series);
+        free(m->comms);
+        free(m);
+        snprintf(err, errlen, "NCCLSCOPE_METRICS_DIR: path too long");
+        return -1;
+    }
+    /* node-exporter reads *.prom only: the temporary name never matches. */
+    snprintf(m->tmp, sizeof(m->tmp), "%s.tmp", m->path);
+    snprintf(m->host, sizeof(m->host), "%s", s->host);
+    m->pid = (int)s->pid;
+    m->ticks_per_sec = s->ticks_per_sec ? s->ticks_per_sec : 1000000000ull;
+    pthread_mutex_init(&m->mu, NULL);
+    L = m;
+    atomic_store_explicit(&nsc_live_on, m, memory_order_relaxed);
+    return 0;
+}
+
+void nsc_live_destroy(void) {
+    struct nsc_live *m = L;
+    if (!m)
+        return;
+    L = NULL;
+    atomic_store_explicit(&nsc_live_on, NULL, memory_order_relaxed);
+    pthread_mutex_destroy(&m->mu);
+    free(m->ops);
+    free(m->fifo);
+    free(m->kids);
+    free(m->orphans);
+    free(m->series);
+    free(m->comms);
+    free(m);
+}
+
+/* ---- operations ---- */
+
+/* Bytes per element of an NCCL datatype name; 1 if unknown (the same table
+ * as converter/coll_track.c's nsc_dtype_size, which the plugin does not
+ * link). */
+static int dtype_size(const char *t) {
+    static const struct { const char *name; int size; } tab[] = {
+        {"ncclInt8", 1},    {"ncclChar", 1},     {"ncclUint8", 1},     {"ncclInt32", 4},
+        {"ncclInt", 4},     {"ncclUint32", 4},   {"ncclInt64", 8},     {"ncclUint64", 8},
+        {"ncclFloat16", 2}, {"ncclHalf", 2},     {"ncclFloat32", 4},   {"ncclFloat", 4},
+        {"ncclFloat64", 8}, {"ncclDouble", 8},   {"ncclBfloat16", 2},  {"ncclFloat8e4m3", 1},
+        {"ncclFloat8e5m2", 1},
+    };
+    for (size_t i = 0; t && i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (!strcmp(t, tab[i].name))
+            return tab[i].size;
+    return 1;
+}
+
+static uint64_t elem_bytes(struct nsc_live *m, uint16_t dtype) {
+    if (!m->dsize[dtype]) /* ids below the count are published and immutable */
+        m->dsize[dtype] = dtype < nsc_intern_count() ? (uint8_t)dtype_size(nsc_intern_text(dtype)) : 1;
+    return m->dsize[dtype];
+}
+
+static uint8_t size_bucket(uint64_t bytes) {
+    uint8_t b = 0;
+    for (uint64_t lim = 1024; b < NSIZE - 1 && bytes > lim; lim <<= 4)
+        b++;
+    return b;
+}
+
+static void lat_add(struct lat *l, double s) {
+    unsigned i = 0;
+    while (i < NLAT && s > lat_le[i])
+        i++;
+    l->b[i]++;
+    l->count++;
+    l->sum += s;
+}
+
+/* Records an op's completion and forgets it. */
+static void complete(struct nsc_live *m, struct op *o, int timed) {
+    struct comm *c = comm_get(m, o->serial, 0);
+    if (c) {
+        if (c->in_flight)
+            c->in_flight--;
+        uint64_t end = o->end_ticks > o->start_ticks ? o->end_ticks : o->start_ticks;
+        if (end > c->last_done_ticks)
+            c->last_done_ticks = end;
+    }
+    uint32_t si = timed ? series_get(m, o->serial, o->func, o->size, o->p2p) : 0;
+    if (si) {
+        struct series *s = &m->series[si - 1];
+        double sec = -1;
+        int timing = T_HOST;
+        if (o->kernel && o->gpu_start && o->gpu_end > o->gpu_start) {
+            sec = (double)(o->gpu_end - o->gpu_start) * 1e-9;
+            timing = T_GPU;
+        } else if (o->end_ticks > o->start_ticks) {
+            sec = (double)(o->end_ticks - o->start_ticks) / (double)m->ticks_per_sec;
+        }
+        if (sec > 0) {
+            lat_add(&s->lat[timing], sec);
+            s->iv_bytes += (double)o->bytes;
+            s->iv_seconds += sec;
+        }
+        m->done_total++;
+    }
+    op_del(m, o);
+}
+
+static int kernel_done(const struct op *o) { return o->kernel && o->nch && o->kch_done >= o->nch; }
+
+/* Applies a child's accumulated state to its op. */
+static void attach(struct nsc_live *m, struct op *o, struct kid *k) {
+    o->touched_ns = m->now_ns;
+    if (k->kch) {
+        if (k->gpu_start && (!o->gpu_start || k->gpu_start < o->gpu_start))
+            o->gpu_start = k->gpu_start;
+        if (k->gpu_end > o->gpu_end)
+            o->gpu_end = k->gpu_end;
+    }
+    if (k->stopped) {
+        if (k->stop_ticks > o->end_ticks)
+            o->end_ticks = k->stop_ticks;
+        if (k->kch)
+            o->kch_done++;
+    } else {
+        o->live_kids++;
+    }
+}
+
+static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
+    const union nsc_desc *d = &r->u.start.d;
+    uint16_t func, dtype;
+    uint64_t count;
+    uint16_t nch = 0;
+    uint8_t p2p = 0;
+    switch (r->h.etype) {
+    case NSC_ET_COLL:
+        func = d->coll.func, dtype = d->coll.dtype, count = d->coll.count, nch = d->coll.nch;
+        break;
+    case NSC_ET_P2P:
+        func = d->p2p.func, dtype = d->p2p.dtype, count = d->p2p.count, nch = d->p2p.nch, p2p = 1;
+        break;
+    default: /* CeColl */
+        func = d->ce_coll.func, dtype = d->ce_coll.dtype, count = d->ce_coll.count;
+        break;
+    }
+    uint64_t bytes = count * elem_bytes(m, dtype);
+    uint8_t size = size_bucket(bytes);
+    uint32_t si = series_get(m, r->h.aux, func, size, p2p);
+    if (si) {
+        m->series[si - 1].ops++;
+        m->series[si - 1].bytes += bytes;
+    } else {
+        m->overflow++;
+    }
+    struct comm *c = comm_get(m, r->h.aux, 1);
+    if (c && !c->first_ticks)
+        c->first_ticks = r->h.ticks;
+    if (op_find(m, r->h.id))
+        return; /* a duplicate id cannot happen; never track one twice */
+    if (m->fifo_len == NSC_LIVE_OPS) {
+        /* Too many in flight: the oldest completes untimed. */
+        uint64_t old = m->fifo[m->fifo_head];
+        m->fifo_head = (m->fifo_head + 1) % NSC_LIVE_OPS;
+        m->fifo_len--;
+        struct op *x = op_find(m, old);
+        if (x) {
+            m->overflow++;
+            complete(m, x, 0);
+        }
+    }
+    if (c)
+        c->in_flight++;
+    struct op *o = op_add(m, r->h.id);
+    m->fifo[(m->fifo_head + m->fifo_len) % NSC_LIVE_OPS] = r->h.id;
+    m->fifo_len++;
+    o->serial = r->h.aux;
+    o->func = func;
+    o->size = size;
+    o->p2p = p2p;
+    o->start_ticks = o->end_ticks = r->h.ticks;
+    o->bytes = bytes;
+    o->nch = nch;
+    o->kernel = nch && (atomic_load_explicit(&recorded_mask, memory_order_relaxed) >>
+                        NSC_ET_KERNEL_CH & 1);
+    o->touched_ns = m->now_ns;
+}
+
+void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r) {
+    unsigned et = r->h.etype;
+    int is_op = et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_CE_COLL;
+    switch (r->h.kind) {
+    case NSC_REC_START:
+        if (is_op) {
+            op_start(m, r);
+        } else if (r->u.start.parent && !(r->h.flags & NSC_RF_FOREIGN_PARENT)) {
+            struct kid *k = kid_add(m, r->h.id);
+            if (!k) {
+                m->overflow++;
+                return;
+            }
+            k->parent = r->u.start.parent;
+            k->kch = et == NSC_ET_KERNEL_CH;
+            if (k->kch)
+                k->gpu_start = r->u.start.d.kernel_ch.ptimer;
+            struct op *o = op_find(m, k->parent);
+            if (o) {
+                attach(m, o, k);
+            } else if (m->norphans < NSC_LIVE_KIDS) {
+                /* Its parent's ring is drained later in this pass. */
+                k->orphan_pass = m->pass + 1; /* never 0 */
+                m->orphans[m->norphans++] = k->id;
+            } else {
+                kid_del(m, k);
+            }
+        }
+        return;
+    case NSC_REC_STATE:
+        if (et == NSC_ET_KERNEL_CH && r->h.aux == 22 /* KernelChStop */) {
+            struct kid *k = kid_find(m, r->h.id);
+            if (!k)
+                return;
+            if (r->u.state.arg > k->gpu_end)
+                k->gpu_end = r->u.state.arg;
+            struct op *o = k->orphan_pass ? NULL : op_find(m, k->parent);
+            if (o && k->gpu_end > o->gpu_end)
+                o->gpu_end = k->gpu_end;
+        }
+        return;
+    case NSC_REC_STOP:
+        if (is_op) {
+            struct op *o = op_find(m, r->h.id);
+            if (!o)
+                return;
+            o->stopped = 1;
+            o->touched_ns = m->now_ns;
+            if (r->h.ticks > o->end_ticks)
+                o->end_ticks = r->h.ticks;
+            if (kernel_done(o))
+                complete(m, o, 1);
+        } else {
+            struct kid *k = kid_find(m, r->h.id);
+            if (!k)
+                return;
+            k->stopped = 1;
+            k->stop_ticks = r->h.ticks;
+            if (k->orphan_pass)
+                return; /* applied when its parent shows up */
+            struct op *o = op_find(m, k->parent);
+            if (o) {
+                o->touched_ns = m->now_ns;
+                if (o->live_kids)
+                    o->live_kids--;
+                if (k->stop_ticks > o->end_ticks)
+                    o->end_ticks = k->stop_ticks;
+                if (k->kch) {
+                    o->kch_done++;
+                    if (kernel_done(o))
+                        complete(m, o, 1);
+                }
+            }
+            kid_del(m, k);
+        }
+        return;
+    case NSC_REC_COMM_FINALIZE: {
+        struct comm *c = comm_get(m, r->h.aux, 0);
+        if (c)
+            c->finalized = 1;
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+/* Children whose parent's START came later in the pass; ops that are done
+ * by the host rule, oldest first. Under mu. */
+static void settle(struct nsc_live *m, uint64_t grace_ns) {
+    uint32_t keep = 0;
+    for (uint32_t i = 0; i < m->norphans; i++) {
+        struct kid *k = kid_find(m, m->orphans[i]);
+        if (!k || !k->orphan_pass)
+            continue;
+        struct op *o = op_find(m, k->parent);
+        if (o) {
+            k->orphan_pass = 0;
+            attach(m, o, k);
+            if (k->stopped) {
+                kid_del(m, k);
+                if (kernel_done(o))
+                    complete(m, o, 1);
+            }
+        } else if (m->pass + 1 - k->orphan_pass > ORPHAN_PASSES) {
+            kid_del(m, k); /* its parent was not recorded */
+        } else {
+            m->orphans[keep++] = m->orphans[i];
+        }
+    }
+    m->norphans = keep;
+    while (m->fifo_len) {
+        struct op *o = op_find(m, m->fifo[m->fifo_head]);
+        if (o) {
+            int host_done = !o->kernel && o->stopped && !o->live_kids &&
+                            m->now_ns - o->touched_ns >= grace_ns;
+            if (!host_done && !kernel_done(o))
+                break;
+            complete(m, o, 1);
+        }
+        m->fifo_head = (m->fifo_head + 1) % NSC_LIVE_OPS;
+        m->fifo_len--;
+    }
+}
+
+void nsc_live_pass_begin(void) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    in_pass = 1;
+    m->pass++;
+    m->now_ns = nsc_clock_monotonic_ns();
+}
+
+void nsc_live_pass_end(void) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (!m)
+        return;
+    settle(m, GRACE_NS);
+    in_pass = 0;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void nsc_live_comms(const struct nsc_comm_info *ci, unsigned n) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (!m || !n)
+        return;
+    int lock = !in_pass; /* the drainer's pass may seal a job and come here */
+    if (lock)
+        pthread_mutex_lock(&m->mu);
+    for (unsigned i = 0; i < n; i++) {
+        struct comm *c = comm_get(m, ci[i].serial, 1);
+        if (c) {
+            c->info = ci[i];
+            c->described = 1;
+        }
+    }
+    if (lock)
+        pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- the file ---- */
+
+static double bus_factor(const char *func, int n) {
+    if (!func || n <= 0)
+        return 1.0;
+    if (!strcmp(func, "AllReduce"))
+        return 2.0 * (n - 1) / n;
+    if (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter") || !strcmp(func, "AlltoAll"))
+        return (double)(n - 1) / n;
+    return 1.0;
+}
+
+/* Label values: printable ASCII, with \ " and newline escaped. */
+static void put_label(FILE *f, const char *v) {
+    for (; *v; v++) {
+        unsigned char ch = (unsigned char)*v;
+        if (ch == '\\' || ch == '"')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch >= 0x20 && ch < 0x7f)
+            fputc(ch, f);
+        else
+            fputc('_', f);
+    }
+}
+
+static void comm_labels(FILE *f, const struct comm *c) {
+    fprintf(f, "comm=\"%016" PRIx64 "\",rank=\"%d\"", c->described ? c->info.comm_id : 0,
+            c->described ? c->info.rank : -1);
+}
+
+static void series_labels(FILE *f, const struct comm *c, const struct series *s, const char *op) {
+    comm_labels(f, c);
+    fputs(",op=\"", f);
+    put_label(f, op);
+    fprintf(f, "\",size=\"%s\"", size_name[s->size]);
+}
+
+struct snapshot {
+    struct series *series;
+    uint32_t nseries;
+    struct comm *comms;
+    uint32_t ncomms;
+    uint64_t overflow, done_total, now_ticks;
+};
+
+/* Copies what the file shows; forgets finalized comms (and their series)
+ * once shown, and restarts the interval bandwidth. Under mu. */
+static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
+    sn->series = malloc((m->nseries + 1) * sizeof(*sn->series));
+    sn->comms = malloc((m->ncomms + 1) * sizeof(*sn->comms));
+    if (!sn->series || !sn->comms)
+        return -1;
+    sn->nseries = sn->ncomms = 0;
+    for (uint32_t i = 0; i < SERIES_CAP; i++)
+        if (m->series[i].serial) {
+            sn->series[sn->nseries++] = m->series[i];
+            m->series[i].iv_bytes = m->series[i].iv_seconds = 0;
+        }
+    int dead = 0;
+    for (uint32_t i = 0; i < COMMS_CAP; i++)
+        if (m->comms[i].serial) {
+            sn->comms[sn->ncomms++] = m->comms[i];
+            dead += m->comms[i].finalized && !m->comms[i].in_flight;
+        }
+    sn->overflow = m->overflow;
+    sn->done_total = m->done_total;
+    sn->now_ticks = nsc_clock_ticks();
+    if (dead) { /* rebuild both tables without the finalized comms */
+        struct comm *oc = sn->comms;
+        uint32_t on = sn->ncomms;
+        memset(m->comms, 0, COMMS_CAP * sizeof(*m->comms));
+        m->ncomms = 0;
+        for (uint32_t i = 0; i < on; i++)
+            if (!(oc[i].finalized && !oc[i].in_flight))
+                *comm_get(m, oc[i].serial, 1) = oc[i];
+        struct series *keep = malloc((m->nseries + 1) * sizeof(*keep));
+        if (keep) {
+            uint32_t nk = 0;
+            for (uint32_t i = 0; i < SERIES_CAP; i++)
+                if (m->series[i].serial && comm_get(m, m->series[i].serial, 0))
+                    keep[nk++] = m->series[i];
+            memset(m->series, 0, SERIES_CAP * sizeof(*m->series));
+            m->nseries = 0;
+            for (uint32_t i = 0; i < nk; i++) {
+                uint32_t si = series_get(m, keep[i].serial, keep[i].func, keep[i].size, keep[i].p2p);
+                m->series[si - 1] = keep[i];
+            }
+            free(keep);
+        }
+    }
+    return 0;
+}
+
+static const struct comm *find_comm(const struct snapshot *sn, uint32_t serial) {
+    for (uint32_t i = 0; i < sn->ncomms; i++)
+        if (sn->comms[i].serial == serial)
+            return &sn->comms[i];
+    return NULL;
+}
+
+static void write_hist(FILE *f, const struct comm *c, const struct series *s, const char *op,
+                       int t) {
+    const struct lat *l = &s->lat[t];
+    uint64_t cum = 0;
+    for (unsigned i = 0; i <= NLAT; i++) {
+        cum += l->b[i];
+        fputs("ncclscope_latency_seconds_bucket{", f);
+        series_labels(f, c, s, op);
+        fprintf(f, ",timing=\"%s\",le=\"", timing_name[t]);
+        if (i < NLAT)
+            fprintf(f, "%g", lat_le[i]);
+        else
+            fputs("+Inf", f);
+        fprintf(f, "\"} %" PRIu64 "\n", cum);
+    }
+    fputs("ncclscope_latency_seconds_sum{", f);
+    series_labels(f, c, s, op);
+    fprintf(f, ",timing=\"%s\"} %.9g\n", timing_name[t], l->sum);
+    fputs("ncclscope_latency_seconds_count{", f);
+    series_labels(f, c, s, op);
+    fprintf(f, ",timing=\"%s\"} %" PRIu64 "\n", timing_name[t], l->count);
+}
+
+static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
+    fprintf(f, "# HELP ncclscope_operations_total NCCL operations started (Coll, P2p, CeColl), per communicator, operation and per-rank message size.\n"
+               "# TYPE ncclscope_operations_total counter\n");
+    for (uint32_t i = 0; i < sn->nseries; i++) {
+        const struct series *s = &sn->series[i];
+        const struct comm *c = find_comm(sn, s->serial);
+        if (!c || !c->described)
+            continue; /* labels come with the comm's description, at the next chunk */
+        fputs("ncclscope_operations_total{", f);
+        series_labels(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
+        fprintf(f, "} %" PRIu64 "\n", s->ops);
+    }
+    fprintf(f, "# HELP ncclscope_bytes_total Bytes of those operations (count x datatype size, per rank).\n"
+               "# TYPE ncclscope_bytes_total counter\n");
+    for (uint32_t i = 0; i < sn->nseries; i++) {
+        const struct series *s = &sn->series[i];
+        const struct comm *c = find_comm(sn, s->serial);
+        if (!c || !c->described)
+            continue;
+        fputs("ncclscope_bytes_total{", f);
+        series_labels(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
+        fprintf(f, "} %" PRIu64 "\n", s->bytes);
+    }
+    fprintf(f, "# HELP ncclscope_latency_seconds Completed operations' latency: GPU time from KernelCh (timing=\"gpu\"), else enqueue to the last stop seen by the host (timing=\"host\").\n"
+               "# TYPE ncclscope_latency_seconds histogram\n");
+    for (uint32_t i = 0; i < sn->nseries; i++) {
+        const struct series *s = &sn->series[i];
+        const struct comm *c = find_comm(sn, s->serial);
+        if (!c || !c->described)
+            continue;
+        for (int t = 0; t < 2; t++)
+            if (s->lat[t].count)
+                write_hist(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?", t);
+    }
+    fprintf(f, "# HELP ncclscope_busbw_bytes_per_second Bus bandwidth (nccl-tests' formula) of the operations completed since the previous file.\n"
+               "# TYPE ncclscope_busbw_bytes_per_second gauge\n");
+    for (uint32_t i = 0; i < sn->nseries; i++) {
+        const struct series *s = &sn->series[i];
+        const struct comm *c = find_comm(sn, s->serial);
+        if (s->iv_seconds <= 0 || !c || !c->described)
+            continue;
+        const char *op = nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?";
+        int n = c && c->described ? c->info.nranks : 0;
+        double bytes = s->iv_bytes;
+        if (!s->p2p && n > 0 && (!strcmp(op, "AllGather") || !strcmp(op, "ReduceScatter")))
+            bytes *= n; /* nccl-tests' size: the whole buffer */
+        fputs("ncclscope_busbw_bytes_per_second{", f);
+        series_labels(f, c, s, op);
+        fprintf(f, "} %.6g\n", bytes / s->iv_seconds * (s->p2p ? 1.0 : bus_factor(op, n)));
+    }
+    fprintf(f, "# HELP ncclscope_operations_in_flight Operations started and not completed.\n"
+               "# TYPE ncclscope_operations_in_flight gauge\n");
+    for (uint32_t i = 0; i < sn->ncomms; i++) {
+        if (!sn->comms[i].described)
+            continue;
+        fputs("ncclscope_operations_in_flight{", f);
+        comm_labels(f, &sn->comms[i]);
+        fprintf(f, "} %" PRIu64 "\n", sn->comms[i].in_flight);
+    }
+    fprintf(f, "# HELP ncclscope_seconds_since_last_completion Seconds since the communicator's last operation completed (since its first operation when none did).\n"
+               "# TYPE ncclscope_seconds_since_last_completion gauge\n");
+    for (uint32_t i = 0; i < sn->ncomms; i++) {
+        const struct comm *c = &sn->comms[i];
+        uint64_t last = c->last_done_ticks ? c->last_done_ticks : c->first_ticks;
+        if (!last || !c->described)
+            continue;
+        fputs("ncclscope_seconds_since_last_completion{", f);
+        comm_labels(f, c);
+        fprintf(f, "} %.3f\n",
+                sn->now_ticks > last ? (double)(sn->now_ticks - last) / (double)m->ticks_per_sec : 0.0);
+    }
+    uint64_t drops = atomic_load_explicit(&nsc_thread_sentinel()->drops_ring, memory_order_relaxed);
+    uint64_t records = 0;
+    uint32_t nt = nsc_thread_count();
+    for (uint32_t i = 0; i < nt; i++) {
+        struct nsc_thread *t = nsc_thread_at(i);
+        drops += atomic_load_explicit(&t->drops_ring, memory_order_relaxed);
+        records += atomic_load_explicit(&t->ring.head, memory_order_relaxed);
+    }
+    fprintf(f, "# HELP ncclscope_records_total Records written into the rings.\n"
+               "# TYPE ncclscope_records_total counter\n"
+               "ncclscope_records_total{pid=\"%d\"} %" PRIu64 "\n"
+               "# HELP ncclscope_dropped_records_total Records dropped: ring or record memory full, or a thread over NCCLSCOPE_MAX_THREADS.\n"
+               "# TYPE ncclscope_dropped_records_total counter\n"
+               "ncclscope_dropped_records_total{pid=\"%d\"} %" PRIu64 "\n"
+               "# HELP ncclscope_recording 1 while ncclscope records, 0 after a stop command.\n"
+               "# TYPE ncclscope_recording gauge\n"
+               "ncclscope_recording{pid=\"%d\"} %d\n"
+               "# HELP ncclscope_metrics_overflow_total Operations or series the metrics could not follow (a bound was reached).\n"
+               "# TYPE ncclscope_metrics_overflow_total counter\n"
+               "ncclscope_metrics_overflow_total{pid=\"%d\"} %" PRIu64 "\n",
+            m->pid, records, m->pid, drops, m->pid, atomic_load_explicit(&recorded_mask, memory_order_relaxed) != 0, m->pid, sn->overflow);
+}
+
+/* The directory, as mkdir -p (0755: node-exporter runs as another user). */
+static void make_dirs(const char *file) {
+    char tmp[1400];
+    snprintf(tmp, sizeof(tmp), "%s", file);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+}
+
+int nsc_live_write(int final) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (!m)
+        return 0;
+    struct snapshot sn;
+    memset(&sn, 0, sizeof(sn));
+    pthread_mutex_lock(&m->mu);
+    m->now_ns = nsc_clock_monotonic_ns();
+    /* Host-timed ops whose grace ended while nothing was drained; at the
+     * end, when everything was drained, every op that stopped. */
+    settle(m, final ? 0 : GRACE_NS);
+    int rc = take_snapshot(m, &sn);
+    pthread_mutex_unlock(&m->mu);
+    int err = ENOMEM;
+    if (rc == 0) {
+        int fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == ENOENT) {
+            make_dirs(m->tmp);
+            fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        }
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+            err = errno;
+            if (fd >= 0)
+                close(fd);
+            rc = -1;
+        } else {
+            format(f, m, &sn);
+            int bad = ferror(f);
+            if (fclose(f) != 0 || bad) {
+                err = errno ? errno : EIO;
+                rc = -1;
+            } else if (rename(m->tmp, m->path) != 0) {
+                err = errno;
+                rc = -1;
+            }
+            if (rc != 0)
+                unlink(m->tmp);
+        }
+    }
+    free(sn.series);
+    free(sn.comms);
+    if (rc != 0 && !m->failing)
+        nsc_log_warn("ncclscope: cannot write the metrics file %s: %s", m->path, strerror(err));
+    else if (rc == 0 && m->failing)
+        nsc_log_info("ncclscope: writing the metrics file %s works again", m->path);
+    m->failing = rc != 0;
+    return rc;
+}
+
+void nsc_live_remove(void) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (m)
+        unlink(m->path);
+}

@@ -1,0 +1,88 @@
+/*
+ * live_metrics.h - Prometheus numbers from the records the drainer sees
+ * (NCCLSCOPE_METRICS_DIR), written for node-exporter's textfile collector.
+ *
+ * Who calls what:
+ *   - the drainer (plugin/flusher.c): nsc_live_pass_begin() and _end()
+ *     around each pass over the rings, nsc_live_observe() for every record
+ *     it packs (inline filter: only Coll, P2p, CeColl, KernelCh and ProxyOp
+ *     records and comm finalizes go further);
+ *   - whoever takes comm descriptions for the file (the drainer at a seal,
+ *     or a compressor): nsc_live_comms();
+ *   - the ops thread (plugin/ops.h): nsc_live_write() every
+ *     NCCLSCOPE_METRICS_SECONDS and at the end, nsc_live_remove();
+ *   - the session (its mutex): nsc_live_create() before the flusher starts,
+ *     nsc_live_destroy() after the flusher and the ops thread stopped.
+ * The aggregates are under one mutex, which the drainer holds for a pass
+ * and the ops thread for a copy (never across I/O): the callbacks never
+ * see any of this. Memory is bounded: operations in flight (NSC_LIVE_OPS),
+ * their children (NSC_LIVE_KIDS), series (NSC_LIVE_SERIES); past a bound
+ * an operation is counted but not timed, a series not created (counted in
+ * ncclscope_metrics_overflow_total).
+ *
+ * An operation (Coll, P2p, CeColl) is counted at its START; it completes
+ *   - when every KernelCh of its nChannels has stopped, if KernelCh was
+ *     recorded when it started: its latency is GPU time (last KernelChStop's
+ *     %globaltimer − first KernelCh start), label timing="gpu";
+ *   - otherwise when it has stopped, every child (ProxyOp) it had has
+ *     stopped, and nothing touched it for 100 ms: its latency runs from its
+ *     START to the last of those stops, label timing="host".
+ */
+#ifndef NSC_LIVE_METRICS_H
+#define NSC_LIVE_METRICS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "event_types.h"
+#include "trace_format.h"
+
+#define NSC_LIVE_OPS 65536
+#define NSC_LIVE_KIDS 65536
+#define NSC_LIVE_SERIES 4096
+
+struct nsc_live;
+/* The session's, or NULL when metrics are off: the drainer's hooks test it. */
+extern struct nsc_live *_Atomic nsc_live_on;
+
+int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, char *err,
+                    unsigned errlen);
+void nsc_live_destroy(void);
+
+/* control.c: the mask being recorded now (0 while stopped). */
+void nsc_live_set_mask(uint32_t mask);
+
+void nsc_live_pass_begin(void);
+void nsc_live_pass_end(void);
+void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r);
+void nsc_live_comms(const struct nsc_comm_info *c, unsigned n);
+
+/* The records the metrics follow. */
+#define NSC_LIVE_TYPES                                                                         \
+    ((1u << NSC_ET_COLL) | (1u << NSC_ET_P2P) | (1u << NSC_ET_CE_COLL) |                        \
+     (1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_PROXY_OP))
+
+/* Drainer, per record: cheap when metrics are off (one relaxed load) and
+ * for the records they ignore (two tests). RELAXED: set before the drainer
+ * thread is created and cleared after it is joined. */
+static inline void nsc_live_observe(const struct nsc_rec *r) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (__builtin_expect(m == 0, 1))
+        return;
+    if (((NSC_LIVE_TYPES >> r->h.etype) & 1) && r->h.kind >= NSC_REC_START &&
+        r->h.kind <= NSC_REC_STATE)
+        nsc_live_record(m, r);
+    else if (r->h.kind == NSC_REC_COMM_FINALIZE)
+        nsc_live_record(m, r);
+}
+
+/* Ops thread: writes <dir>/<host>-<pid>.prom (temporary name, rename);
+ * `final`: the session's end, everything drained (host-timed operations
+ * that stopped complete without waiting for the grace). Returns 0 or -1
+ * (logged once per streak). */
+int nsc_live_write(int final);
+/* Removes the file (the session's end without NCCLSCOPE_METRICS_KEEP). */
+void nsc_live_remove(void);
+
+#endif /* NSC_LIVE_METRICS_H */
