@@ -78,4 +78,7 @@ int nsc_mask_parse(const char *text, uint32_t *mask, char *err, unsigned errlen)
 /* Writes the mask as names into buf ("Coll,P2p,..."); returns buf. */
 char *nsc_mask_format(uint32_t mask, char *buf, unsigned buflen);
 
+/* Bytes per element of an NCCL datatype name; 1 when unknown. */
+int nsc_dtype_size(const char *name);
+
 #endif /* NSC_EVENT_TYPES_H */

@@ -6,20 +6,6 @@
 
 #include "event_types.h"
 
-int nsc_dtype_size(const char *t) {
-    static const struct { const char *name; int size; } tab[] = {
-        {"ncclInt8", 1},    {"ncclChar", 1},     {"ncclUint8", 1},     {"ncclInt32", 4},
-        {"ncclInt", 4},     {"ncclUint32", 4},   {"ncclInt64", 8},     {"ncclUint64", 8},
-        {"ncclFloat16", 2}, {"ncclHalf", 2},     {"ncclFloat32", 4},   {"ncclFloat", 4},
-        {"ncclFloat64", 8}, {"ncclDouble", 8},   {"ncclBfloat16", 2},  {"ncclFloat8e4m3", 1},
-        {"ncclFloat8e5m2", 1},
-    };
-    for (size_t i = 0; t && i < sizeof(tab) / sizeof(tab[0]); i++)
-        if (!strcmp(t, tab[i].name))
-            return tab[i].size;
-    return 1;
-}
-
 struct op {
     uint64_t id;          /* 0: free */
     struct nsc_rec start; /* the Coll/P2p START */

@@ -42,8 +42,6 @@ struct nsc_op_done {
     uint32_t thread;
 };
 
-/* Bytes per element of an NCCL datatype name (ncclDataType_t); 1 if unknown. */
-int nsc_dtype_size(const char *name);
 
 typedef void (*nsc_op_done_fn)(void *ud, const struct nsc_op_done *op);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "coll_track.h"
+#include "event_types.h"
 #include "hash.h"
 #include "latency_hist.h"
 #include "result.h"

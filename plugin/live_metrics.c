@@ -303,26 +303,9 @@ void nsc_live_destroy(void) {
 
 /* ---- operations ---- */
 
-/* Bytes per element of an NCCL datatype name; 1 if unknown (the same table
- * as converter/coll_track.c's nsc_dtype_size, which the plugin does not
- * link). */
-static int dtype_size(const char *t) {
-    static const struct { const char *name; int size; } tab[] = {
-        {"ncclInt8", 1},    {"ncclChar", 1},     {"ncclUint8", 1},     {"ncclInt32", 4},
-        {"ncclInt", 4},     {"ncclUint32", 4},   {"ncclInt64", 8},     {"ncclUint64", 8},
-        {"ncclFloat16", 2}, {"ncclHalf", 2},     {"ncclFloat32", 4},   {"ncclFloat", 4},
-        {"ncclFloat64", 8}, {"ncclDouble", 8},   {"ncclBfloat16", 2},  {"ncclFloat8e4m3", 1},
-        {"ncclFloat8e5m2", 1},
-    };
-    for (size_t i = 0; t && i < sizeof(tab) / sizeof(tab[0]); i++)
-        if (!strcmp(t, tab[i].name))
-            return tab[i].size;
-    return 1;
-}
-
 static uint64_t elem_bytes(struct nsc_live *m, uint16_t dtype) {
     if (!m->dsize[dtype]) /* ids below the count are published and immutable */
-        m->dsize[dtype] = dtype < nsc_intern_count() ? (uint8_t)dtype_size(nsc_intern_text(dtype)) : 1;
+        m->dsize[dtype] = dtype < nsc_intern_count() ? (uint8_t)nsc_dtype_size(nsc_intern_text(dtype)) : 1;
     return m->dsize[dtype];
 }
 
