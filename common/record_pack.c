@@ -46,7 +46,8 @@ int nsc_unpack_record(struct nsc_pack_state *s, const unsigned char **pp, const 
     c->flags = (uint16_t)flags;
     c->aux = (uint32_t)aux;
     memset(r, 0, sizeof(*r));
-    r->h.kind = (uint8_t)(tag & 7);
+    /* 3 bits of kind: 0 (never written before v3) stands for NSC_REC_PY */
+    r->h.kind = (uint8_t)((tag & 7) ? (tag & 7) : NSC_REC_PY);
     r->h.etype = (uint8_t)((tag >> 3) & 15);
     r->h.flags = (uint16_t)flags;
     r->h.aux = (uint32_t)aux;

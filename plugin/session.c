@@ -17,6 +17,7 @@
 #include "version.h"
 
 int nsc_session_pid;
+_Atomic int nsc_session_live;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int session_open;
@@ -29,6 +30,7 @@ static void before_fork(void) { pthread_mutex_lock(&lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
 static void after_fork_child(void) {
     forked_child = 1;
+    atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
     nsc_thread_disable_after_fork();
     pthread_mutex_unlock(&lock);
 }
@@ -73,6 +75,8 @@ static int open_session(int api_version) {
                  s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_flusher_path());
     sessions_started++;
     session_open = 1;
+    /* RELEASE: pairs with python_api.c's ACQUIRE; the flusher is running */
+    atomic_store_explicit(&nsc_session_live, 1, memory_order_release);
     return 0;
 }
 
@@ -101,6 +105,7 @@ void nsc_session_comm_close(struct nsc_comm *c) {
     pthread_mutex_lock(&lock);
     nsc_comm_close(c);
     if (session_open && !forked_child && nsc_comm_active_count() == 0) {
+        atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
         nsc_flusher_stop();
         session_open = 0;
     }
@@ -115,6 +120,7 @@ __attribute__((destructor)) static void on_unload(void) {
     pthread_mutex_lock(&lock);
     int was_open = session_open;
     if (session_open && !forked_child) {
+        atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
         nsc_flusher_stop();
         session_open = 0;
     }
