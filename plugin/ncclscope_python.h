@@ -39,8 +39,9 @@ struct ncclscope_py_v1 {
     uint32_t (*intern)(const char *text);
     /* Makes `stack` (an id from intern, 0 = none) the Python caller of the
      * calling thread's next GroupApi/CollApi/P2pApi STARTs, and, when not 0,
-     * the process's latest caller, which STARTs on threads without one of
-     * their own take (flagged NSC_RF_PY_PROCESS). Returns the previous. */
+     * the process's latest caller, which STARTs take on threads that never
+     * set one (flagged NSC_RF_PY_PROCESS): a thread that set one, even 0,
+     * runs Python and takes only its own. Returns the previous. */
     uint32_t (*set_caller)(uint32_t stack);
     /* Records a Python event (enum nsc_py_what) on the calling thread:
      * location id `loc`, argument `arg`. Returns 1 when written, 0 when no

@@ -18,7 +18,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-__thread uint16_t nsc_py_caller_tls __attribute__((tls_model("initial-exec")));
+__thread uint32_t nsc_py_caller_tls __attribute__((tls_model("initial-exec")));
 _Atomic uint32_t nsc_py_caller_latest;
 
 static uint32_t py_intern(const char *text) {
@@ -33,8 +33,8 @@ static uint32_t py_intern(const char *text) {
 }
 
 static uint32_t py_set_caller(uint32_t stack) {
-    uint16_t prev = nsc_py_caller_tls;
-    nsc_py_caller_tls = (uint16_t)stack;
+    uint32_t prev = nsc_py_caller_tls & 0xffffu;
+    nsc_py_caller_tls = NSC_PY_THREAD_BIT | (stack & 0xffffu);
     /* Written only when it changes: the word stays shared in the caches of
      * the threads that read it in their callbacks. */
     if (stack && atomic_load_explicit(&nsc_py_caller_latest, memory_order_relaxed) != stack)

@@ -8,7 +8,7 @@
  * descriptor (py_stack). A thread that never set one (PyTorch's autograd
  * threads run DDP's all-reduces, XLA's threads JAX's collectives) takes the
  * process's latest caller instead, and the START says so
- * (NSC_RF_PY_PROCESS).
+ * (NSC_RF_PY_PROCESS); a Python thread between two calls takes none.
  *
  * Cost in a callback: one initial-exec TLS load; when it is 0, one relaxed
  * load of a word the Python side writes once per API call, and only when
@@ -22,7 +22,11 @@
 
 #include "trace_format.h"
 
-extern __thread uint16_t nsc_py_caller_tls __attribute__((tls_model("initial-exec")));
+/* Bits 0..15: the thread's caller stack id (0: none now); bit 16: the
+ * thread runs Python (it has set a caller before), so it never takes the
+ * process's. */
+#define NSC_PY_THREAD_BIT 0x10000u
+extern __thread uint32_t nsc_py_caller_tls __attribute__((tls_model("initial-exec")));
 /* The latest non-zero caller any thread set; 0 until the Python package
  * sets one. Relaxed: a hint copied into records, ordered with nothing. */
 extern _Atomic uint32_t nsc_py_caller_latest;
@@ -30,9 +34,9 @@ extern _Atomic uint32_t nsc_py_caller_latest;
 /* The stack id for a GroupApi/CollApi/P2pApi START of this thread (0 =
  * none); sets NSC_RF_PY_PROCESS in *flags when it is the process's. */
 static inline uint16_t nsc_py_caller(uint16_t *flags) {
-    uint16_t s = nsc_py_caller_tls;
+    uint32_t s = nsc_py_caller_tls;
     if (__builtin_expect(s != 0, 0))
-        return s;
+        return (uint16_t)s; /* a Python thread: its own caller, or none */
     uint32_t p = atomic_load_explicit(&nsc_py_caller_latest, memory_order_relaxed);
     if (__builtin_expect(p != 0, 0))
         *flags |= NSC_RF_PY_PROCESS;

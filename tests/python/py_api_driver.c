@@ -50,7 +50,7 @@ struct seen {
     int py[16][8];          /* [n][0..2] = what, loc, arg of the first PY records */
     int npy;
     int colls, p2ps, groups;
-    const char *stack_of[4]; /* py_stack text of the AllReduce, Broadcast, AllGather CollApi */
+    const char *stack_of[4]; /* py_stack text of the AllReduce, Broadcast, AllGather, ReduceScatter CollApi */
     int process_flag[4];
     const char *p2p_stack, *group_stack;
     int c_call_loc_ok;
@@ -78,9 +78,9 @@ static void on_rec(void *ud, struct nsc_decoder *d, uint32_t thread, const struc
     const union nsc_desc *x = &r->u.start.d;
     if (r->h.etype == 9 /* CollApi */) {
         /* by function: the other thread's ring may be drained first */
-        static const char *const funcs[3] = {"AllReduce", "Broadcast", "AllGather"};
+        static const char *const funcs[4] = {"AllReduce", "Broadcast", "AllGather", "ReduceScatter"};
         const char *fn = nsc_decoder_str(d, x->coll_api.func);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             if (fn && !strcmp(fn, funcs[i])) {
                 const char *t = nsc_decoder_str(d, x->coll_api.py_stack);
                 s->stack_of[i] = t ? strdup(t) : NULL;
@@ -158,6 +158,7 @@ int main(int argc, char **argv) {
     CHECK(py->record(NSC_PY_C_CALL, c, 0) == 1);
     CHECK(py->record(NSC_PY_C_RETURN, c, 1) == 1);
     CHECK(py->set_caller(0) == stack);
+    coll_api("ReduceScatter"); /* a Python thread between calls: no caller, not the process's */
     pthread_t th;
     pthread_create(&th, NULL, other_thread, NULL);
     pthread_join(th, NULL);
@@ -211,7 +212,8 @@ int main(int argc, char **argv) {
         CHECK(a.py[i][1] == (int)(i == 1 || i == 2 ? c : f));
     }
     CHECK(a.c_call_loc_ok);
-    CHECK(a.colls == 3 && a.p2ps == 1 && a.groups == 1);
+    CHECK(a.colls == 4 && a.p2ps == 1 && a.groups == 1);
+    CHECK(a.stack_of[3] == NULL && !a.process_flag[3]);
     CHECK(a.stack_of[0] && !strcmp(a.stack_of[0], "train.py:12 train_step\ntrain.py:40 main"));
     CHECK(!a.process_flag[0]);
     CHECK(a.stack_of[1] && !strcmp(a.stack_of[1], a.stack_of[0]) && a.process_flag[1]);
@@ -220,7 +222,7 @@ int main(int argc, char **argv) {
     CHECK(a.group_stack && !strcmp(a.group_stack, a.stack_of[0]));
     CHECK(n == 2 && read_trace(paths[1], &b) == 0);
     CHECK(b.npy == 2 && b.py[0][0] == NSC_PY_CALL && b.py[1][0] == NSC_PY_RETURN);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         free((void *)a.stack_of[i]);
     free((void *)a.p2p_stack);
     free((void *)a.group_stack);

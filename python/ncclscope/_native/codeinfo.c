@@ -122,8 +122,10 @@ static void decide_code(struct nsp_code *c, PyCodeObject *co, PyFrameObject *fra
                      qual ? qual : "?");
             c->loc = intern_text(buf);
         }
-    } else if (nsp_cfg.mode == NSP_CALLER &&
-               !(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
+    }
+    /* targets in both modes (functions mode gives API events py_caller too);
+     * a generator's calls are resumptions, never an API call */
+    if (nsp_cfg.is_target && !(co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
         PyObject *name = PyUnicode_FromFormat("%U.%s", mod && PyUnicode_Check(mod) ? mod : Py_None,
                                               qual ? qual : "?");
         if (!name) {
@@ -252,7 +254,8 @@ static void decide_callable(struct nsp_code *c, PyObject *callable, int is_c) {
         c->traced = (uint8_t)is_c;
         if (is_c && !c->loc)
             c->loc = intern_text(name ? utf8(name) : "?");
-    } else if (nsp_cfg.mode == NSP_CALLER) {
+    }
+    if (nsp_cfg.is_target) {
         PyObject *tname = is_c ? NULL : dotted((PyObject *)Py_TYPE(callable));
         c->target = (uint8_t)ask(nsp_cfg.is_target, name, tname);
         Py_XDECREF(tname);

@@ -8,11 +8,11 @@
  * one callback in the whole run. PY_UNWIND and PY_THROW cannot be disabled
  * per location (CPython's rule); they cost one lookup when not ours.
  *
- *   caller:    PY_START, PY_RETURN, PY_UNWIND  (targets written in Python)
- *              CALL, C_RETURN, C_RAISE         (targets in C: ProcessGroup
- *                                               methods, JAX's jitted callables)
- *   functions: PY_START, PY_RESUME, PY_THROW / PY_RETURN, PY_YIELD, PY_UNWIND
- *              and, with C calls, CALL / C_RETURN, C_RAISE
+ *   both modes: PY_START, PY_RETURN, PY_UNWIND  (targets written in Python)
+ *               CALL, C_RETURN, C_RAISE         (targets in C: ProcessGroup
+ *                                                methods, JAX's jitted callables;
+ *                                                C calls in functions mode)
+ *   functions:  PY_RESUME, PY_THROW, PY_YIELD   (generators)
  */
 #include "native.h"
 
@@ -27,124 +27,100 @@ static PyObject *ret_disable(void) { return Py_NewRef(disable); }
 
 static PyFrameObject *current_frame(void) { return PyEval_GetFrame(); /* borrowed */ }
 
-/* ---- functions mode ---- */
+/* One set of callbacks for both modes: a code object or callable may be
+ * traced (functions mode records its calls), a target (its calls set the
+ * caller: caller mode, and functions mode too, so API events carry
+ * py_caller there as well), both or neither; neither is switched off
+ * where the event allows it. */
 
-static PyObject *fn_enter(PyObject *const *args, Py_ssize_t nargs, int can_disable) {
+static PyObject *py_enter(PyObject *const *args, Py_ssize_t nargs, int can_disable, int start) {
     if (nargs < 1 || !PyCode_Check(args[0]) || nsp_busy)
         return ret_none();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    struct nsp_code *c = nsp_code_of(co, current_frame());
-    if (!c)
-        return ret_none();
-    if (!c->traced)
-        return can_disable ? ret_disable() : ret_none();
-    nsp_fn_enter(co, c, NSC_PY_CALL);
-    return ret_none();
-}
-
-static PyObject *fn_exit(PyObject *const *args, Py_ssize_t nargs, int can_disable, int exc) {
-    if (nargs < 1 || !PyCode_Check(args[0]) || nsp_busy)
-        return ret_none();
-    PyCodeObject *co = (PyCodeObject *)args[0];
-    struct nsp_code *c = nsp_code_of(co, current_frame());
-    if (!c)
-        return ret_none();
-    if (!c->traced)
-        return can_disable ? ret_disable() : ret_none();
-    nsp_fn_exit(co, NSC_PY_RETURN, exc);
-    return ret_none();
-}
-
-static PyObject *f_start(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return fn_enter(a, n, 1); }
-static PyObject *f_throw(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return fn_enter(a, n, 0); }
-static PyObject *f_return(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return fn_exit(a, n, 1, 0); }
-static PyObject *f_unwind(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return fn_exit(a, n, 0, 1); }
-
-static PyObject *f_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
-    (void)m;
-    if (nargs < 3 || !PyCode_Check(args[0]) || nsp_busy)
-        return ret_none();
-    struct nsp_code *site = nsp_code_of((PyCodeObject *)args[0], current_frame());
-    if (site && !site->traced)
-        return ret_disable(); /* calls made by code we do not trace */
-    struct nsp_code *k = nsp_callable_of(args[2]);
-    if (!k || !k->traced)
-        return ret_disable(); /* Python functions speak for themselves (PY_START) */
-    if (site)
-        nsp_fn_enter(k, k, NSC_PY_C_CALL);
-    return ret_none();
-}
-
-static PyObject *c_exit(PyObject *const *args, Py_ssize_t nargs, int exc) {
-    if (nargs < 3 || nsp_busy)
-        return ret_none();
-    struct nsp_code *k = nsp_callable_of(args[2]);
-    if (k && k->traced)
-        nsp_fn_exit(k, NSC_PY_C_RETURN, exc);
-    return ret_none();
-}
-static PyObject *f_c_return(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return c_exit(a, n, 0); }
-static PyObject *f_c_raise(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return c_exit(a, n, 1); }
-
-/* ---- caller mode ---- */
-
-static PyObject *k_start(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
-    (void)m;
-    if (nargs < 1 || !PyCode_Check(args[0]) || nsp_busy)
-        return ret_none();
     PyFrameObject *f = current_frame();
-    struct nsp_code *c = nsp_code_of((PyCodeObject *)args[0], f);
+    struct nsp_code *c = nsp_code_of(co, f);
     if (!c)
         return ret_none();
-    if (!c->target)
-        return ret_disable();
-    PyFrameObject *back = f ? PyFrame_GetBack(f) : NULL; /* who called the target */
-    nsp_caller_enter(back);
-    Py_XDECREF(back);
+    if (!c->traced && !c->target)
+        return can_disable ? ret_disable() : ret_none();
+    if (c->traced)
+        nsp_fn_enter(co, c, NSC_PY_CALL);
+    if (c->target && start) {
+        PyFrameObject *back = f ? PyFrame_GetBack(f) : NULL; /* who called the target */
+        nsp_caller_enter(back);
+        Py_XDECREF(back);
+    }
     return ret_none();
 }
 
-static PyObject *k_exit(PyObject *const *args, Py_ssize_t nargs, int can_disable) {
+static PyObject *py_exit(PyObject *const *args, Py_ssize_t nargs, int can_disable, int exc,
+                         int end) {
     if (nargs < 1 || !PyCode_Check(args[0]) || nsp_busy)
         return ret_none();
-    struct nsp_code *c = nsp_code_of((PyCodeObject *)args[0], current_frame());
+    PyCodeObject *co = (PyCodeObject *)args[0];
+    struct nsp_code *c = nsp_code_of(co, current_frame());
     if (!c)
         return ret_none();
-    if (!c->target)
+    if (!c->traced && !c->target)
         return can_disable ? ret_disable() : ret_none();
-    nsp_caller_exit();
-    return ret_none();
-}
-static PyObject *k_return(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return k_exit(a, n, 1); }
-static PyObject *k_unwind(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return k_exit(a, n, 0); }
-
-static PyObject *k_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
-    (void)m;
-    if (nargs < 3 || nsp_busy)
-        return ret_none();
-    struct nsp_code *k = nsp_callable_of(args[2]);
-    if (!k || !k->target)
-        return ret_disable();
-    nsp_caller_enter(current_frame());
-    return ret_none();
-}
-
-static PyObject *k_c_exit(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
-    (void)m;
-    if (nargs < 3 || nsp_busy)
-        return ret_none();
-    struct nsp_code *k = nsp_callable_of(args[2]);
-    if (k && k->target)
+    if (c->traced)
+        nsp_fn_exit(co, NSC_PY_RETURN, exc);
+    if (c->target && end)
         nsp_caller_exit();
     return ret_none();
 }
 
+/* targets are never generators: resumes and yields are not their calls */
+static PyObject *e_start(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return py_enter(a, n, 1, 1); }
+static PyObject *e_resume(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return py_enter(a, n, 1, 0); }
+static PyObject *e_throw(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return py_enter(a, n, 0, 0); }
+static PyObject *e_return(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return py_exit(a, n, 1, 0, 1); }
+static PyObject *e_yield(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return py_exit(a, n, 1, 0, 0); }
+static PyObject *e_unwind(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return py_exit(a, n, 0, 1, 1); }
+
+static PyObject *e_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    (void)m;
+    if (nargs < 3 || !PyCode_Check(args[0]) || nsp_busy)
+        return ret_none();
+    struct nsp_code *k = nsp_callable_of(args[2]);
+    if (!k) /* a Python function: its own PY_START speaks for it */
+        return ret_disable();
+    int record = 0;
+    if (nsp_cfg.mode == NSP_FUNCTIONS && nsp_cfg.c_calls && k->traced) {
+        struct nsp_code *site = nsp_code_of((PyCodeObject *)args[0], current_frame());
+        record = site && site->traced; /* C calls made by code we trace */
+    }
+    if (!record && !k->target)
+        return ret_disable();
+    if (record)
+        nsp_fn_enter(k, k, NSC_PY_C_CALL);
+    if (k->target)
+        nsp_caller_enter(current_frame());
+    return ret_none();
+}
+
+/* C_RETURN / C_RAISE: also reported for the call whose CALL just returned
+ * DISABLE; the shadow stack's tokens and the target test keep those out. */
+static PyObject *c_exit(PyObject *const *args, Py_ssize_t nargs, int exc) {
+    if (nargs < 3 || nsp_busy)
+        return ret_none();
+    struct nsp_code *k = nsp_callable_of(args[2]);
+    if (!k)
+        return ret_none();
+    if (k->traced && nsp_cfg.mode == NSP_FUNCTIONS && nsp_cfg.c_calls)
+        nsp_fn_exit(k, NSC_PY_C_RETURN, exc);
+    if (k->target)
+        nsp_caller_exit();
+    return ret_none();
+}
+static PyObject *e_c_return(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return c_exit(a, n, 0); }
+static PyObject *e_c_raise(PyObject *m, PyObject *const *a, Py_ssize_t n) { (void)m; return c_exit(a, n, 1); }
+
 #define CB(name, fn) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL, NULL}
 static PyMethodDef cbs[] = {
-    CB("f_start", f_start),   CB("f_throw", f_throw),       CB("f_return", f_return),
-    CB("f_unwind", f_unwind), CB("f_call", f_call),         CB("f_c_return", f_c_return),
-    CB("f_c_raise", f_c_raise), CB("k_start", k_start),     CB("k_return", k_return),
-    CB("k_unwind", k_unwind), CB("k_call", k_call),         CB("k_c_exit", k_c_exit),
+    CB("e_start", e_start),   CB("e_resume", e_resume), CB("e_throw", e_throw),
+    CB("e_return", e_return), CB("e_yield", e_yield),   CB("e_unwind", e_unwind),
+    CB("e_call", e_call),     CB("e_c_return", e_c_return), CB("e_c_raise", e_c_raise),
     {NULL, NULL, 0, NULL},
 };
 
@@ -210,25 +186,16 @@ int nsp_monitor_start(char *err, size_t errlen) {
         if (reg(ev, cb) < 0)                                                                   \
             goto fail;                                                                         \
     } while (0)
+    ON("PY_START", "e_start");
+    ON("PY_RETURN", "e_return");
+    ON("PY_UNWIND", "e_unwind");
+    ON("CALL", "e_call"); /* targets in C; C calls in functions mode */
+    WITH_CALL("C_RETURN", "e_c_return");
+    WITH_CALL("C_RAISE", "e_c_raise");
     if (nsp_cfg.mode == NSP_FUNCTIONS) {
-        ON("PY_START", "f_start");
-        ON("PY_RESUME", "f_start");
-        ON("PY_THROW", "f_throw");
-        ON("PY_RETURN", "f_return");
-        ON("PY_YIELD", "f_return");
-        ON("PY_UNWIND", "f_unwind");
-        if (nsp_cfg.c_calls) {
-            ON("CALL", "f_call");
-            WITH_CALL("C_RETURN", "f_c_return");
-            WITH_CALL("C_RAISE", "f_c_raise");
-        }
-    } else {
-        ON("PY_START", "k_start");
-        ON("PY_RETURN", "k_return");
-        ON("PY_UNWIND", "k_unwind");
-        ON("CALL", "k_call");
-        WITH_CALL("C_RETURN", "k_c_exit");
-        WITH_CALL("C_RAISE", "k_c_exit");
+        ON("PY_RESUME", "e_resume");
+        ON("PY_THROW", "e_throw");
+        ON("PY_YIELD", "e_yield");
     }
 #undef ON
 #undef WITH_CALL

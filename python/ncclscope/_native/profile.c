@@ -23,46 +23,45 @@ static int prof(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
     PyCodeObject *co = PyFrame_GetCode(frame); /* new reference */
     struct nsp_code *c, *k;
     switch (what) {
-    case PyTrace_CALL:
+    case PyTrace_CALL: /* also each resumption of a generator */
         c = nsp_code_of(co, frame);
         if (!c)
             break;
-        if (nsp_cfg.mode == NSP_FUNCTIONS && c->traced) {
+        if (c->traced)
             nsp_fn_enter(co, c, NSC_PY_CALL);
-        } else if (nsp_cfg.mode == NSP_CALLER && c->target) {
+        if (c->target) { /* never a generator (codeinfo.c) */
             PyFrameObject *back = PyFrame_GetBack(frame);
             nsp_caller_enter(back);
             Py_XDECREF(back);
         }
         break;
-    case PyTrace_RETURN: /* arg NULL: left by an exception */
+    case PyTrace_RETURN: /* arg NULL: left by an exception (3.11; 3.12+ passes None) */
         c = nsp_code_of(co, frame);
         if (!c)
             break;
-        if (nsp_cfg.mode == NSP_FUNCTIONS && c->traced)
+        if (c->traced)
             nsp_fn_exit(co, NSC_PY_RETURN, arg == NULL);
-        else if (nsp_cfg.mode == NSP_CALLER && c->target)
+        if (c->target)
             nsp_caller_exit();
         break;
     case PyTrace_C_CALL: /* frame: the caller's; arg: the function */
         k = nsp_callable_of(arg);
         if (!k)
             break;
-        if (nsp_cfg.mode == NSP_FUNCTIONS) {
-            if (nsp_cfg.c_calls && k->traced && (c = nsp_code_of(co, frame)) && c->traced)
-                nsp_fn_enter(k, k, NSC_PY_C_CALL);
-        } else if (k->target) {
+        if (nsp_cfg.mode == NSP_FUNCTIONS && nsp_cfg.c_calls && k->traced &&
+            (c = nsp_code_of(co, frame)) && c->traced)
+            nsp_fn_enter(k, k, NSC_PY_C_CALL);
+        if (k->target)
             nsp_caller_enter(frame);
-        }
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
         k = nsp_callable_of(arg);
         if (!k)
             break;
-        if (nsp_cfg.mode == NSP_FUNCTIONS && k->traced)
+        if (nsp_cfg.mode == NSP_FUNCTIONS && nsp_cfg.c_calls && k->traced)
             nsp_fn_exit(k, NSC_PY_C_RETURN, what == PyTrace_C_EXCEPTION);
-        else if (nsp_cfg.mode == NSP_CALLER && k->target)
+        if (k->target)
             nsp_caller_exit();
         break;
     default:
