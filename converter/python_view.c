@@ -187,9 +187,21 @@ void nsc_py_caller_args(struct jw *aw, const struct nsc_decoder *d, const struct
     first[n] = '\0';
     jw_key(aw, "py_caller");
     jw_str(aw, first);
-    if (nl) {
+    if (nl) { /* one line per frame in the trace; " | " between them here, which
+               * every output (JSON, protobuf args) keeps as it is */
+        char stack[1024];
+        size_t k = 0;
+        for (const char *p = s; *p && k + 4 < sizeof(stack); p++) {
+            if (*p == '\n') {
+                memcpy(stack + k, " | ", 3);
+                k += 3;
+            } else {
+                stack[k++] = *p;
+            }
+        }
+        stack[k] = '\0';
         jw_key(aw, "py_stack");
-        jw_str(aw, s);
+        jw_str(aw, stack);
     }
     if (r->h.flags & NSC_RF_PY_PROCESS) {
         jw_key(aw, "py_caller_from");

@@ -52,8 +52,9 @@ void nsc_pyview_free(struct nsc_pyview *v);
 /* The py_stack string id of a GroupApi/CollApi/P2pApi START (0: none). */
 uint32_t nsc_py_stack_id(const struct nsc_rec *r);
 /* Appends ,"py_caller":"file:line function" (the stack's first line), the
- * whole "py_stack" when it has more lines, and "py_caller_from":"process"
- * when the thread had no caller of its own. Nothing without a stack. */
+ * whole "py_stack" (frames joined by " | ") when it has more lines, and
+ * "py_caller_from":"process" when the thread had no caller of its own.
+ * Nothing without a stack. */
 void nsc_py_caller_args(struct jw *aw, const struct nsc_decoder *d, const struct nsc_rec *r);
 
 #endif /* NSC_PYTHON_VIEW_H */

@@ -96,7 +96,7 @@ def _library_paths():
 
 
 def trace(mode="caller", *, backend="auto", include=None, exclude=None, targets=None,
-          rate_limit=0, c_calls=True, depth=4, plugin=None, session=None):
+          rate_limit=0, c_calls=True, depth=3, plugin=None, session=None):
     """Starts recording Python into ncclscope's trace (stops a running one first).
 
     mode:       "caller" (default): each NCCL API call carries the Python code

@@ -177,7 +177,7 @@ def test_caller():
           "collective from a non-Python thread: %s" % other)
     check([x[0] for x in seen.get("Broadcast", [])] == [None], "non-target call got a caller: %s"
           % seen.get("Broadcast"))
-    stacks = [e["args"].get("py_stack", "").split("\n") for e in api if e["name"] == "AllGather"]
+    stacks = [e["args"].get("py_stack", "").split(" | ") for e in api if e["name"] == "AllGather"]
     check(len(stacks) == 1 and len(stacks[0]) == 3
           and stacks[0][1].endswith("train.py:%d main" % lines["evaluate"])
           and stacks[0][2].endswith("train.py:%d <module>" % lines["main"]),

@@ -9,8 +9,8 @@
  * first `depth` others make the stack: "file:line function" per frame,
  * innermost first, one per line, at most 255 bytes (the string table's
  * limit: outer frames are left off). A table keyed by the frames' (code,
- * line) pairs gives the id of a stack seen before, so the common case costs
- * the walk and a lookup, not a string. Nested target calls (torch's
+ * instruction offset) pairs gives the id of a stack seen before, so the
+ * common case costs the walk and a lookup, not a string. Nested target calls (torch's
  * wrappers calling each other) only count depth.
  */
 #include "native.h"
@@ -22,9 +22,12 @@
 #define WALK_MAX 64   /* frames looked at, at most */
 #define STAB 4096     /* stacks remembered; at half full the table starts over */
 
+/* A frame by its code and instruction offset: cheap to read (a line number
+ * is a walk through the code's line table, long for a big module body);
+ * lines are looked up only to write a new stack's text. */
 struct frame_key {
     PyCodeObject *co; /* a reference held by the table (or by the walk) */
-    int line;
+    int lasti;
 };
 
 struct stack_entry {
@@ -66,7 +69,7 @@ static int collect(PyFrameObject *f, int max, int skip_library, struct frame_key
         PyCodeObject *co = PyFrame_GetCode(f);
         if (!skip_library || !nsp_code_is_library(co)) {
             k[n].co = co;
-            k[n].line = PyFrame_GetLineNumber(f);
+            k[n].lasti = PyFrame_GetLasti(f);
             n++;
         } else {
             Py_DECREF(co);
@@ -83,7 +86,7 @@ static uint64_t hash_of(const struct frame_key *k, int n) {
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < n; i++) {
         h = (h ^ (uint64_t)(uintptr_t)k[i].co) * 0x100000001b3ull;
-        h = (h ^ (uint64_t)(uint32_t)k[i].line) * 0x100000001b3ull;
+        h = (h ^ (uint64_t)(uint32_t)k[i].lasti) * 0x100000001b3ull;
     }
     return h ? h : 1;
 }
@@ -99,7 +102,8 @@ static void stack_text(const struct frame_key *k, int n, char *out, size_t cap) 
             file[nsp_cfg.cwd_len] == '/')
             file += nsp_cfg.cwd_len + 1;
         char line[1024];
-        int m = snprintf(line, sizeof(line), "%s%s:%d %s", i ? "\n" : "", file, k[i].line,
+        int lineno = k[i].lasti >= 0 ? PyCode_Addr2Line(k[i].co, k[i].lasti) : k[i].co->co_firstlineno;
+        int m = snprintf(line, sizeof(line), "%s%s:%d %s", i ? "\n" : "", file, lineno,
                          utf8(k[i].co->co_qualname));
         if (m < 0)
             return;
@@ -131,7 +135,7 @@ static uint32_t stack_id(PyFrameObject *frame) {
             continue;
         int same = 1;
         for (int j = 0; j < n && same; j++)
-            same = stab[i].k[j].co == k[j].co && stab[i].k[j].line == k[j].line;
+            same = stab[i].k[j].co == k[j].co && stab[i].k[j].lasti == k[j].lasti;
         if (same) {
             for (int j = 0; j < n; j++)
                 Py_DECREF(k[j].co);

@@ -113,7 +113,8 @@ static void decide_code(struct nsp_code *c, PyCodeObject *co, PyFrameObject *fra
     const char *qual = utf8(co->co_qualname);
     c->library = (uint8_t)is_library_path(file);
     c->traced = c->target = 0;
-    PyObject *mod = module_of(frame);
+    /* no frame given: a sys.monitoring event, whose code the current frame runs */
+    PyObject *mod = module_of(frame ? frame : PyEval_GetFrame());
     if (nsp_cfg.mode == NSP_FUNCTIONS) {
         c->traced = (uint8_t)ask(nsp_cfg.is_traced, mod, NULL);
         if (c->traced && !c->loc) {

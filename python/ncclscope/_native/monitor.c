@@ -25,7 +25,9 @@ static int tool = -1;
 static PyObject *ret_none(void) { Py_RETURN_NONE; }
 static PyObject *ret_disable(void) { return Py_NewRef(disable); }
 
-static PyFrameObject *current_frame(void) { return PyEval_GetFrame(); /* borrowed */ }
+/* The frame running the code an event is about (borrowed). In 3.12+ this
+ * may create the frame object: asked only when needed, never per event. */
+static PyFrameObject *current_frame(void) { return PyEval_GetFrame(); }
 
 /* One set of callbacks for both modes: a code object or callable may be
  * traced (functions mode records its calls), a target (its calls set the
@@ -37,8 +39,7 @@ static PyObject *py_enter(PyObject *const *args, Py_ssize_t nargs, int can_disab
     if (nargs < 1 || !PyCode_Check(args[0]) || nsp_busy)
         return ret_none();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    PyFrameObject *f = current_frame();
-    struct nsp_code *c = nsp_code_of(co, f);
+    struct nsp_code *c = nsp_code_of(co, NULL);
     if (!c)
         return ret_none();
     if (!c->traced && !c->target)
@@ -46,6 +47,7 @@ static PyObject *py_enter(PyObject *const *args, Py_ssize_t nargs, int can_disab
     if (c->traced)
         nsp_fn_enter(co, c, NSC_PY_CALL);
     if (c->target && start) {
+        PyFrameObject *f = current_frame();
         PyFrameObject *back = f ? PyFrame_GetBack(f) : NULL; /* who called the target */
         nsp_caller_enter(back);
         Py_XDECREF(back);
@@ -58,7 +60,7 @@ static PyObject *py_exit(PyObject *const *args, Py_ssize_t nargs, int can_disabl
     if (nargs < 1 || !PyCode_Check(args[0]) || nsp_busy)
         return ret_none();
     PyCodeObject *co = (PyCodeObject *)args[0];
-    struct nsp_code *c = nsp_code_of(co, current_frame());
+    struct nsp_code *c = nsp_code_of(co, NULL);
     if (!c)
         return ret_none();
     if (!c->traced && !c->target)
@@ -87,7 +89,7 @@ static PyObject *e_call(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
         return ret_disable();
     int record = 0;
     if (nsp_cfg.mode == NSP_FUNCTIONS && nsp_cfg.c_calls && k->traced) {
-        struct nsp_code *site = nsp_code_of((PyCodeObject *)args[0], current_frame());
+        struct nsp_code *site = nsp_code_of((PyCodeObject *)args[0], NULL);
         record = site && site->traced; /* C calls made by code we trace */
     }
     if (!record && !k->target)

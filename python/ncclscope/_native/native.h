@@ -83,8 +83,9 @@ struct nsp_code {
 
 int nsp_codeinfo_init(void);
 /* The decisions for code object co, made at first sight under the current
- * configuration; frame (borrowed, may be NULL) is one executing co, for its
- * module name. NULL on failure (counted). */
+ * configuration; frame (borrowed) is one executing co, for its module name,
+ * or NULL for the current frame (which then must run co). NULL on failure
+ * (counted). */
 struct nsp_code *nsp_code_of(PyCodeObject *co, PyFrameObject *frame);
 /* The same for a callable that is not a Python function (a C function, a
  * callable object); NULL for a Python function or method (their own code
