@@ -12,7 +12,7 @@
    (tests/python's fake NCCL through ctypes: GroupApi, CollApi, Group, Coll
    and KernelCh records each) issued by a Python function that is a target,
    with caller mode off and on at depths 1 and 3, alternating in one
-   process, the fastest block of 20,000 of each.
+   process, the fastest of 8 x --repeat blocks of 5,000 of each.
 """
 import argparse
 import json
@@ -86,9 +86,9 @@ def step(i):
     all_reduce(1024)
 def block():
     t0 = time.thread_time_ns()
-    for i in range(20000):
+    for i in range(5000):
         step(i)
-    return (time.thread_time_ns() - t0) / 20000
+    return (time.thread_time_ns() - t0) / 5000
 backends = ["monitoring", "setprofile"] if sys.version_info >= (3, 12) else ["setprofile"]
 confs = [("off", None)] + [("caller depth %d (%s)" % (d, b), dict(depth=d, backend=b))
                            for b in backends for d in (1, 3)]
@@ -116,6 +116,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", choices=["loop", "collective"])
     ap.add_argument("--json")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
@@ -129,18 +130,22 @@ def main():
         print("Python %s; %d Python calls per run; fastest of %d rounds"
               % (results["python"], CALLS, a.repeat))
         settings = [(n, c) for n, c in SETTINGS.items() if have_mon or "monitoring" not in n]
+        if a.only == "collective":
+            settings = []
         times = {n: [] for n, _ in settings}
         for _ in range(a.repeat):
             for name, (setup, teardown) in settings:
                 code = WORK.replace("SETUP", setup).replace("TEARDOWN", teardown)
                 times[name].append(float(run(code, env)))
-        base = min(times["none"])
+        base = min(times["none"]) if settings else 0
         for name, _ in settings:
             t = min(times[name])
             per = (t - base) / CALLS * 1e9
             results["loop"][name] = {"seconds": t, "ns_per_call": per, "runs": times[name]}
             print("  %-52s %7.3f s  %5.2fx  %+7.1f ns/call" % (name, t, t / base, per))
-        best = json.loads(run(COLL, env, [str(max(3, 2 * a.repeat))]))
+        if a.only == "loop":
+            settings = None
+        best = json.loads(run(COLL, env, [str(8 * a.repeat)])) if settings is not None else {"off": 0}
         results["collective"] = best
         print("one collective through the plugin (GroupApi, CollApi, Group, Coll, KernelCh "
               "records), issued from a Python function that is a target:")
