@@ -46,7 +46,10 @@ int nsc_unpack_record(struct nsc_pack_state *s, const unsigned char **pp, const 
     c->flags = (uint16_t)flags;
     c->aux = (uint32_t)aux;
     memset(r, 0, sizeof(*r));
-    r->h.kind = (uint8_t)(tag & 7);
+    /* 3 bits of kind: 0 (never written before v3) is MARK (event type 15)
+     * or PY (kind 8, event types 0..4) */
+    r->h.kind = (uint8_t)((tag & 7) ? (tag & 7)
+                          : ((tag >> 3) & 15) == NSC_MARK_ETYPE ? NSC_REC_MARK : NSC_REC_PY);
     r->h.etype = (uint8_t)((tag >> 3) & 15);
     r->h.flags = (uint16_t)flags;
     r->h.aux = (uint32_t)aux;

@@ -7,7 +7,9 @@
  * record, so before compressing, the flusher rewrites each record as a few
  * varints predicted from the records before it in the same segment:
  *
- *   tag     u8      kind | etype << 3 | 0x80 when flags/aux follow
+ *   tag     u8      kind & 7 | etype << 3 | 0x80 when flags/aux follow
+ *                   (kind 8, PY, is written as 0 like MARK; MARK's etype is
+ *                   15, PY's 0..4)
  *   flags   varint  } only with 0x80: the (kind, etype) context's previous
  *   aux     varint  } flags/aux are reused otherwise
  *   ticks   varint  zigzag(ticks - previous record's ticks)

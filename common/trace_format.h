@@ -1,5 +1,5 @@
 /*
- * trace_format.h - the ncclscope trace file, format version 2.
+ * trace_format.h - the ncclscope trace file, format version 3.
  * docs/format.md is the written specification with byte tables and the
  * changelog; this header is its C form and must agree with it.
  *
@@ -174,12 +174,32 @@ enum nsc_rec_kind {
     NSC_REC_THREAD = 5, /* first record of a writer thread: aux = tid, payload = name */
     NSC_REC_COMM_INIT = 6,     /* aux = comm serial */
     NSC_REC_COMM_FINALIZE = 7, /* aux = comm serial */
+    /* v3: a Python event (python/, plugin/python_api.c): etype = enum
+     * nsc_py_what, aux = location (string id), id 0, u.state.arg below.
+     * Packed tags keep 3 bits of kind, where 0 (never written before)
+     * stands for 8 (record_pack.h). */
+    NSC_REC_PY = 8,
+};
+/* A MARK record's event type: packed records keep 3 bits of kind, where
+ * MARK (0) and PY (8) are both 0; the event type tells them apart. */
+#define NSC_MARK_ETYPE 15
+
+/* What a PY record says (its etype field). Enters and exits pair up per
+ * thread like a call stack; an exit names the location it leaves. */
+enum nsc_py_what {
+    NSC_PY_CALL = 0,     /* a Python function entered (or resumed: generators) */
+    NSC_PY_RETURN = 1,   /* left (returned, yielded; arg 1: by an exception) */
+    NSC_PY_C_CALL = 2,   /* a C function called from traced Python code */
+    NSC_PY_C_RETURN = 3, /* it returned (arg 1: raised) */
+    NSC_PY_SKIPPED = 4,  /* arg = calls of `aux` not recorded (per-function rate limit) */
 };
 
 /* START flags */
 #define NSC_RF_FOREIGN_PARENT 0x1 /* PXN: parent belongs to process proxyOp.pid */
 #define NSC_RF_HAS_EXT 0x2        /* an EXT record follows */
 #define NSC_RF_BAD_PARENT 0x4     /* parentObj was not a handle we made */
+#define NSC_RF_PY_PROCESS 0x8     /* v3: py_stack is the process's latest Python caller,
+                                   * not this thread's (the thread runs no Python) */
 
 struct nsc_rec_hdr {
     uint8_t kind;   /* enum nsc_rec_kind */
@@ -193,10 +213,12 @@ struct nsc_rec_hdr {
 /* Descriptor payloads (32 bytes after the parent id). String fields are ids
  * from the file's string table (0 = NULL). */
 union nsc_desc {
-    struct { int32_t depth; uint8_t graph; } group_api;
+    /* py_stack (v3): the Python caller's stack, a string id (0 = none;
+     * python_api.c); in bytes that were zero before */
+    struct { int32_t depth; uint8_t graph; uint16_t py_stack; } group_api;
     /* a CollApi's user tag (v7) is in its EXT, present only when the tag is not 0 */
-    struct { uint64_t count, stream; int32_t root; uint16_t func, dtype; uint8_t graph; } coll_api;
-    struct { uint64_t count, stream; uint16_t func, dtype; uint8_t graph; uint64_t user_tag; } p2p_api;
+    struct { uint64_t count, stream; int32_t root; uint16_t func, dtype; uint8_t graph; uint16_t py_stack; } coll_api;
+    struct { uint64_t count, stream; uint16_t func, dtype; uint8_t graph; uint16_t py_stack; uint64_t user_tag; } p2p_api;
     struct { uint64_t stream; } kernel_launch;
     struct { uint64_t seq, count; int32_t root; uint16_t func, dtype, algo, proto; uint8_t nch, nwarps; } coll;
     struct { uint64_t count; int32_t peer; uint16_t func, dtype; uint8_t nch; } p2p;
@@ -215,6 +237,9 @@ union nsc_desc {
 };
 _Static_assert(sizeof(union nsc_desc) == 32, "descriptor payload");
 _Static_assert(offsetof(union nsc_desc, p2p_api.user_tag) == 24, "p2p_api.user_tag");
+_Static_assert(offsetof(union nsc_desc, group_api.py_stack) == 6, "group_api.py_stack");
+_Static_assert(offsetof(union nsc_desc, coll_api.py_stack) == 26, "coll_api.py_stack");
+_Static_assert(offsetof(union nsc_desc, p2p_api.py_stack) == 22, "p2p_api.py_stack");
 _Static_assert(offsetof(union nsc_desc, ce_coll.user_tag_hi) == 28, "ce_coll.user_tag_hi");
 _Static_assert(offsetof(union nsc_desc, kernel_phase.name) == 8, "kernel_phase.name");
 _Static_assert(offsetof(union nsc_desc, kernel_phase.phase) == 11, "kernel_phase.phase");

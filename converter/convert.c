@@ -13,6 +13,7 @@
 #include "hash.h"
 #include "json_writer.h"
 #include "perfetto_proto.h"
+#include "python_view.h"
 #include "result.h"
 #include "trace_decode.h"
 
@@ -112,6 +113,7 @@ struct file_ctx {
     size_t ncomm_named;
     struct gpu_phase *phases; /* KernelPhase GPU intervals waiting for their KernelCh's */
     uint32_t nphases, phases_cap;
+    struct nsc_pyview *py;    /* Python slices (python_view.h); made at the first PY record */
 };
 
 struct conv {
@@ -555,7 +557,10 @@ static void name_process(struct conv *c, struct file_ctx *f, uint32_t serial) {
     f->comm_named[serial] = want;
     char name[256];
     const struct nsc_session *s = &f->dec.session;
-    if (ci) {
+    if (serial == NSC_PY_SERIAL) {
+        snprintf(name, sizeof(name), "%s pid %u python", s->host, s->pid);
+        ci = NULL;
+    } else if (ci) {
         char rank[16];
         if (ci->rank >= 0)
             snprintf(rank, sizeof(rank), "%d", ci->rank);
@@ -616,8 +621,9 @@ static struct track *track_of(struct conv *c, struct file_ctx *f, uint32_t threa
         name_process(c, f, serial);
         char name[96];
         const char *os = thread < f->dec.nthreads ? f->dec.threads[thread].name : "";
-        snprintf(name, sizeof(name), "%s %u%s%s%s", role_of(f, etype), tid, os[0] ? " (" : "", os,
-                 os[0] ? ")" : "");
+        snprintf(name, sizeof(name), "%s %u%s%s%s",
+                 serial == NSC_PY_SERIAL ? "python thread" : role_of(f, etype), tid,
+                 os[0] ? " (" : "", os, os[0] ? ")" : "");
         struct tev e = {.k = TEV_THREAD, .pid = out_pid(f->index, serial), .tid = tid, .name = name};
         out_event(c, &e);
     }
@@ -1086,6 +1092,7 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
     case NSC_ET_GROUP_API:
         arg_i(c, "groupDepth", d->group_api.depth);
         arg_u(c, "graphCaptured", d->group_api.graph);
+        nsc_py_caller_args(c->aw, &f->dec, r);
         break;
     case NSC_ET_COLL_API:
         arg_str(c, f, "func", d->coll_api.func);
@@ -1096,6 +1103,7 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
         arg_u(c, "graphCaptured", d->coll_api.graph);
         if (x && x->coll_api.user_tag) /* API v7; the EXT is only there for a tag */
             arg_u(c, "userTag", x->coll_api.user_tag);
+        nsc_py_caller_args(c->aw, &f->dec, r);
         break;
     case NSC_ET_P2P_API:
         arg_str(c, f, "func", d->p2p_api.func);
@@ -1105,6 +1113,7 @@ static void write_args(struct conv *c, struct file_ctx *f, const struct open_ev 
         arg_u(c, "graphCaptured", d->p2p_api.graph);
         if (d->p2p_api.user_tag)
             arg_u(c, "userTag", d->p2p_api.user_tag);
+        nsc_py_caller_args(c->aw, &f->dec, r);
         break;
     case NSC_ET_KERNEL_LAUNCH:
         arg_p(c, "stream", d->kernel_launch.stream);
@@ -1331,6 +1340,33 @@ static void marker(struct conv *c, struct file_ctx *f, uint32_t thread, const st
     out_event(c, &e);
 }
 
+/* A Python call (python_view.h) on its thread's track: in the file's
+ * python process, or around the NCCL calls it made in a comm's process. */
+static void py_slice_out(void *ud, const struct nsc_py_slice *s) {
+    struct conv *c = ud;
+    struct file_ctx *f = c->f;
+    maybe_rotate(c);
+    if (!keep(c, f, s->serial, -1, s->start_ns, s->end_ns))
+        return;
+    struct track *t = track_of(c, f, s->thread, s->serial, NSC_ET_COLL_API);
+    if (!t)
+        return;
+    /* "file:line function": the function names the slice; C: the whole name */
+    const char *sp = s->c_call ? NULL : strrchr(s->location, ' ');
+    args_begin(c);
+    jw_raw(c->aw, "\"location\":");
+    jw_str(c->aw, s->location);
+    if (s->by_exception)
+        jw_raw(c->aw, ",\"exception\":true");
+    if (s->unfinished)
+        jw_raw(c->aw, ",\"unfinished\":true");
+    struct tev e = {.k = TEV_SLICE, .cat = s->c_call ? "python.c" : "python",
+                    .name = sp ? sp + 1 : s->location, .pid = out_pid(f->index, s->serial),
+                    .tid = t->tid, .ts = s->start_ns, .dur = s->end_ns - s->start_ns,
+                    .with_args = 1};
+    out_event(c, &e);
+}
+
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
                       const struct nsc_rec *ext) {
     struct conv *c = ud;
@@ -1357,6 +1393,10 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         f->track = nsc_track_new(d, f->shift_ns, on_op_done, c);
     if (f->track)
         nsc_track_record(f->track, thread, r, ext);
+    if (r->h.kind == NSC_REC_PY && !f->py)
+        f->py = nsc_pyview_new(py_slice_out, c);
+    if (f->py)
+        nsc_pyview_record(f->py, d, thread, r, ns);
     switch (r->h.kind) {
     case NSC_REC_START: {
         if (r->h.etype >= NSC_ET_COUNT)
@@ -1609,6 +1649,13 @@ static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, in
     arg_u(c, "operations_async", f->ops_lane_overflow);
     arg_u(c, "gpu_impossible_intervals", f->impossible_gpu);
     arg_u(c, "gpu_starts_before_enqueue", f->gpu_before_enqueue);
+    if (f->py) {
+        uint64_t calls, skipped, unmatched;
+        nsc_pyview_counts(f->py, &calls, &skipped, &unmatched);
+        arg_u(c, "python_calls", calls);
+        arg_u(c, "python_calls_not_recorded", skipped); /* per-function rate limit */
+        arg_u(c, "python_exits_without_call", unmatched);
+    }
     jw_raw(c->aw, ",\"gpu_clocks\":[");
     int firstg = 1;
     for (uint32_t k = 0; k < f->ngpu; k++) {
@@ -1759,6 +1806,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             }
         }
         gpu_phases_draw(&c, f, 0, 0, 0); /* phases whose KernelCh never started */
+        if (f->py)
+            nsc_pyview_finish(f->py, &f->dec, f->last_ns);
         file_summary(&c, f, &drops[i]);
         if (!o->quiet)
             losses_warning(f);
@@ -1854,6 +1903,7 @@ done:
             free(f->views[k]);
         free(f->views);
         free(f->phases);
+        nsc_pyview_free(f->py);
         if (f->dec.rd.f || f->dec.strings)
             nsc_decoder_close(&f->dec);
     }

@@ -39,9 +39,11 @@ static void usage(FILE *f) {
             "      compresses; --split starts a new file every MB (trace-000.json, ...);\n"
             "      --time is in seconds from the job's start; .pftrace writes Perfetto's\n"
             "      protobuf format instead of JSON.\n"
-            "  ncclscope stats <files or directories...> [--json] [--top N] [-o FILE]\n"
+            "  ncclscope stats <files or directories...> [--json] [--top N] [--by-caller] [-o FILE]\n"
             "      per (comm, operation, datatype, size): count, latency p50/p99/max,\n"
             "      algbw/busbw; and the straggler table (who entered each collective last).\n"
+            "      --by-caller: operations by the Python code that issued them (py_caller),\n"
+            "      with their share of the communication time (docs/python.md).\n"
             "  ncclscope report <files or directories...> -o report.html\n"
             "      one self-contained HTML page: per-rank timeline, stats tables,\n"
             "      latency-by-size chart, stragglers (no scripts, no network).\n"
@@ -328,13 +330,15 @@ static int cmd_convert(int argc, char **argv) {
 static int cmd_stats(int argc, char **argv) {
     const char *out_path = NULL;
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
-    int nin = 0, json = 0, top = 20, bad = 0;
+    int nin = 0, json = 0, top = 20, bad = 0, by_caller = 0;
     struct align_opts ao = {0, 1e6};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out_path = argv[++i];
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
+        else if (strcmp(argv[i], "--by-caller") == 0)
+            by_caller = 1;
         else if (strcmp(argv[i], "--top") == 0 && i + 1 < argc)
             top = atoi(argv[++i]);
         else if (align_option(argc, argv, &i, &ao, &bad)) {
@@ -376,7 +380,8 @@ static int cmd_stats(int argc, char **argv) {
         }
     }
     if (rc == 0) {
-        struct nsc_stats_opts so = {(const char *const *)files, nfiles, al.shift_ns, json, top, out};
+        struct nsc_stats_opts so = {(const char *const *)files, nfiles, al.shift_ns, json, top, out,
+                                    by_caller};
         rc = nsc_stats(&so);
         if (out != stdout) {
             int werr = ferror(out) || fflush(out) != 0;

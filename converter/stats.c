@@ -9,6 +9,7 @@
 #include "event_types.h"
 #include "hash.h"
 #include "latency_hist.h"
+#include "python_callers.h"
 #include "result.h"
 
 /* ---- aggregation rows ---- */
@@ -52,6 +53,7 @@ struct agg {
     uint64_t ops;
     int damaged;
     const char *path;
+    struct nsc_py_callers *pc; /* --by-caller */
 };
 
 static unsigned bucket_of(uint64_t bytes) {
@@ -112,6 +114,8 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     struct agg *a = ud;
     a->ops++;
     uint64_t bytes = op_bytes(op);
+    if (a->pc)
+        nsc_py_callers_op(a->pc, op, bytes);
     unsigned b = bucket_of(bytes);
     const char *func = op->func ? op->func : "?", *dtype = op->dtype ? op->dtype : "?";
     struct row *r;
@@ -173,6 +177,8 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
     struct file_run *fr = ud;
     if (!fr->t && !fr->oom && !(fr->t = nsc_track_new(d, fr->shift, on_op, fr->a)))
         fr->oom = 1;
+    if (fr->a->pc) /* before the tracker: an operation's API call is known when it completes */
+        nsc_py_callers_record(fr->a->pc, d, thread, r);
     if (fr->t)
         nsc_track_record(fr->t, thread, r, ext);
 }
@@ -526,7 +532,13 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
 int nsc_stats(const struct nsc_stats_opts *o) {
     struct agg a;
     memset(&a, 0, sizeof(a));
+    if (o->by_caller && !(a.pc = nsc_py_callers_new())) {
+        fprintf(stderr, "ncclscope stats: out of memory\n");
+        return 3;
+    }
     for (int i = 0; i < o->nfiles; i++) {
+        if (a.pc)
+            nsc_py_callers_file(a.pc);
         struct nsc_decoder d;
         a.path = o->files[i];
         if (nsc_decoder_open(&d, o->files[i]) != NSC_OK) {
@@ -545,7 +557,11 @@ int nsc_stats(const struct nsc_stats_opts *o) {
             return 3;
         }
     }
-    print(o, &a);
+    if (a.pc)
+        nsc_py_callers_print(a.pc, o->out, o->json);
+    else
+        print(o, &a);
+    nsc_py_callers_free(a.pc);
     for (struct row *r = a.rows, *n; r; r = n) {
         n = r->next;
         free(r);

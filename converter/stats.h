@@ -24,6 +24,7 @@ struct nsc_stats_opts {
     int json;                /* 1: JSON, 2: HTML tables and a latency-by-size SVG chart */
     int top;                 /* straggler rows to print */
     FILE *out;
+    int by_caller;           /* the Python call-site table instead (python_callers.h) */
 };
 
 /* Returns 0, 2 when some input was damaged (the rest is still counted). */

@@ -190,7 +190,8 @@ EXPORT int ncclscope_control_mark(const char *text) {
     memset(&scratch, 0, sizeof(scratch));
     uint16_t id = nsc_intern_slow(&scratch, text);
     uint64_t n = atomic_fetch_add_explicit(&marks, 1, memory_order_relaxed) + 1;
-    nsc_record_one(nsc_thread_get(), NSC_REC_MARK, 0, id, n, ticks);
+    nsc_record_one(nsc_thread_get(), NSC_REC_MARK, (uint64_t)NSC_MARK_ETYPE << NSC_HANDLE_ETYPE_SHIFT,
+                   id, n, ticks);
     return NCCLSCOPE_OK;
 }
 

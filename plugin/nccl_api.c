@@ -20,6 +20,7 @@
 #include "log.h"
 #include "nccl_abi.h"
 #include "nccl_v1_names.h"
+#include "python_caller.h"
 #include "recorder.h"
 #include "session.h"
 
@@ -43,6 +44,7 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned
     case NSC_ET_GROUP_API:
         o->group_api.depth = d->groupApi.groupDepth;
         o->group_api.graph = d->groupApi.graphCaptured;
+        o->group_api.py_stack = nsc_py_caller(&s->rec->h.flags);
         break;
     case NSC_ET_COLL_API:
         o->coll_api.count = d->collApi.count;
@@ -51,6 +53,7 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned
         o->coll_api.func = nsc_intern(sc, d->collApi.func);
         o->coll_api.dtype = nsc_intern(sc, d->collApi.datatype);
         o->coll_api.graph = d->collApi.graphCaptured;
+        o->coll_api.py_stack = nsc_py_caller(&s->rec->h.flags);
         if (s->ext) /* v7 with a tag: see start_event */
             s->ext->u.ext.coll_api.user_tag = d->collApi.userTag;
         break;
@@ -60,6 +63,7 @@ static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned
         o->p2p_api.func = nsc_intern(sc, d->p2pApi.func);
         o->p2p_api.dtype = nsc_intern(sc, d->p2pApi.datatype);
         o->p2p_api.graph = d->p2pApi.graphCaptured;
+        o->p2p_api.py_stack = nsc_py_caller(&s->rec->h.flags);
         if (v7)
             o->p2p_api.user_tag = d->p2pApi.userTag;
         break;
@@ -502,7 +506,8 @@ static nsc_abi_result init_v3(void **ctx, int *mask) {
     return init_common(3, ctx, mask, 0, "", -1, -1, -1, NULL);
 }
 
-/* ---- exported tables: the only symbols the .so exports ---- */
+/* ---- exported tables: with python_api.c's ncclscope_py_v1, the only
+ * symbols the .so exports ---- */
 EXPORT const nsc_abi_profiler_v5 ncclProfiler_v7 = {
     "ncclscope", init_v7, start_v7, stop_event, state_any, finalize};
 EXPORT const nsc_abi_profiler_v5 ncclProfiler_v6 = {

@@ -21,6 +21,7 @@
 #include "version.h"
 
 int nsc_session_pid;
+_Atomic int nsc_session_live;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int session_open;
@@ -33,6 +34,7 @@ static void before_fork(void) { pthread_mutex_lock(&lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
 static void after_fork_child(void) {
     forked_child = 1;
+    atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
     nsc_thread_disable_after_fork();
     pthread_mutex_unlock(&lock);
 }
@@ -92,6 +94,8 @@ static int open_session(int api_version) {
                  s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_flusher_path());
     sessions_started++;
     session_open = 1;
+    /* RELEASE: pairs with python_api.c's ACQUIRE; the flusher is running */
+    atomic_store_explicit(&nsc_session_live, 1, memory_order_release);
     return 0;
 }
 
@@ -118,6 +122,7 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
 /* The flusher first (it drains everything), then the ops thread (the last
  * metrics), then what they used. Under the session mutex. */
 static void close_session(void) {
+    atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
     int joined = nsc_flusher_stop();
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */

@@ -6,6 +6,7 @@
 #ifndef NSC_SESSION_H
 #define NSC_SESSION_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "comm_table.h"
@@ -14,6 +15,12 @@
 /* Our pid, for the PXN check on ProxyOp descriptors. Written under the
  * session mutex before any context exists, read-only afterwards. */
 extern int nsc_session_pid;
+
+/* 1 while a session is open (its flusher running), for records that come
+ * from no communicator: the Python package's (python_api.c). Set with
+ * RELEASE once the flusher runs, cleared before it stops; a record written
+ * just after the clear waits in its ring for the next session. */
+extern _Atomic int nsc_session_live;
 
 /* init: opens the session on first use and a comm slot. Returns the comm,
  * or NULL (the plugin is then disabled for this comm; init fails). */
