@@ -142,15 +142,13 @@ static struct job *open_job(struct flusher *f, struct drainer *d) {
     return j;
 }
 
-/* Hands the job being filled to the compressors. The anchor taken now
- * bounds the chunk's timestamps from above. Strings and comm descriptions
- * are taken when the job is written (in sequence order): everything the
+/* Hands the job being filled to the compressors. Its clock anchor, strings
+ * and comm descriptions are taken when the job is written: everything the
  * chunk's records name was registered before they were committed, so it is
  * registered by then, whichever drainer sealed which job first. */
 static void seal(struct drainer *d, int last) {
     struct flusher *f = d->f;
     struct job *j = d->cur;
-    nsc_clock_anchor(&j->anchor);
     j->last = last;
     pthread_mutex_lock(&f->mu);
     j->state = J_QUEUED;
@@ -479,6 +477,10 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
         nsc_segments_prune(&f->segs, f->w.bytes, stored + (64u << 10));
     if (write_strings(f, strings) != 0 || write_comms(f) != 0)
         return -1;
+    /* The anchor is taken now, not at sealing: it bounds every record
+     * written so far from above, and anchors stay in file order when
+     * several drainers' jobs are written in another order than sealed. */
+    nsc_clock_anchor(&j->anchor);
     if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &j->anchor, sizeof(j->anchor), 0) != 0)
         return -1;
     if (f->threads_due) {

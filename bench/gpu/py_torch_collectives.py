@@ -10,11 +10,11 @@ import torch
 import torch.distributed as dist
 
 
-def step(t, out, world, rank):
+def step(t, out, rs, world, rank):
     dist.all_reduce(t)  # LINE:all_reduce
     dist.all_gather_into_tensor(out, t)  # LINE:all_gather
     dist.broadcast(t, src=0)  # LINE:broadcast
-    dist.reduce_scatter_tensor(t[: t.numel() // world], out)  # LINE:reduce_scatter
+    dist.reduce_scatter_tensor(rs, t)  # LINE:reduce_scatter
     peer = rank ^ 1
     if rank % 2 == 0:  # pairs exchange (send/recv become P2pApi)
         dist.send(t, peer)  # LINE:send
@@ -31,8 +31,9 @@ def main(iters):
     dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
     t = torch.ones(1 << 20, device="cuda")
     out = torch.empty(world << 20, device="cuda")
+    rs = torch.empty((1 << 20) // world, device="cuda")  # reduce_scatter's output: input / world
     for _ in range(iters):
-        step(t, out, world, rank)
+        step(t, out, rs, world, rank)
     torch.cuda.synchronize()
     dist.destroy_process_group()
 

@@ -20,7 +20,12 @@ PLUGIN=$root/build/plugin/libnccl-profiler-ncclscope.so
 mkdir -p "$OUT"
 python3 -c "import sys; sys.path.insert(0, '$root/build/python'); import ncclscope" ||
     { echo "build/python has no ncclscope for $(python3 --version): rebuild (meson setup --reconfigure build)"; exit 1; }
-export PYTHONPATH=$root/build/python${PYTHONPATH:+:$PYTHONPATH}
+# .pth files are read only from site directories, not from PYTHONPATH: a
+# sitecustomize on the path starts the package the way the installed .pth
+# hook does (NCCLSCOPE_PYTHON), in every process torchrun starts.
+mkdir -p "$OUT/site"
+echo "import ncclscope._autoload  # noqa: F401" >"$OUT/site/sitecustomize.py"
+export PYTHONPATH=$OUT/site:$root/build/python${PYTHONPATH:+:$PYTHONPATH}
 export NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_PYTHON=$MODE
 status=0
 
