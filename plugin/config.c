@@ -8,6 +8,7 @@
  * naming the setting, its value and what is accepted (docs/config.md). */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,5 +236,42 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     cfg->metrics_keep = (int)v;
     if (get_u32("NCCLSCOPE_MAX_MB", 0, 0, 16777216, " MiB (0: no cap)", &cfg->max_mb, err, errlen))
         return -1;
+
+    const char *mode = getenv("NCCLSCOPE_MODE");
+    if (mode && *mode && strcmp(mode, "stream") && strcmp(mode, "flight")) {
+        char q[300];
+        snprintf(err, errlen, "NCCLSCOPE_MODE=%s: accepted: stream or flight", quoted(mode, q, sizeof(q)));
+        return -1;
+    }
+    cfg->flight = mode && !strcmp(mode, "flight");
+    if (get_u32("NCCLSCOPE_FLIGHT_MB", 32, 1, 65536, " MiB", &cfg->flight_mb, err, errlen))
+        return -1;
+    /* A signal only if the user names one: by name (USR1, SIGUSR2, ...) or
+     * number. Fatal signals dump anyway in flight mode; SIGKILL and SIGSTOP
+     * cannot be caught. */
+    const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
+    cfg->dump_signal = 0;
+    if (sig && *sig) {
+        static const struct { const char *name; int num; } names[] = {
+            {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"INT", SIGINT},
+            {"QUIT", SIGQUIT}, {"TERM", SIGTERM}, {"PWR", SIGPWR}, {"WINCH", SIGWINCH},
+        };
+        const char *n = strncmp(sig, "SIG", 3) ? sig : sig + 3;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (!strcmp(n, names[i].name))
+                cfg->dump_signal = names[i].num;
+        if (!cfg->dump_signal) {
+            uint64_t num;
+            if (parse_decimal(sig, &num) != 0 || num < 1 || num > (uint64_t)SIGRTMAX || num == SIGKILL || num == SIGSTOP ||
+                num == SIGSEGV || num == SIGBUS || num == SIGFPE || num == SIGILL || num == SIGABRT) {
+                char q[300];
+                snprintf(err, errlen, "NCCLSCOPE_DUMP_SIGNAL=%s: accepted: USR1, USR2, HUP, INT, QUIT, TERM, "
+                         "PWR, WINCH or a number 1..%d other than KILL, STOP and the fatal signals",
+                         quoted(sig, q, sizeof(q)), SIGRTMAX);
+                return -1;
+            }
+            cfg->dump_signal = (int)num;
+        }
+    }
     return 0;
 }

@@ -28,6 +28,9 @@ struct nsc_config {
     uint32_t metrics_seconds; /* NCCLSCOPE_METRICS_SECONDS: how often the file is rewritten */
     int metrics_keep;        /* NCCLSCOPE_METRICS_KEEP: leave the file at the end */
     uint32_t max_mb;         /* NCCLSCOPE_MAX_MB: cap of the session's segment files (0: no cap) */
+    int flight;              /* NCCLSCOPE_MODE=flight: keep the newest chunks in memory, dump on a trigger */
+    uint32_t flight_mb;      /* NCCLSCOPE_FLIGHT_MB: the flight window's memory (default 32) */
+    int dump_signal;         /* NCCLSCOPE_DUMP_SIGNAL: a signal that dumps (0: none) */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with a message in err

@@ -1,6 +1,7 @@
 /* control.c - start/stop, masks, marks; the exported control API and the
  * control files (see control.h and include/ncclscope.h). */
 #include "control.h"
+#include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -173,7 +174,9 @@ EXPORT int ncclscope_control_set_events(const char *names) {
 EXPORT uint32_t ncclscope_control_mask(void) { return nsc_ctl_recording(); }
 
 /* Flight mode does not exist yet (issue 11): every process streams. */
-EXPORT int ncclscope_control_dump(void) { return NCCLSCOPE_NOT_FLIGHT_MODE; }
+EXPORT int ncclscope_control_dump(void) {
+    return nsc_session_request_dump() == 0 ? NCCLSCOPE_OK : NCCLSCOPE_NOT_FLIGHT_MODE;
+}
 
 EXPORT int ncclscope_control_mark(const char *text) {
     if (!text)

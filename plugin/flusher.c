@@ -17,6 +17,7 @@
 #include "block_payload.h"
 #include "clock.h"
 #include "comm_table.h"
+#include "flight.h"
 #include "counters.h"
 #include "intern.h"
 #include "live_metrics.h"
@@ -100,6 +101,13 @@ struct flusher {
     unsigned nrecent;
     int threads_due;              /* a new segment still lacks its THREAD records */
 
+    /* flight mode (NCCLSCOPE_MODE=flight): chunks kept here, not written,
+     * until a trigger sets dump_req (any thread); the writing compressor
+     * dumps them */
+    struct nsc_flight *flight;
+    _Atomic int dump_req;
+    unsigned dumps;
+
     /* loss accounting (the writing compressor adds, anyone reads) */
     _Atomic uint64_t lost_write, lost_exit;
     _Atomic uint32_t write_errors;
@@ -107,9 +115,22 @@ struct flusher {
 };
 
 static struct flusher *F; /* the running session's; NULL between sessions */
+/* Set by the NCCLSCOPE_DUMP_SIGNAL handler (async-signal-safe: a lock-free
+ * atomic store), turned into a dump request by a drainer. */
+static volatile _Atomic int dump_signalled;
+static struct sigaction old_dump_action;
+static int dump_signal_installed;
 static char path_shown[1280];
 
 const char *nsc_flusher_path(void) { return path_shown; }
+
+int nsc_flusher_request_dump(void) {
+    struct flusher *f = F; /* read under the session mutex by the caller */
+    if (!f || !f->flight)
+        return -1;
+    atomic_store_explicit(&f->dump_req, 1, memory_order_release);
+    return 0;
+}
 
 static uint64_t now_ns(void) { return nsc_clock_monotonic_ns(); }
 
@@ -239,6 +260,27 @@ static uint64_t next_sleep_us(const struct flusher *f, uint64_t got, int blocked
     return f->cfg.drain_us;
 }
 
+/* Flight mode, drainer 0: the triggers that need a thread of ours to look
+ * (the dump signal's flag, $NCCLSCOPE_DIR/dump-now, checked once per flush
+ * interval) become a dump request; the job sealed next carries it to a
+ * compressor. Returns 1 when a dump was requested now. */
+static uint64_t next_file_check_ns;
+static int flight_triggers(struct flusher *f, uint64_t now) {
+    int req = 0;
+    if (atomic_exchange_explicit(&dump_signalled, 0, memory_order_relaxed))
+        req = 1;
+    if (now >= next_file_check_ns) {
+        next_file_check_ns = now + (uint64_t)f->cfg.flush_ms * 1000000ull;
+        char p[1100];
+        /* unlink is the check: one dump per file that appears */
+        if (snprintf(p, sizeof(p), "%s/dump-now", f->cfg.dir) < (int)sizeof(p) && unlink(p) == 0)
+            req = 1;
+    }
+    if (req)
+        atomic_store_explicit(&f->dump_req, 1, memory_order_release);
+    return req || atomic_load_explicit(&f->dump_req, memory_order_acquire);
+}
+
 static void *drainer_main(void *arg) {
     struct drainer *d = arg;
     struct flusher *f = d->f;
@@ -260,7 +302,10 @@ static void *drainer_main(void *arg) {
         /* At least once per flush interval: the records waiting, and from
          * drainer 0 also an empty job, which carries strings, comms and
          * STATS to the file when nothing else does. */
-        if (now - d->last_seal_ns >= (uint64_t)f->cfg.flush_ms * 1000000ull &&
+        int dump_now = 0;
+        if (f->flight && d->index == 0)
+            dump_now = flight_triggers(f, now);
+        if ((dump_now || now - d->last_seal_ns >= (uint64_t)f->cfg.flush_ms * 1000000ull) &&
             ((d->cur && d->cur->raw_len) || (d->index == 0 && ensure_job(d)))) {
             seal(d, 0);
             if (d->index == 0)
@@ -456,6 +501,19 @@ static void write_threads(struct flusher *f, uint64_t ticks) {
 static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint16_t flags,
                      size_t stored) {
     take_comms(f);
+    if (f->flight) {
+        /* Flight mode: nothing reaches the disk until a dump. Comm
+         * descriptions go to the recent ring a dump repeats (with every
+         * open comm's); the chunk to the window. */
+        for (unsigned i = 0; i < f->npending; i++)
+            f->recent[f->nrecent++ % RECENT_COMMS] = f->pending_comms[i];
+        f->npending = 0;
+        nsc_clock_anchor(&j->anchor);
+        if (j->raw_len)
+            nsc_flight_keep(f->flight, &j->anchor, out + sizeof(struct nsc_block_header), stored,
+                            j->raw_len, flags, j->records);
+        return 0;
+    }
     uint32_t strings = nsc_intern_count();
     /* hook: rotation closes a segment this chunk would take past its size */
     if (f->w.fd >= 0 && nsc_segments_due(&f->segs, f->w.bytes, stored + 4096))
@@ -518,6 +576,70 @@ static void account(struct flusher *f, struct job *j, int ok) {
                      f->w.fd >= 0 ? f->w.path : f->cfg.dir, strerror(e), e);
         f->in_error = 1;
     }
+}
+
+/* ------------------------------------------------------------ flight dump */
+
+struct dump_ctx {
+    struct flusher *f;
+    uint64_t chunks;
+};
+
+static int dump_chunk(void *ud, const struct nsc_anchor *a, unsigned char *block, uint16_t flags,
+                      size_t stored, size_t raw_len) {
+    struct dump_ctx *d = ud;
+    struct flusher *f = d->f;
+    if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, a, sizeof(*a), 0) != 0)
+        return -1;
+    if (f->threads_due) { /* names for every thread, before its first records */
+        write_threads(f, a->ticks);
+        f->threads_due = 0;
+    }
+    if (nsc_writer_prepared(&f->w, block, NSC_BLK_PACKED, flags, stored, raw_len) != 0)
+        return -1;
+    d->chunks++;
+    return 0;
+}
+
+/* Writes the flight window as a standalone trace file (a new file each
+ * time: <host>-<pid>[-N].nsc): strings, the recent and open comm
+ * descriptions, every thread's name, the kept chunks, STATS, END. The window
+ * stays: recording goes on, and a later dump covers it again. Called by the
+ * compressor whose turn it is to write. */
+static void flight_dump(struct flusher *f, const char *why) {
+    if (nsc_writer_open(&f->w, &f->session) != 0) {
+        nsc_log_warn("ncclscope: flight recorder: cannot write a dump in %s: %s", f->cfg.dir,
+                     strerror(f->w.last_errno));
+        return;
+    }
+    f->strings_written = 0;
+    describe_again(f);
+    struct dump_ctx d = {.f = f};
+    int rc = write_strings(f, nsc_intern_count()) == 0 && write_comms(f) == 0
+                 ? nsc_flight_each(f->flight, dump_chunk, &d) : -1;
+    if (f->threads_due) {
+        struct nsc_anchor a;
+        nsc_clock_anchor(&a);
+        nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &a, sizeof(a), 0);
+        write_threads(f, a.ticks);
+        f->threads_due = 0;
+    }
+    stats_block(f);
+    nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
+    f->dumps++;
+    if (rc == 0)
+        nsc_log_info("ncclscope: flight recorder (%s): %llu records in %llu chunks -> %s", why,
+                     (unsigned long long)nsc_flight_records(f->flight), (unsigned long long)d.chunks,
+                     f->w.path);
+    else
+        nsc_log_warn("ncclscope: flight recorder (%s): writing %s failed: %s", why, f->w.path,
+                     strerror(f->w.last_errno));
+    nsc_writer_close(&f->w);
+}
+
+static void on_dump_signal(int sig) {
+    (void)sig;
+    atomic_store_explicit(&dump_signalled, 1, memory_order_relaxed);
 }
 
 /* -------------------------------------------------------------- compressors */
@@ -587,7 +709,11 @@ static void *compressor_main(void *arg) {
         /* The last drainer's final job ends the file (each drainer's
          * final job is its last, so every other job is in by then). */
         int last = j->last && f->finals_written + 1 == f->ndrainers;
-        if (f->w.fd >= 0) {
+        if (f->flight) {
+            /* a trigger, or the end of the session: dump the window */
+            if (atomic_exchange_explicit(&f->dump_req, 0, memory_order_acq_rel) || last)
+                flight_dump(f, last ? "end of the session" : "trigger");
+        } else if (f->w.fd >= 0) {
             stats_block(f);
             if (last)
                 nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
@@ -639,6 +765,7 @@ static void free_flusher(struct flusher *f) {
     free(f->jobs);
     free(f->pending_comms);
     free(f->recent);
+    nsc_flight_destroy(f->flight);
     nsc_segments_free(&f->segs);
     nsc_writer_close(&f->w);
     pthread_cond_destroy(&f->cv_drainer);
@@ -680,9 +807,28 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
                     cfg->zstd_level);
     snprintf(path_shown, sizeof(path_shown), "%s/", cfg->dir);
     nsc_segments_init(&f->segs, (uint64_t)cfg->max_mb << 20);
-    if (cfg->max_mb) { /* rotation: numbered segment files (segments.h) */
+    if (cfg->max_mb && !cfg->flight) { /* rotation: numbered segment files (segments.h) */
         f->w.rotate = 1;
         f->recent = calloc(RECENT_COMMS, sizeof(*f->recent));
+    }
+    if (cfg->flight) {
+        f->flight = nsc_flight_create((uint64_t)cfg->flight_mb << 20);
+        f->recent = calloc(RECENT_COMMS, sizeof(*f->recent));
+        if (!f->flight || !f->recent) {
+            nsc_flight_destroy(f->flight);
+            free(f->recent);
+            free(f);
+            snprintf(err, errlen, "out of memory for the flight recorder");
+            return -1;
+        }
+        if (cfg->dump_signal && !dump_signal_installed) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = on_dump_signal;
+            sa.sa_flags = SA_RESTART;
+            sigemptyset(&sa.sa_mask);
+            dump_signal_installed = sigaction(cfg->dump_signal, &sa, &old_dump_action) == 0;
+        }
     }
     pthread_mutex_init(&f->mu, NULL);
     pthread_condattr_t ca;

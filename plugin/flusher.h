@@ -41,6 +41,11 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
  * hooks use must then stay: live_metrics.h). */
 int nsc_flusher_stop(void);
 
+/* Flight mode: asks for a dump of the window (done by a compressor within a
+ * drain pass or two). Returns 0, or -1 when no flight-mode session runs.
+ * Under the session mutex. */
+int nsc_flusher_request_dump(void);
+
 /* Where the trace goes (the directory until the file exists). */
 const char *nsc_flusher_path(void);
 

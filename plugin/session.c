@@ -130,6 +130,13 @@ static void close_session(void) {
     session_open = 0;
 }
 
+int nsc_session_request_dump(void) {
+    pthread_mutex_lock(&lock);
+    int rc = session_open && !forked_child ? nsc_flusher_request_dump() : -1;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 void nsc_session_comm_close(struct nsc_comm *c) {
     nsc_record_marker(NSC_REC_COMM_FINALIZE, c->serial);
     pthread_mutex_lock(&lock);

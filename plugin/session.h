@@ -31,4 +31,8 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
 /* finalize: closes the comm, and the session after the last one. */
 void nsc_session_comm_close(struct nsc_comm *c);
 
+/* Flight mode: a dump of the window (control API, control files). Returns
+ * 0, or -1 when no flight-mode session runs. */
+int nsc_session_request_dump(void);
+
 #endif /* NSC_SESSION_H */
