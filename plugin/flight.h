@@ -5,7 +5,9 @@
  *
  * Contract: only the compressor whose turn it is to write calls these (the
  * flusher's write order makes that one thread at a time), so the window
- * needs no lock. Memory: at most the budget given at creation
+ * needs no lock; the one exception is a crash: the fatal-signal handler
+ * freezes the window (nsc_flight_freeze) and walks it with nsc_flight_each
+ * while other threads run on (flight.c says how that stays safe). Memory: at most the budget given at creation
  * (NCCLSCOPE_FLIGHT_MB); the oldest chunks go first.
  */
 #ifndef NSC_FLIGHT_H
@@ -34,6 +36,10 @@ int nsc_flight_keep(struct nsc_flight *w, const struct nsc_anchor *a, const void
 typedef int (*nsc_flight_fn)(void *ud, const struct nsc_anchor *a, unsigned char *block,
                              uint16_t flags, size_t stored, size_t raw_len);
 int nsc_flight_each(struct nsc_flight *w, nsc_flight_fn fn, void *ud);
+
+/* Crash: from now on the window takes and frees nothing (async-signal-safe:
+ * one atomic store). */
+void nsc_flight_freeze(struct nsc_flight *w);
 
 /* Records in the window now, and records that left it (oldest dropped or
  * not kept) since creation. */

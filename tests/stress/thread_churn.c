@@ -14,8 +14,11 @@
  * --stream S instead: one thread records 10,000 events every 10 ms for S
  * seconds (a job that keeps running while its disk fills or freezes), then
  * finalizes and prints "finalized after X s" (the disk tests time it).
+ * --crash with --stream: dereferences NULL instead of finalizing (SIGSEGV
+ * inside the job: the flight recorder's crash dump).
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +77,14 @@ int main(int argc, char **argv) {
     const char *plugin = NULL;
     long churn = 10000;
     double stream = 0;
+    int crash = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
             plugin = argv[++i];
         else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
             churn = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--crash"))
+            crash = 1;
         else if (!strcmp(argv[i], "--stream") && i + 1 < argc)
             stream = atof(argv[++i]);
         else if (!strcmp(argv[i], "--events") && i + 1 < argc)
@@ -109,6 +115,12 @@ int main(int argc, char **argv) {
             nanosleep(&nap, NULL);
             clock_gettime(CLOCK_MONOTONIC, &t1);
         } while ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 < stream);
+        if (crash) {
+            printf("events %ld\ncrashing\n", done);
+            fflush(stdout);
+            volatile int *volatile nowhere = NULL; /* volatile: the compiler cannot see it is NULL */
+            *nowhere = 1;                           /* SIGSEGV */
+        }
         nsc_host_finalize(&host, ctx);
         clock_gettime(CLOCK_MONOTONIC, &t2);
         printf("events %ld\nfinalized after %.3f s\n", done,
