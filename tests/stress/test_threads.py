@@ -19,13 +19,14 @@ if p.returncode != 0:
 late_tid = int(re.search(r"late_tid (\d+)", p.stdout).group(1))
 files = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".nsc")]
 info = subprocess.run([cli, "info", *files], capture_output=True, text=True).stdout
-failed = 0
+failed = passed = 0
 
 
 def check(cond, msg):
-    global failed
+    global failed, passed
     print(("ok: " if cond else "FAIL: ") + msg)
     failed += not cond
+    passed += bool(cond)
 
 
 starts = int(re.search(r"GroupApi=(\d+)", info).group(1))
@@ -38,5 +39,16 @@ check(m and int(m.group(1)) == 10 and int(m.group(2)) == 10,
 late = re.search(r"tid %d \S+: (\d+) records in file" % late_tid, info)
 check(late and int(late.group(1)) >= 2 * n_events + 1, "the late thread attached: %s" % (late.group(0) if late else info))
 check(len(re.findall(r"^  #\d+ tid", info, re.M)) <= 4, "at most 4 thread states")
-print("%d passed, %d failed" % (4 - failed, failed))
+# 1,100 sessions in one process (init/finalize cycles): every one initialises
+# and leaves its own complete file (the old naming stopped at 1,000)
+d2 = tempfile.mkdtemp(prefix="nsc-cycles-")
+p = subprocess.run([churn_exe, "--plugin", plugin, "--cycles", "1100"], capture_output=True, text=True,
+                   env=dict(os.environ, NCCLSCOPE_DIR=d2), timeout=600)
+files = [f for f in os.listdir(d2) if f.endswith(".nsc")]
+check(p.returncode == 0 and "initialised 1100" in p.stdout, "1100 init/finalize cycles: %s%s" % (p.stdout, p.stderr[-500:]))
+check(len(files) == 1100, "one file per session: %d" % len(files))
+last = max(files, key=lambda f: os.path.getmtime(os.path.join(d2, f)))
+info2 = subprocess.run([cli, "info", os.path.join(d2, last)], capture_output=True, text=True).stdout
+check("closed cleanly  yes" in info2 and "GroupApi=1" in info2, "the last session's file: %s" % info2)
+print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

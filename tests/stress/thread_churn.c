@@ -14,14 +14,17 @@
  * --stream S instead: one thread records 10,000 events every 10 ms for S
  * seconds (a job that keeps running while its disk fills or freezes), then
  * finalizes and prints "finalized after X s" (the disk tests time it).
- * --crash with --stream: dereferences NULL instead of finalizing (SIGSEGV
+ * --crash with --stream: writes to a PROT_NONE page instead of finalizing (SIGSEGV
  * inside the job: the flight recorder's crash dump).
+ * --cycles N instead: N sessions one after another in one process (init,
+ * one event, finalize: elastic restarts), each its own trace file.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,11 +81,14 @@ int main(int argc, char **argv) {
     long churn = 10000;
     double stream = 0;
     int crash = 0;
+    long cycles = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
             plugin = argv[++i];
         else if (!strcmp(argv[i], "--churn") && i + 1 < argc)
             churn = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
+            cycles = atol(argv[++i]);
         else if (!strcmp(argv[i], "--crash"))
             crash = 1;
         else if (!strcmp(argv[i], "--stream") && i + 1 < argc)
@@ -100,6 +106,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     int mask = 0;
+    if (cycles > 0) {
+        long ok = 0;
+        for (long i = 0; i < cycles; i++) {
+            if (nsc_host_init(&host, &ctx, 0x1000 + (uint64_t)i, &mask, "cycle", 1, 1, 0) != 0)
+                continue;
+            some_events(1);
+            nsc_host_finalize(&host, ctx);
+            ok++;
+        }
+        printf("cycles %ld initialised %ld\n", cycles, ok);
+        nsc_host_unload(&host);
+        return ok == cycles ? 0 : 1;
+    }
     if (nsc_host_init(&host, &ctx, 0x1234, &mask, "churn", 1, 1, 0) != 0) {
         fprintf(stderr, "thread_churn: init failed\n");
         return 1;
@@ -118,8 +137,9 @@ int main(int argc, char **argv) {
         if (crash) {
             printf("events %ld\ncrashing\n", done);
             fflush(stdout);
-            volatile int *volatile nowhere = NULL; /* volatile: the compiler cannot see it is NULL */
-            *nowhere = 1;                           /* SIGSEGV */
+            /* a real fault (not raise()): a store to a page with no access */
+            volatile int *nowhere = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            *nowhere = 1; /* SIGSEGV */
         }
         nsc_host_finalize(&host, ctx);
         clock_gettime(CLOCK_MONOTONIC, &t2);
