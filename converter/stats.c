@@ -516,11 +516,13 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
     fprintf(f, "</svg>\n");
 }
 
-static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top) {
+static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top,
+                       struct late_rank *const *late, size_t nlate) {
     fprintf(f, "<h2>Latency by message size (p50, enqueue to completion)</h2>\n");
     latency_chart(f, v, nrows);
     fprintf(f, "<h2>Operations</h2>\n<table><tr><th>comm</th><th>ranks</th><th>op</th><th>datatype</th>"
-               "<th>size &le;</th><th>count</th><th>p50 us</th><th>p99 us</th><th>max us</th>"
+               "<th>size &le;</th><th>count</th><th>timing</th><th>p50 us</th><th>p99 us</th>"
+               "<th>max us</th><th>queue p50 us</th><th>host p50 us</th>"
                "<th>algbw GB/s</th><th>busbw GB/s</th><th></th></tr>\n");
     for (size_t i = 0; i < nrows; i++) {
         struct row *r = v[i];
@@ -531,12 +533,34 @@ static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry
         html_escape(f, r->func);
         fprintf(f, "</td><td>");
         html_escape(f, r->dtype);
-        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>"
-                   "<td>%.2f</td><td>%s</td></tr>\n",
-                sz, (unsigned long long)n.count, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3, n.algbw,
-                n.busbw, n.note);
+        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>",
+                sz, (unsigned long long)n.count, n.timing, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3);
+        if (n.queue_p50 >= 0)
+            fprintf(f, "<td>%.2f</td>", n.queue_p50 / 1e3);
+        else
+            fprintf(f, "<td>-</td>");
+        fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td></tr>\n", n.host_p50 / 1e3,
+                n.algbw, n.busbw, n.note);
     }
-    fprintf(f, "</table>\n<h2>Stragglers</h2>\n<p>Collectives whose last rank entered latest after the first "
+    fprintf(f, "</table>\n<p>timing gpu: p50/p99/max are GPU time (first KernelCh GPU start to last "
+               "GPU end across channels), the bandwidths come from its p50; host-only: no KernelCh "
+               "recorded, enqueue to completion. queue: enqueue to GPU start.</p>\n");
+    if (nlate) {
+        fprintf(f, "<h2>Stragglers by GPU start</h2>\n<p>Per rank: how often its kernel started last "
+                   "in a collective, how long the first rank waited for it, and whether it was late "
+                   "on the host (enqueued late) or on the GPU (enqueued on time, started late).</p>\n"
+                   "<table><tr><th>comm</th><th>rank</th><th>collectives</th><th>last</th>"
+                   "<th>wait us</th><th>host-late</th><th>gpu-late</th></tr>\n");
+        for (size_t i = 0; i < nlate; i++)
+            fprintf(f, "<tr><td>%016llx</td><td>%d</td><td>%llu</td><td>%llu</td><td>%.2f</td>"
+                       "<td>%llu</td><td>%llu</td></tr>\n",
+                    (unsigned long long)late[i]->comm_id, late[i]->rank,
+                    (unsigned long long)late[i]->colls, (unsigned long long)late[i]->last,
+                    (double)late[i]->wait_ns / 1e3, (unsigned long long)late[i]->host_late,
+                    (unsigned long long)late[i]->gpu_late);
+        fprintf(f, "</table>\n");
+    }
+    fprintf(f, "<h2>Stragglers by enqueue</h2>\n<p>Collectives whose last rank entered latest after the first "
                "(same commHash, function and seqNumber).</p>\n<table><tr><th>comm</th><th>seq</th>"
                "<th>op</th><th>ranks</th><th>last rank</th><th>first rank</th><th>lag us</th></tr>\n");
     for (size_t i = 0; i < top; i++) {
@@ -629,7 +653,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     struct late_rank **late = late_ranks(a, &nlate);
     FILE *f = o->out;
     if (o->json == 2) {
-        print_html(f, v, nrows, st, top);
+        print_html(f, v, nrows, st, top, late, nlate);
     } else if (o->json) {
         fprintf(f, "{\"files\": %d, \"operations\": %llu, ", o->nfiles, (unsigned long long)a->ops);
         print_losses_json(f, &a->lost);
