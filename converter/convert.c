@@ -1715,7 +1715,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             continue;
         }
         if (c.file_masks[i] & ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_PHASE)) &&
-            nsc_gpu_clock_scan(f->path, f->shift_ns, &f->gpu, &f->ngpu) == 0 && !o->quiet)
+            nsc_gpu_clock_scan(f->path, f->shift_ns, &f->gpu, &f->ngpu) == 0 && !o->quiet &&
+            o->verbose)
             for (uint32_t k = 0; k < f->ngpu; k++)
                 if (f->gpu[k].have)
                     fprintf(stderr,
@@ -1733,7 +1734,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         f->track = NULL;
         inflight_drain(&c, f);
         memset(c.recent, 0, PLACED_CAP * sizeof(*c.recent));
-        if (!o->quiet && (f->ops_lane_overflow || f->gpu_before_enqueue || f->impossible_gpu))
+        if (!o->quiet && o->verbose &&
+            (f->ops_lane_overflow || f->gpu_before_enqueue || f->impossible_gpu))
             fprintf(stderr,
                     "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
                     "in flight or completed out of order), "
