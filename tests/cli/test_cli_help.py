@@ -10,6 +10,8 @@ alignment per host) only with -v."""
 import difflib
 import os
 import re
+import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -60,6 +62,23 @@ def main():
     check(r.stderr.count("\n") == 1 and "r.html" in r.stderr, repr(r.stderr))
     print("ok: default output is a summary (%d chars), -v adds the per-file diagnostics (%d chars)"
           % (len(quiet), len(loud)))
+
+    # meson install: the CLI, the man page, the plugin, the harness and the
+    # reference plugins (into a staging directory; nothing is rebuilt)
+    meson = shutil.which("meson")
+    build = os.path.dirname(os.path.dirname(os.path.abspath(cli)))
+    if not meson or not os.path.exists(os.path.join(build, "meson-private")):
+        print("SKIP (visible): meson install not checked: no meson or no build directory")
+        return
+    stage = os.path.join(d, "stage")
+    p = subprocess.run([meson, "install", "-C", build, "--destdir", stage, "--no-rebuild", "--quiet"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "meson install: %s %s" % (p.stdout[-1000:], p.stderr[-1000:]))
+    names = {f for _, _, fs in os.walk(stage) for f in fs}
+    want = {"ncclscope", "ncclscope-bench", "ncclscope.1", "libnccl-profiler-ncclscope.so",
+            "libnccl-profiler-empty.so", "libnccl-profiler-counting.so", "ncclscope.h"}
+    check(want <= names, "installed: %s, missing %s" % (sorted(names), sorted(want - names)))
+    print("ok: meson install puts %s" % ", ".join(sorted(want)))
 
 
 if __name__ == "__main__":
