@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock_align.h"
@@ -610,6 +611,7 @@ static int cmd_replay(int argc, char **argv) {
     if (damaged)
         fprintf(stderr, "ncclscope replay: %s (replaying what was intact)\n", err);
     struct nsc_host h;
+    time_t t0 = time(NULL);
     if (nsc_host_load(&h, plugin, version, err, sizeof(err)) != 0) {
         fprintf(stderr, "ncclscope replay: %s\n", err);
         nsc_script_free(&s);
@@ -629,6 +631,16 @@ static int cmd_replay(int argc, char **argv) {
                 (unsigned long long)st.skipped_by_mask, (unsigned long long)st.null_handles);
     nsc_host_unload(&h);
     nsc_script_free(&s);
+    /* The ncclscope plugin's traces of this replay (now closed) say they are
+     * one: the replay re-timed the host calls, not the recorded GPU timers. */
+    const char *dir = getenv("NCCLSCOPE_DIR");
+    if (!dir || !*dir)
+        dir = "./ncclscope-trace"; /* the plugin's default (docs/config.md) */
+    int marked = nsc_replay_mark_traces(dir, (uint32_t)getpid(), t0, err, sizeof(err));
+    if (marked < 0)
+        fprintf(stderr, "ncclscope replay: %s\n", err);
+    else if (marked > 0)
+        fprintf(stderr, "ncclscope replay: %d trace file(s) in %s marked as replayed\n", marked, dir);
     return rc != 0 ? 3 : damaged ? 2 : 0;
 }
 

@@ -228,7 +228,10 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
             fr->oom = 1;
         /* The GPU clock offsets, as convert maps them: a pre-pass over the
          * file's first KernelCh, once the SESSION block said they exist. */
+        /* A replay re-timed the host calls and kept the recorded GPU
+         * timers: GPU time stands, queue time and GPU starts do not. */
         else if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 &&
+                 !nsc_session_replayed(&d->session) &&
                  nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
             fr->gpu = NULL;
             fr->ngpu = 0;
