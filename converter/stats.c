@@ -358,7 +358,8 @@ static struct late_rank *late_of(struct late_rank **list, size_t *n, uint64_t co
 /* Returns the ranks as a sorted array (*n entries; free the array and the
  * list through it), NULL when there is none. */
 static struct late_rank **late_ranks(const struct agg *a, size_t *n) {
-    struct late_rank *list = NULL;
+    struct late_rank *list = NULL, *comms = NULL;
+    size_t ncomms = 0;
     *n = 0;
     for (size_t i = 0; i < a->ent_cap; i++) {
         const struct entry *e = &a->ent[i];
@@ -376,14 +377,23 @@ static struct late_rank **late_ranks(const struct agg *a, size_t *n) {
         else
             l->gpu_late++;
     }
-    /* every rank's participation, for "how often" */
+    /* how many such collectives each comm had, for "how often" (a list per
+     * comm: comms are few, collectives many) */
     for (size_t i = 0; i < a->ent_cap; i++) {
         const struct entry *e = &a->ent[i];
         if (!e->seq || e->gpu_ranks < 2 || e->gpu_ranks != e->ranks)
             continue;
-        for (struct late_rank *l = list; l; l = l->next)
-            if (l->comm_id == e->real_comm)
-                l->colls++;
+        struct late_rank *c = late_of(&comms, &ncomms, e->real_comm, -1);
+        if (c)
+            c->colls++;
+    }
+    for (struct late_rank *l = list; l; l = l->next)
+        for (struct late_rank *c = comms; c; c = c->next)
+            if (c->comm_id == l->comm_id)
+                l->colls = c->colls;
+    for (struct late_rank *c = comms, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
     }
     if (!list)
         return NULL;
@@ -446,6 +456,11 @@ static void html_escape(FILE *f, const char *s) {
     }
 }
 
+/* The p50 a row is drawn with: GPU time when it has any. */
+static double chart_p50_us(const struct row *r) {
+    return (double)lat_hist_quantile(r->gpu_ops ? &r->gpu : &r->lat, 0.5) / 1e3;
+}
+
 /* Latency (p50) by size, one line per (operation, datatype) of the first
  * communicator with data; log-log axes. */
 static void latency_chart(FILE *f, struct row **v, size_t n) {
@@ -453,7 +468,7 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
     unsigned bmin = 63, bmax = 0;
     double lmin = 1e300, lmax = 0;
     for (size_t i = 0; i < n; i++) {
-        double p = (double)lat_hist_quantile(&v[i]->lat, 0.5) / 1e3;
+        double p = chart_p50_us(v[i]);
         if (p <= 0)
             continue;
         if (v[i]->bucket < bmin)
@@ -500,7 +515,7 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
         const char *col = palette[series % 10];
         fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", col);
         for (size_t k = i; k < j; k++) {
-            double p = (double)lat_hist_quantile(&v[k]->lat, 0.5) / 1e3;
+            double p = chart_p50_us(v[k]);
             if (p <= 0)
                 continue;
             double x = L + (W - L - R) * (double)(v[k]->bucket - bmin) / (double)(bmax - bmin);
@@ -521,7 +536,8 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
 
 static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top,
                        struct late_rank *const *late, size_t nlate) {
-    fprintf(f, "<h2>Latency by message size (p50, enqueue to completion)</h2>\n");
+    fprintf(f, "<h2>Latency by message size (p50 of GPU time; of enqueue to completion where no "
+               "KernelCh was recorded)</h2>\n");
     latency_chart(f, v, nrows);
     fprintf(f, "<h2>Operations</h2>\n<table><tr><th>comm</th><th>ranks</th><th>op</th><th>datatype</th>"
                "<th>size &le;</th><th>count</th><th>timing</th><th>p50 us</th><th>p99 us</th>"
