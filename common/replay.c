@@ -1,15 +1,20 @@
 /* replay.c - scripts and the multi-threaded, order-exact replay engine. */
 #include "replay.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "event_types.h"
 #include "trace_decode.h"
+#include "trace_format.h"
 
 /* ---- scripts ---- */
 
@@ -607,4 +612,81 @@ int nsc_script_from_trace(struct nsc_script *s, const char *path, char *err, siz
     free(ft.comm_map);
     free(ft.ticks);
     return rc;
+}
+
+/* ---- marking replayed traces ---- */
+
+/* Marks every raw SESSION block of one open file that names `pid`. Walks
+ * block headers only; stops at the first header that does not check (the
+ * rest of a damaged file is left as it is). Returns 1 marked, 0 not ours,
+ * -1 on an I/O error. */
+static int mark_file(int fd, uint32_t pid) {
+    struct nsc_file_header fh;
+    if (pread(fd, &fh, sizeof(fh), 0) != (ssize_t)sizeof(fh) ||
+        memcmp(fh.magic, NSC_FILE_MAGIC, sizeof(fh.magic)) != 0 || fh.header_size < sizeof(fh))
+        return 0;
+    off_t off = (off_t)fh.header_size;
+    int marked = 0;
+    for (;;) {
+        struct nsc_block_header h;
+        if (pread(fd, &h, sizeof(h), off) != (ssize_t)sizeof(h) || h.magic != NSC_BLOCK_MAGIC ||
+            h.check != nsc_header_check(&h))
+            break;
+        off_t payload = off + (off_t)sizeof(h);
+        if (h.type == NSC_BLK_SESSION && h.flags == 0 && h.stored_len == sizeof(struct nsc_session)) {
+            struct nsc_session s;
+            if (pread(fd, &s, sizeof(s), payload) != (ssize_t)sizeof(s))
+                break;
+            if (s.pid != pid)
+                return marked;
+            /* the version text must end before the mark */
+            if (!nsc_session_replayed(&s) &&
+                memchr(s.plugin_version, '\0', NSC_SESSION_REPLAY_OFF) != NULL) {
+                memcpy(s.plugin_version + NSC_SESSION_REPLAY_OFF, NSC_SESSION_REPLAY_MARK,
+                       sizeof(NSC_SESSION_REPLAY_MARK));
+                off_t at = payload + (off_t)offsetof(struct nsc_session, plugin_version) +
+                           NSC_SESSION_REPLAY_OFF;
+                if (pwrite(fd, NSC_SESSION_REPLAY_MARK, sizeof(NSC_SESSION_REPLAY_MARK), at) !=
+                    (ssize_t)sizeof(NSC_SESSION_REPLAY_MARK))
+                    return -1;
+            }
+            marked = 1;
+        }
+        off = payload + (off_t)h.stored_len;
+    }
+    return marked;
+}
+
+int nsc_replay_mark_traces(const char *dir, uint32_t pid, time_t since, char *err, size_t errlen) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    size_t slen = strlen(NSC_FILE_SUFFIX);
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len <= slen || strcmp(de->d_name + len - slen, NSC_FILE_SUFFIX) != 0)
+            continue;
+        char path[4352];
+        if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+            continue;
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_mtime < since)
+            continue;
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* not writable: not a file this process wrote */
+        int r = mark_file(fd, pid);
+        int e = errno;
+        close(fd);
+        if (r < 0) {
+            snprintf(err, errlen, "%s: cannot mark it as replayed: %s", path, strerror(e));
+            closedir(d);
+            return -1;
+        }
+        n += r;
+    }
+    closedir(d);
+    return n;
 }

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "host.h"
 #include "nccl_abi.h"
@@ -89,5 +90,14 @@ struct nsc_replay_probe {
 int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
                           const struct nsc_replay_probe *probe, struct nsc_replay_stats *st,
                           char *err, size_t errlen);
+
+/* After a replay into the ncclscope plugin: marks the SESSION blocks of the
+ * traces this process wrote in `dir` (*.nsc files modified at or after
+ * `since` whose SESSION names `pid`) as replayed (trace_format.h), so that
+ * readers know host and GPU times do not relate. Call it once the plugin
+ * closed its files (nsc_host_unload). Returns the number of files marked
+ * (0 when the directory cannot be read: the plugin may write elsewhere or
+ * be another plugin), or -1 with err when a file could not be marked. */
+int nsc_replay_mark_traces(const char *dir, uint32_t pid, time_t since, char *err, size_t errlen);
 
 #endif /* NSC_REPLAY_H */

@@ -164,7 +164,8 @@ static const char *session_damage(const struct nsc_decoder *d, const struct nsc_
         return "API version or event mask out of range";
     /* The writer zeroes the block: text, then zeros to the end. */
     const char *txt[2] = {s->host, s->plugin_version};
-    size_t len[2] = {sizeof(s->host), sizeof(s->plugin_version)};
+    size_t len[2] = {sizeof(s->host),
+                     nsc_session_replayed(s) ? NSC_SESSION_REPLAY_OFF : sizeof(s->plugin_version)};
     for (int k = 0; k < 2; k++) {
         size_t i = 0;
         while (i < len[k] && txt[k][i] >= 0x20 && txt[k][i] < 0x7f)

@@ -99,6 +99,21 @@ struct nsc_session {
 };
 _Static_assert(sizeof(struct nsc_session) == 160, "session");
 
+/* A trace written while `ncclscope replay` drove the plugin: host calls were
+ * re-timed by the replay, GPU timers (KernelCh/KernelPhase pTimer) are the
+ * recorded ones, so host and GPU times do not relate. The plugin cannot know
+ * it is replayed; the replay host marks the SESSION blocks of the files the
+ * plugin wrote once it closed them, in plugin_version's zero tail (the
+ * version text is shorter than NSC_SESSION_REPLAY_OFF). */
+#define NSC_SESSION_REPLAY_OFF 24
+#define NSC_SESSION_REPLAY_MARK "replay" /* with its NUL: 7 bytes, up to byte 30 */
+
+static inline int nsc_session_replayed(const struct nsc_session *s) {
+    const char *m = s->plugin_version + NSC_SESSION_REPLAY_OFF;
+    return m[0] == 'r' && m[1] == 'e' && m[2] == 'p' && m[3] == 'l' && m[4] == 'a' && m[5] == 'y' &&
+           m[6] == '\0';
+}
+
 struct nsc_comm_info {
     uint32_t serial;   /* what START records name in `aux` */
     int32_t rank;      /* from init; -1 when the API version does not say */

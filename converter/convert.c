@@ -104,6 +104,7 @@ struct file_ctx {
     uint64_t last_ns;
     int64_t shift_ns;     /* onto the merged timeline */
     struct nsc_coll_track *track; /* operations: enqueue to completion */
+    int replayed;                 /* written by `ncclscope replay` (trace_format.h) */
     struct nsc_gpu_clock *gpu;    /* per comm serial: GPU clock offset */
     uint32_t ngpu;
     struct rank_view **views;     /* per comm serial, made when first used */
@@ -1656,6 +1657,8 @@ static void file_metadata(struct conv *c, struct file_ctx *f, uint64_t drops, in
         arg_u(c, "python_calls_not_recorded", skipped); /* per-function rate limit */
         arg_u(c, "python_exits_without_call", unmatched);
     }
+    if (f->replayed)
+        jw_raw(c->aw, ",\"replayed\":true");
     jw_raw(c->aw, ",\"gpu_clocks\":[");
     int firstg = 1;
     for (uint32_t k = 0; k < f->ngpu; k++) {
@@ -1727,6 +1730,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
                 memcpy(&s, b.data, sizeof(s));
                 c.file_pids[i] = s.pid;
                 c.file_masks[i] = s.event_mask;
+                files[i].replayed = nsc_session_replayed(&s);
                 uint64_t t0 = nsc_shift_ns(s.start.mono_ns, o->shift_ns ? o->shift_ns[i] : 0);
                 if (t0 < c.t_origin)
                     c.t_origin = t0;
@@ -1762,7 +1766,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             continue;
         }
         if (c.file_masks[i] & ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_PHASE)) &&
-            nsc_gpu_clock_scan(f->path, f->shift_ns, &f->gpu, &f->ngpu) == 0 && !o->quiet)
+            nsc_gpu_clock_scan(f->path, f->shift_ns, &f->gpu, &f->ngpu) == 0 && !o->quiet &&
+            o->verbose && !f->replayed)
             for (uint32_t k = 0; k < f->ngpu; k++)
                 if (f->gpu[k].have)
                     fprintf(stderr,
@@ -1780,7 +1785,15 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         f->track = NULL;
         inflight_drain(&c, f);
         memset(c.recent, 0, PLACED_CAP * sizeof(*c.recent));
-        if (!o->quiet && (f->ops_lane_overflow || f->gpu_before_enqueue || f->impossible_gpu))
+        if (!o->quiet && f->replayed && (c.file_masks[i] & (1u << NSC_ET_KERNEL_CH)))
+            /* Host and GPU times of a replay do not relate: no check of the
+             * mapping (its GPU starts before their enqueue are no error). */
+            fprintf(stderr,
+                    "ncclscope convert: %s: replayed by ncclscope replay (host calls re-timed, GPU "
+                    "timers as recorded): GPU tracks are placed by the replay's clocks, not checked\n",
+                    f->path);
+        else if (!o->quiet && o->verbose &&
+                 (f->ops_lane_overflow || f->gpu_before_enqueue || f->impossible_gpu))
             fprintf(stderr,
                     "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
                     "in flight or completed out of order), "

@@ -28,6 +28,7 @@ struct nsc_convert_opts {
     uint32_t event_mask;     /* event types kept (0: all) */
     const int64_t *shift_ns; /* per file, onto the merged timeline (clock_align.h); NULL = 0 */
     int flows;               /* parent -> child and per-collective cross-rank flow arrows */
+    int verbose;             /* per-file diagnostics on stderr (GPU clock mapping, lanes) */
 };
 
 struct nsc_convert_result {

@@ -79,6 +79,9 @@ int nsc_info(const char *path, FILE *out) {
     if (d.have_session) {
         fprintf(out, "format          version %u, written by ncclscope %s\n", s->format_version,
                 s->plugin_version);
+        if (nsc_session_replayed(s))
+            fprintf(out, "replayed        by ncclscope replay: host times are the replay's, GPU "
+                         "timers the recording's\n");
         fprintf(out, "process         host %s pid %u\n", s->host, s->pid);
         fprintf(out, "NCCL API        v%u\n", s->api_version);
         fprintf(out, "events          %s\n", nsc_mask_format(s->event_mask, mask, sizeof(mask)));

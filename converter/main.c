@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock_align.h"
@@ -54,8 +55,119 @@ static void usage(FILE *f) {
             "  ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
             "      plays a recorded callback stream into any profiler plugin, with the\n"
             "      recorded threads, order, descriptors and parent links.\n"
-            "  ncclscope version\n",
+            "  ncclscope version\n"
+            "  ncclscope help <command>   (or ncclscope <command> --help): its options;\n"
+            "      convert, stats and report print per-file diagnostics with -v.\n",
             NSC_VERSION);
+}
+
+/* Each command's own usage, for `ncclscope <command> --help` and
+ * `ncclscope help <command>` (tests/cli/expected/ holds what they print). */
+static const struct cmd_help {
+    const char *name, *text;
+} cmd_help[] = {
+    {"convert",
+     "usage: ncclscope convert <files or directories...> -o OUTPUT [options]\n"
+     "\n"
+     "All files on one timeline, for Perfetto (ui.perfetto.dev) or chrome://tracing.\n"
+     "OUTPUT: trace.json, trace.json.gz (gzip), trace.pftrace (Perfetto's protobuf)\n"
+     "or '-' (JSON on standard output). Directories give their *.nsc files.\n"
+     "\n"
+     "options:\n"
+     "  -o OUTPUT                 where to write (required)\n"
+     "  --ranks 0,2-3             keep these communicator ranks\n"
+     "  --comm HEXPREFIX|NAME     keep one communicator (commHash prefix or name)\n"
+     "  --time FROM:TO            keep this window, seconds from the job's start\n"
+     "  --events MASK             keep these event types (NCCLSCOPE_EVENTS syntax)\n"
+     "  --split MB                JSON only: a new file every MB (trace-000.json, ...)\n"
+     "  --no-flows                no flow arrows (parent -> child, across ranks)\n"
+     "  --align auto|realtime     clock alignment of files from several hosts\n"
+     "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -v, --verbose             per-file diagnostics (GPU clock mapping, alignment)\n"
+     "  -h, --help                this text\n"
+     "\n"
+     "Exit: 0 ok, 1 usage, 2 damaged input (the intact parts converted), 3 output\n"
+     "or unreadable input.\n"},
+    {"stats",
+     "usage: ncclscope stats <files or directories...> [options]\n"
+     "\n"
+     "Per (communicator, operation, datatype, size): count; GPU time (first KernelCh\n"
+     "GPU start to last GPU end) p50/p99/max, queue time (enqueue to GPU start) and\n"
+     "host time (enqueue to completion); algbw/busbw (nccl-tests' formulas) from the\n"
+     "GPU time, or from the host time where no KernelCh was recorded (host-only).\n"
+     "Then the stragglers: per rank by GPU start (late on the host or on the GPU),\n"
+     "and per collective by enqueue.\n"
+     "\n"
+     "options:\n"
+     "  --json                    one JSON object (keys in docs/converter.md)\n"
+     "  --top N                   straggler rows (20)\n"
+     "  --by-caller               operations by the Python code that issued them (py_caller;\n"
+     "                            docs/python.md)\n"
+     "  -o FILE                   write there instead of standard output\n"
+     "  --align auto|realtime     clock alignment of files from several hosts\n"
+     "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -v, --verbose             per-file diagnostics (alignment)\n"
+     "  -h, --help                this text\n"},
+    {"report",
+     "usage: ncclscope report <files or directories...> -o report.html [options]\n"
+     "\n"
+     "One self-contained HTML page (no scripts, no network): per-rank timeline,\n"
+     "operations table (GPU time first), latency-by-size chart, stragglers.\n"
+     "\n"
+     "options:\n"
+     "  -o FILE                   where to write (required)\n"
+     "  --align auto|realtime     clock alignment of files from several hosts\n"
+     "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -v, --verbose             per-file diagnostics (alignment)\n"
+     "  -h, --help                this text\n"},
+    {"info",
+     "usage: ncclscope info <file>\n"
+     "\n"
+     "The file's header, session, communicators, per-thread record and drop counts\n"
+     "and what the plugin lost, on standard output.\n"
+     "\n"
+     "options:\n"
+     "  -h, --help                this text\n"},
+    {"replay",
+     "usage: ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
+     "\n"
+     "Plays a recorded callback stream into any NCCL profiler plugin, with the\n"
+     "recorded threads, order, descriptors and parent links. Host calls happen\n"
+     "now; GPU timers keep their recorded values.\n"
+     "\n"
+     "options:\n"
+     "  --plugin FILE             the plugin to load (required)\n"
+     "  --version N               the profiler API version to use, 1..7 (default: the\n"
+     "                            newest the plugin exports)\n"
+     "  -h, --help                this text\n"},
+    {"version",
+     "usage: ncclscope version\n"
+     "\n"
+     "The tool's version and the trace format version it writes and reads.\n"},
+    {"help",
+     "usage: ncclscope help [command]\n"
+     "\n"
+     "The commands, or one command's usage (same as ncclscope <command> --help).\n"},
+};
+
+static const struct cmd_help *help_of(const char *name) {
+    for (size_t i = 0; i < sizeof(cmd_help) / sizeof(cmd_help[0]); i++)
+        if (!strcmp(cmd_help[i].name, name))
+            return &cmd_help[i];
+    return NULL;
+}
+
+/* A command asked for its usage: `-h` or `--help` anywhere in its
+ * arguments (before the arguments are read, so no other error wins). */
+static int wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return 1;
+    return 0;
+}
+
+static int verbose_option(const char *a) {
+    return !strcmp(a, "-v") || !strcmp(a, "--verbose");
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -132,9 +244,14 @@ static int expand(char **in, int n, char ***out, int *nout) {
 struct align_opts {
     int mode;          /* 0 auto, 1 realtime */
     double max_unc_ns;
+    int verbose;       /* -v: per-file and per-host diagnostics */
 };
 
 static int align_option(int argc, char **argv, int *i, struct align_opts *a, int *bad) {
+    if (verbose_option(argv[*i])) {
+        a->verbose = 1;
+        return 1;
+    }
     if (strcmp(argv[*i], "--align") == 0 && *i + 1 < argc) {
         const char *v = argv[++*i];
         if (!strcmp(v, "auto"))
@@ -154,7 +271,8 @@ static int align_option(int argc, char **argv, int *i, struct align_opts *a, int
     return 0;
 }
 
-/* Aligns the files' clocks; prints the per-host result on stderr. */
+/* Aligns the files' clocks; prints the per-host result on stderr with -v,
+ * else one line when there are several hosts. */
 static int align(char **files, int nfiles, const struct align_opts *ao, struct nsc_align *al,
                  const char *cmd) {
     char err[1024];
@@ -164,7 +282,16 @@ static int align(char **files, int nfiles, const struct align_opts *ao, struct n
         nsc_align_free(al);
         return -1;
     }
-    nsc_align_print(al, stderr);
+    if (ao->verbose) {
+        nsc_align_print(al, stderr);
+    } else if (al->nhosts > 1) {
+        double worst = 0;
+        for (int h = 1; h < al->nhosts; h++)
+            if (al->hosts[h].uncertainty_ns > worst)
+                worst = al->hosts[h].uncertainty_ns;
+        fprintf(stderr, "ncclscope %s: %d hosts aligned, uncertainty up to +-%.3f us (-v: per host)\n",
+                cmd, al->nhosts, worst / 1e3);
+    }
     return 0;
 }
 
@@ -225,7 +352,7 @@ static int cmd_convert(int argc, char **argv) {
     static int ranks[4096];
     struct nsc_convert_opts o;
     memset(&o, 0, sizeof(o));
-    struct align_opts ao = {0, 1e6};
+    struct align_opts ao = {0, 1e6, 0};
     for (int i = 0; i < argc && !bad; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-o") && v)
@@ -308,6 +435,7 @@ static int cmd_convert(int argc, char **argv) {
                    : NSC_OUT_JSON;
     o.shift_ns = al.shift_ns;
     o.flows = flows;
+    o.verbose = ao.verbose;
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
     char lost[200] = "";
@@ -331,7 +459,7 @@ static int cmd_stats(int argc, char **argv) {
     const char *out_path = NULL;
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, json = 0, top = 20, bad = 0, by_caller = 0;
-    struct align_opts ao = {0, 1e6};
+    struct align_opts ao = {0, 1e6, 0};
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out_path = argv[++i];
@@ -399,6 +527,8 @@ static int cmd_stats(int argc, char **argv) {
                 fprintf(stderr, "ncclscope stats: %s\n", err);
                 rc = 3;
             }
+            if (rc != 3)
+                fprintf(stderr, "ncclscope stats: %d file(s) -> %s\n", nfiles, out_path);
         }
     }
     free_files(files, nfiles);
@@ -410,7 +540,7 @@ static int cmd_report(int argc, char **argv) {
     const char *out_path = NULL;
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, bad = 0;
-    struct align_opts ao = {0, 1e6};
+    struct align_opts ao = {0, 1e6, 0};
     for (int i = 0; i < argc && !bad; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out_path = argv[++i];
@@ -488,6 +618,7 @@ static int cmd_replay(int argc, char **argv) {
     if (damaged)
         fprintf(stderr, "ncclscope replay: %s (replaying what was intact)\n", err);
     struct nsc_host h;
+    time_t t0 = time(NULL);
     if (nsc_host_load(&h, plugin, version, err, sizeof(err)) != 0) {
         fprintf(stderr, "ncclscope replay: %s\n", err);
         nsc_script_free(&s);
@@ -507,6 +638,16 @@ static int cmd_replay(int argc, char **argv) {
                 (unsigned long long)st.skipped_by_mask, (unsigned long long)st.null_handles);
     nsc_host_unload(&h);
     nsc_script_free(&s);
+    /* The ncclscope plugin's traces of this replay (now closed) say they are
+     * one: the replay re-timed the host calls, not the recorded GPU timers. */
+    const char *dir = getenv("NCCLSCOPE_DIR");
+    if (!dir || !*dir)
+        dir = "./ncclscope-trace"; /* the plugin's default (docs/config.md) */
+    int marked = nsc_replay_mark_traces(dir, (uint32_t)getpid(), t0, err, sizeof(err));
+    if (marked < 0)
+        fprintf(stderr, "ncclscope replay: %s\n", err);
+    else if (marked > 0)
+        fprintf(stderr, "ncclscope replay: %d trace file(s) in %s marked as replayed\n", marked, dir);
     return rc != 0 ? 3 : damaged ? 2 : 0;
 }
 
@@ -544,6 +685,20 @@ int main(int argc, char **argv) {
 
 static int dispatch(int argc, char **argv) {
     const char *cmd = argv[1];
+    const struct cmd_help *ch = help_of(cmd);
+    if (ch && wants_help(argc - 2, argv + 2)) {
+        fputs(ch->text, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 && argc >= 3) {
+        if (!(ch = help_of(argv[2]))) {
+            fprintf(stderr, "ncclscope help: unknown command '%s'\n\n", argv[2]);
+            usage(stderr);
+            return 1;
+        }
+        fputs(ch->text, stdout);
+        return 0;
+    }
     if (strcmp(cmd, "convert") == 0)
         return cmd_convert(argc - 2, argv + 2);
     if (strcmp(cmd, "info") == 0) {

@@ -7,6 +7,7 @@
 
 #include "coll_track.h"
 #include "event_types.h"
+#include "gpu_clock.h"
 #include "hash.h"
 #include "latency_hist.h"
 #include "python_callers.h"
@@ -22,7 +23,13 @@ struct row {
     uint64_t bytes_sum;
     uint64_t ops;           /* rank-operations */
     uint64_t enqueue_only;  /* of which without a completion child */
-    struct lat_hist lat;    /* ns */
+    struct lat_hist lat;    /* ns, enqueue to completion (host) */
+    /* GPU time: first KernelCh GPU start to last KernelCh GPU end, across
+     * channels (one GPU clock: no mapping needed); queue time: enqueue to
+     * the GPU start mapped to the host clock (gpu_clock.h). */
+    struct lat_hist gpu, queue;
+    uint64_t gpu_ops;       /* rank-operations with a GPU interval */
+    uint64_t queue_ops;     /* of which with a mapped GPU clock */
     struct row *next;
 };
 
@@ -35,6 +42,21 @@ struct entry {
     int32_t last_rank, first_rank;
     uint32_t ranks;
     char func[24];
+    /* by GPU start (mapped to the host clock), over the ranks that have one */
+    uint64_t gpu_first, gpu_last, gpu_last_enq;
+    int32_t gpu_last_rank;
+    uint32_t gpu_ranks;
+};
+
+/* Per (comm, rank): how often its kernel started last in a collective and
+ * how long the first rank waited for it then; split by where it was late. */
+struct late_rank {
+    uint64_t comm_id;
+    int rank;
+    uint64_t colls;         /* collectives with every rank's GPU start */
+    uint64_t last, host_late, gpu_late;
+    uint64_t wait_ns;
+    struct late_rank *next;
 };
 
 /* What the plugin could not keep, summed over the files. */
@@ -110,8 +132,21 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
     return &a->ent[s];
 }
 
+/* One file being read: the tracker is made at the first record, when the
+ * SESSION block (always first) has told which event types were recorded. */
+struct file_run {
+    struct agg *a;
+    struct nsc_coll_track *t;
+    int64_t shift;
+    int oom;
+    struct nsc_gpu_clock *gpu; /* per comm serial (NULL: no KernelCh recorded) */
+    uint32_t ngpu;
+    const char *path;
+};
+
 static void on_op(void *ud, const struct nsc_op_done *op) {
-    struct agg *a = ud;
+    struct file_run *fr = ud;
+    struct agg *a = fr->a;
     a->ops++;
     uint64_t bytes = op_bytes(op);
     if (a->pc)
@@ -144,6 +179,22 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
         lat_hist_add(&r->lat, end - op->start_ns);
     r->ops++;
     r->bytes_sum += bytes;
+    /* GPU start on the host clock (0: unknown) */
+    uint64_t gs = 0;
+    if (op->gpu_start && op->gpu_end > op->gpu_start) {
+        lat_hist_add(&r->gpu, op->gpu_end - op->gpu_start);
+        r->gpu_ops++;
+        const struct nsc_gpu_clock *g =
+            op->comm_serial < fr->ngpu && fr->gpu[op->comm_serial].have ? &fr->gpu[op->comm_serial]
+                                                                       : NULL;
+        if (g) {
+            gs = nsc_shift_ns(op->gpu_start, g->offset_ns);
+            /* A start mapped before its enqueue (a replayed trace, a bad
+             * mapping) counts as no queueing rather than a huge one. */
+            lat_hist_add(&r->queue, gs > op->start_ns ? gs - op->start_ns : 0);
+            r->queue_ops++;
+        }
+    }
     if (!op->is_p2p) {
         /* NCCL numbers collectives per communicator and function. */
         struct entry *e = entry_get(a, op->comm_id ^ nsc_fnv1a_str(NSC_FNV_SEED, func), op->seq);
@@ -157,26 +208,39 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                 e->last_rank = op->rank;
             }
             e->ranks++;
+            if (gs) {
+                if (!e->gpu_ranks || gs < e->gpu_first)
+                    e->gpu_first = gs;
+                if (!e->gpu_ranks || gs > e->gpu_last) {
+                    e->gpu_last = gs;
+                    e->gpu_last_rank = op->rank;
+                    e->gpu_last_enq = op->start_ns;
+                }
+                e->gpu_ranks++;
+            }
             e->real_comm = op->comm_id;
             snprintf(e->func, sizeof(e->func), "%s", func);
         }
     }
 }
 
-/* One file being read: the tracker is made at the first record, when the
- * SESSION block (always first) has told which event types were recorded. */
-struct file_run {
-    struct agg *a;
-    struct nsc_coll_track *t;
-    int64_t shift;
-    int oom;
-};
-
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
                       const struct nsc_rec *ext) {
     struct file_run *fr = ud;
-    if (!fr->t && !fr->oom && !(fr->t = nsc_track_new(d, fr->shift, on_op, fr->a)))
-        fr->oom = 1;
+    if (!fr->t && !fr->oom) {
+        if (!(fr->t = nsc_track_new(d, fr->shift, on_op, fr)))
+            fr->oom = 1;
+        /* The GPU clock offsets, as convert maps them: a pre-pass over the
+         * file's first KernelCh, once the SESSION block said they exist. */
+        /* A replay re-timed the host calls and kept the recorded GPU
+         * timers: GPU time stands, queue time and GPU starts do not. */
+        else if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 &&
+                 !nsc_session_replayed(&d->session) &&
+                 nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
+            fr->gpu = NULL;
+            fr->ngpu = 0;
+        }
+    }
     if (fr->a->pc) /* before the tracker: an operation's API call is known when it completes */
         nsc_py_callers_record(fr->a->pc, d, thread, r);
     if (fr->t)
@@ -225,25 +289,135 @@ static void size_label(char *buf, size_t n, unsigned bucket) {
         snprintf(buf, n, "%lluB", (unsigned long long)v);
 }
 
-/* What every output format prints for a row. */
+/* What every output format prints for a row. The latency and bandwidths
+ * come from GPU time when the row has any (host_only = 0), else from the
+ * host's enqueue-to-completion time. */
 struct row_numbers {
-    double p50, p99, max;    /* ns */
+    double p50, p99, max;    /* ns: GPU time, or host time when host_only */
+    double host_p50, host_p99, host_max; /* ns: enqueue to completion */
+    double gpu_p50, gpu_p99, gpu_max, queue_p50, queue_p99; /* ns, < 0: none */
     double avg_bytes, algbw, busbw; /* bytes; GB/s (bytes per ns) */
+    double host_algbw, host_busbw;
     uint64_t count;          /* collectives (rank-operations / ranks), or p2p operations */
+    int host_only;
+    const char *timing;      /* "gpu", "gpu (partial)", "host-only" */
     const char *note;
 };
 
 static struct row_numbers numbers(const struct row *r) {
     struct row_numbers n;
-    n.p50 = (double)lat_hist_quantile(&r->lat, 0.5);
-    n.p99 = (double)lat_hist_quantile(&r->lat, 0.99);
-    n.max = (double)r->lat.max;
+    n.host_p50 = (double)lat_hist_quantile(&r->lat, 0.5);
+    n.host_p99 = (double)lat_hist_quantile(&r->lat, 0.99);
+    n.host_max = (double)r->lat.max;
+    n.gpu_p50 = r->gpu_ops ? (double)lat_hist_quantile(&r->gpu, 0.5) : -1;
+    n.gpu_p99 = r->gpu_ops ? (double)lat_hist_quantile(&r->gpu, 0.99) : -1;
+    n.gpu_max = r->gpu_ops ? (double)r->gpu.max : -1;
+    n.queue_p50 = r->queue_ops ? (double)lat_hist_quantile(&r->queue, 0.5) : -1;
+    n.queue_p99 = r->queue_ops ? (double)lat_hist_quantile(&r->queue, 0.99) : -1;
+    n.host_only = r->gpu_ops == 0;
+    n.timing = n.host_only ? "host-only" : r->gpu_ops < r->ops ? "gpu (partial)" : "gpu";
+    n.p50 = n.host_only ? n.host_p50 : n.gpu_p50;
+    n.p99 = n.host_only ? n.host_p99 : n.gpu_p99;
+    n.max = n.host_only ? n.host_max : n.gpu_max;
     n.avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
+    double bf = bus_factor(r->func, r->nranks);
+    n.host_algbw = n.host_p50 > 0 ? n.avg_bytes / n.host_p50 : 0;
+    n.host_busbw = n.host_algbw * bf;
     n.algbw = n.p50 > 0 ? n.avg_bytes / n.p50 : 0;
-    n.busbw = n.algbw * bus_factor(r->func, r->nranks);
+    n.busbw = n.algbw * bf;
     n.count = r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops;
     n.note = r->enqueue_only == r->ops ? "enqueue only" : r->enqueue_only ? "some enqueue only" : "";
     return n;
+}
+
+/* Stragglers by GPU start, per (comm, rank), from every collective that has
+ * all its ranks' GPU starts. The rank whose kernel started last made the
+ * others wait (last - first GPU start); it was late on the host when most
+ * of that came from its enqueue (its enqueue - the earliest enqueue >= half
+ * the lag), else on the GPU (enqueued on time, its stream started it late).
+ * Sorted by wait, largest first. */
+static int cmp_late(const void *x, const void *y) {
+    const struct late_rank *a = *(const struct late_rank *const *)x,
+                           *b = *(const struct late_rank *const *)y;
+    if (a->wait_ns != b->wait_ns)
+        return a->wait_ns < b->wait_ns ? 1 : -1;
+    if (a->comm_id != b->comm_id)
+        return a->comm_id < b->comm_id ? -1 : 1;
+    return a->rank - b->rank;
+}
+
+static struct late_rank *late_of(struct late_rank **list, size_t *n, uint64_t comm, int rank) {
+    for (struct late_rank *l = *list; l; l = l->next)
+        if (l->comm_id == comm && l->rank == rank)
+            return l;
+    struct late_rank *l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    l->comm_id = comm;
+    l->rank = rank;
+    l->next = *list;
+    *list = l;
+    (*n)++;
+    return l;
+}
+
+/* Returns the ranks as a sorted array (*n entries; free the array and the
+ * list through it), NULL when there is none. */
+static struct late_rank **late_ranks(const struct agg *a, size_t *n) {
+    struct late_rank *list = NULL, *comms = NULL;
+    size_t ncomms = 0;
+    *n = 0;
+    for (size_t i = 0; i < a->ent_cap; i++) {
+        const struct entry *e = &a->ent[i];
+        if (!e->seq || e->gpu_ranks < 2 || e->gpu_ranks != e->ranks)
+            continue;
+        uint64_t lag = e->gpu_last - e->gpu_first;
+        uint64_t host = e->gpu_last_enq > e->first_ns ? e->gpu_last_enq - e->first_ns : 0;
+        struct late_rank *l = late_of(&list, n, e->real_comm, e->gpu_last_rank);
+        if (!l)
+            continue;
+        l->last++;
+        l->wait_ns += lag;
+        if (host * 2 >= lag)
+            l->host_late++;
+        else
+            l->gpu_late++;
+    }
+    /* how many such collectives each comm had, for "how often" (a list per
+     * comm: comms are few, collectives many) */
+    for (size_t i = 0; i < a->ent_cap; i++) {
+        const struct entry *e = &a->ent[i];
+        if (!e->seq || e->gpu_ranks < 2 || e->gpu_ranks != e->ranks)
+            continue;
+        struct late_rank *c = late_of(&comms, &ncomms, e->real_comm, -1);
+        if (c)
+            c->colls++;
+    }
+    for (struct late_rank *l = list; l; l = l->next)
+        for (struct late_rank *c = comms; c; c = c->next)
+            if (c->comm_id == l->comm_id)
+                l->colls = c->colls;
+    for (struct late_rank *c = comms, *nx; c; c = nx) {
+        nx = c->next;
+        free(c);
+    }
+    if (!list)
+        return NULL;
+    struct late_rank **v = calloc(*n, sizeof(*v));
+    size_t k = 0;
+    for (struct late_rank *l = list, *nx; l; l = nx) {
+        nx = l->next;
+        if (v)
+            v[k++] = l;
+        else
+            free(l);
+    }
+    if (!v) {
+        *n = 0;
+        return NULL;
+    }
+    qsort(v, *n, sizeof(*v), cmp_late);
+    return v;
 }
 
 /* A JSON string: names come from the trace, which may hold any bytes. */
@@ -258,6 +432,14 @@ static void json_str(FILE *f, const char *s) {
             fputc(*p, f);
     }
     fputc('"', f);
+}
+
+/* , "key": value in us, or null when there is none (v < 0). */
+static void json_us(FILE *f, const char *key, double v) {
+    if (v < 0)
+        fprintf(f, ", \"%s\": null", key);
+    else
+        fprintf(f, ", \"%s\": %.3f", key, v / 1e3);
 }
 
 /* ---- HTML (ncclscope report) ---- */
@@ -280,6 +462,11 @@ static void html_escape(FILE *f, const char *s) {
     }
 }
 
+/* The p50 a row is drawn with: GPU time when it has any. */
+static double chart_p50_us(const struct row *r) {
+    return (double)lat_hist_quantile(r->gpu_ops ? &r->gpu : &r->lat, 0.5) / 1e3;
+}
+
 /* Latency (p50) by size, one line per (operation, datatype) of the first
  * communicator with data; log-log axes. */
 static void latency_chart(FILE *f, struct row **v, size_t n) {
@@ -287,7 +474,7 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
     unsigned bmin = 63, bmax = 0;
     double lmin = 1e300, lmax = 0;
     for (size_t i = 0; i < n; i++) {
-        double p = (double)lat_hist_quantile(&v[i]->lat, 0.5) / 1e3;
+        double p = chart_p50_us(v[i]);
         if (p <= 0)
             continue;
         if (v[i]->bucket < bmin)
@@ -334,7 +521,7 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
         const char *col = palette[series % 10];
         fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", col);
         for (size_t k = i; k < j; k++) {
-            double p = (double)lat_hist_quantile(&v[k]->lat, 0.5) / 1e3;
+            double p = chart_p50_us(v[k]);
             if (p <= 0)
                 continue;
             double x = L + (W - L - R) * (double)(v[k]->bucket - bmin) / (double)(bmax - bmin);
@@ -353,11 +540,14 @@ static void latency_chart(FILE *f, struct row **v, size_t n) {
     fprintf(f, "</svg>\n");
 }
 
-static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top) {
-    fprintf(f, "<h2>Latency by message size (p50, enqueue to completion)</h2>\n");
+static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top,
+                       struct late_rank *const *late, size_t nlate) {
+    fprintf(f, "<h2>Latency by message size (p50 of GPU time; of enqueue to completion where no "
+               "KernelCh was recorded)</h2>\n");
     latency_chart(f, v, nrows);
     fprintf(f, "<h2>Operations</h2>\n<table><tr><th>comm</th><th>ranks</th><th>op</th><th>datatype</th>"
-               "<th>size &le;</th><th>count</th><th>p50 us</th><th>p99 us</th><th>max us</th>"
+               "<th>size &le;</th><th>count</th><th>timing</th><th>p50 us</th><th>p99 us</th>"
+               "<th>max us</th><th>queue p50 us</th><th>host p50 us</th>"
                "<th>algbw GB/s</th><th>busbw GB/s</th><th></th></tr>\n");
     for (size_t i = 0; i < nrows; i++) {
         struct row *r = v[i];
@@ -368,12 +558,34 @@ static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry
         html_escape(f, r->func);
         fprintf(f, "</td><td>");
         html_escape(f, r->dtype);
-        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>"
-                   "<td>%.2f</td><td>%s</td></tr>\n",
-                sz, (unsigned long long)n.count, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3, n.algbw,
-                n.busbw, n.note);
+        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>",
+                sz, (unsigned long long)n.count, n.timing, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3);
+        if (n.queue_p50 >= 0)
+            fprintf(f, "<td>%.2f</td>", n.queue_p50 / 1e3);
+        else
+            fprintf(f, "<td>-</td>");
+        fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td></tr>\n", n.host_p50 / 1e3,
+                n.algbw, n.busbw, n.note);
     }
-    fprintf(f, "</table>\n<h2>Stragglers</h2>\n<p>Collectives whose last rank entered latest after the first "
+    fprintf(f, "</table>\n<p>timing gpu: p50/p99/max are GPU time (first KernelCh GPU start to last "
+               "GPU end across channels), the bandwidths come from its p50; host-only: no KernelCh "
+               "recorded, enqueue to completion. queue: enqueue to GPU start.</p>\n");
+    if (nlate) {
+        fprintf(f, "<h2>Stragglers by GPU start</h2>\n<p>Per rank: how often its kernel started last "
+                   "in a collective, how long the first rank waited for it, and whether it was late "
+                   "on the host (enqueued late) or on the GPU (enqueued on time, started late).</p>\n"
+                   "<table><tr><th>comm</th><th>rank</th><th>collectives</th><th>last</th>"
+                   "<th>wait us</th><th>host-late</th><th>gpu-late</th></tr>\n");
+        for (size_t i = 0; i < nlate; i++)
+            fprintf(f, "<tr><td>%016llx</td><td>%d</td><td>%llu</td><td>%llu</td><td>%.2f</td>"
+                       "<td>%llu</td><td>%llu</td></tr>\n",
+                    (unsigned long long)late[i]->comm_id, late[i]->rank,
+                    (unsigned long long)late[i]->colls, (unsigned long long)late[i]->last,
+                    (double)late[i]->wait_ns / 1e3, (unsigned long long)late[i]->host_late,
+                    (unsigned long long)late[i]->gpu_late);
+        fprintf(f, "</table>\n");
+    }
+    fprintf(f, "<h2>Stragglers by enqueue</h2>\n<p>Collectives whose last rank entered latest after the first "
                "(same commHash, function and seqNumber).</p>\n<table><tr><th>comm</th><th>seq</th>"
                "<th>op</th><th>ranks</th><th>last rank</th><th>first rank</th><th>lag us</th></tr>\n");
     for (size_t i = 0; i < top; i++) {
@@ -462,9 +674,11 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     if (st)
         qsort(st, ns, sizeof(*st), cmp_lag);
     size_t top = ns < (size_t)o->top ? ns : (size_t)o->top;
+    size_t nlate = 0;
+    struct late_rank **late = late_ranks(a, &nlate);
     FILE *f = o->out;
     if (o->json == 2) {
-        print_html(f, v, nrows, st, top);
+        print_html(f, v, nrows, st, top, late, nlate);
     } else if (o->json) {
         fprintf(f, "{\"files\": %d, \"operations\": %llu, ", o->nfiles, (unsigned long long)a->ops);
         print_losses_json(f, &a->lost);
@@ -481,11 +695,19 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                     ", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
                     "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu, "
                     "\"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f, "
-                    "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f}",
+                    "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, \"timing\": \"%s\", "
+                    "\"gpu_ops\": %llu",
                     (unsigned long long)(1ull << r->bucket),
                     n.avg_bytes, (unsigned long long)n.count, (unsigned long long)r->ops,
-                    (unsigned long long)r->enqueue_only, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3,
-                    n.algbw, n.busbw);
+                    (unsigned long long)r->enqueue_only, n.host_p50 / 1e3, n.host_p99 / 1e3,
+                    n.host_max / 1e3, n.algbw, n.busbw, n.timing, (unsigned long long)r->gpu_ops);
+            json_us(f, "gpu_p50_us", n.gpu_p50);
+            json_us(f, "gpu_p99_us", n.gpu_p99);
+            json_us(f, "gpu_max_us", n.gpu_max);
+            json_us(f, "queue_p50_us", n.queue_p50);
+            json_us(f, "queue_p99_us", n.queue_p99);
+            fprintf(f, ", \"host_algbw_GBps\": %.3f, \"host_busbw_GBps\": %.3f}", n.host_algbw,
+                    n.host_busbw);
         }
         fprintf(f, "\n], \"stragglers\": [");
         for (size_t i = 0; i < top; i++) {
@@ -496,26 +718,62 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                     st[i].ranks, st[i].last_rank, st[i].first_rank,
                     (double)(st[i].last_ns - st[i].first_ns) / 1e3);
         }
+        fprintf(f, "\n], \"gpu_stragglers\": [");
+        for (size_t i = 0; i < nlate; i++) {
+            const struct late_rank *l = late[i];
+            fprintf(f,
+                    "%s\n  {\"comm\": \"%016llx\", \"rank\": %d, \"collectives\": %llu, "
+                    "\"last\": %llu, \"wait_us\": %.3f, \"host_late\": %llu, \"gpu_late\": %llu}",
+                    i ? "," : "", (unsigned long long)l->comm_id, l->rank,
+                    (unsigned long long)l->colls, (unsigned long long)l->last,
+                    (double)l->wait_ns / 1e3, (unsigned long long)l->host_late,
+                    (unsigned long long)l->gpu_late);
+        }
         fprintf(f, "\n]}\n");
     } else {
         fprintf(f, "%d file(s), %llu rank-operations\n", o->nfiles, (unsigned long long)a->ops);
         print_losses_text(f, &a->lost);
         fputc('\n', f);
-        fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %10s %10s %10s %9s %9s %s\n", "comm", "ranks",
-                "op", "dtype", "size<=", "count", "rank-ops", "p50 us", "p99 us", "max us",
-                "algbw", "busbw", "");
+        fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %-9s %10s %10s %10s %10s %10s %9s %9s %s\n",
+                "comm", "ranks", "op", "dtype", "size<=", "count", "rank-ops", "timing", "p50 us",
+                "p99 us", "max us", "queue p50", "host p50", "algbw", "busbw", "");
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
-            char sz[16];
+            char sz[16], q[16];
             size_label(sz, sizeof(sz), r->bucket);
             struct row_numbers n = numbers(r);
-            fprintf(f, "%016llx %5d %-14s %-12s %7s %8llu %8llu %10.2f %10.2f %10.2f %9.2f %9.2f %s\n",
+            if (n.queue_p50 >= 0)
+                snprintf(q, sizeof(q), "%.2f", n.queue_p50 / 1e3);
+            else
+                snprintf(q, sizeof(q), "-");
+            fprintf(f,
+                    "%016llx %5d %-14s %-12s %7s %8llu %8llu %-9s %10.2f %10.2f %10.2f %10s %10.2f "
+                    "%9.2f %9.2f %s\n",
                     (unsigned long long)r->comm_id, r->nranks, r->func, r->dtype, sz,
-                    (unsigned long long)n.count, (unsigned long long)r->ops, n.p50 / 1e3,
-                    n.p99 / 1e3, n.max / 1e3, n.algbw, n.busbw, n.note);
+                    (unsigned long long)n.count, (unsigned long long)r->ops,
+                    n.host_only ? "host-only" : r->gpu_ops < r->ops ? "gpu*" : "gpu", n.p50 / 1e3,
+                    n.p99 / 1e3, n.max / 1e3, q, n.host_p50 / 1e3, n.algbw, n.busbw, n.note);
         }
-        fprintf(f, "\nalgbw/busbw in GB/s (nccl-tests' formulas, from the median latency).\n");
-        fprintf(f, "\nstragglers: the %zu collectives whose last rank entered latest after the first\n",
+        fprintf(f, "\ntiming gpu: p50/p99/max are GPU time (first KernelCh GPU start to last GPU end,\n"
+                   "across channels); gpu*: only some operations had KernelCh; host-only: no KernelCh\n"
+                   "recorded, p50/p99/max are enqueue to completion on the host. queue p50: enqueue\n"
+                   "to GPU start; host p50: enqueue to completion. algbw/busbw in GB/s (nccl-tests'\n"
+                   "formulas) from the p50 shown.\n");
+        if (nlate) {
+            fprintf(f, "\nstragglers by GPU start: per rank, how often its kernel started last in a\n"
+                       "collective and how long the first rank waited for it; late on the host\n"
+                       "(enqueued late) or on the GPU (enqueued on time, started late)\n");
+            fprintf(f, "%-16s %5s %11s %8s %12s %9s %8s\n", "comm", "rank", "collectives", "last",
+                    "wait us", "host-late", "gpu-late");
+            for (size_t i = 0; i < nlate && i < (size_t)o->top; i++)
+                fprintf(f, "%016llx %5d %11llu %8llu %12.2f %9llu %8llu\n",
+                        (unsigned long long)late[i]->comm_id, late[i]->rank,
+                        (unsigned long long)late[i]->colls, (unsigned long long)late[i]->last,
+                        (double)late[i]->wait_ns / 1e3, (unsigned long long)late[i]->host_late,
+                        (unsigned long long)late[i]->gpu_late);
+        }
+        fprintf(f, "\nstragglers by enqueue: the %zu collectives whose last rank entered latest after\n"
+                   "the first\n",
                 top);
         fprintf(f, "%-16s %10s %-14s %5s %9s %10s %12s\n", "comm", "seq", "op", "ranks", "last rank",
                 "first rank", "lag us");
@@ -525,6 +783,9 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                     st[i].func, st[i].ranks, st[i].last_rank, st[i].first_rank,
                     (double)(st[i].last_ns - st[i].first_ns) / 1e3);
     }
+    for (size_t i = 0; i < nlate; i++)
+        free(late[i]);
+    free(late);
     free(st);
     free(v);
 }
@@ -546,10 +807,11 @@ int nsc_stats(const struct nsc_stats_opts *o) {
             a.damaged = 1;
             continue;
         }
-        struct file_run fr = {&a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0};
+        struct file_run fr = {&a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0, NULL, 0, o->files[i]};
         struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
         nsc_decoder_run(&d, &ops, &fr);
         nsc_track_finish(fr.t);
+        free(fr.gpu);
         add_losses(&a.lost, &d);
         nsc_decoder_close(&d);
         if (fr.oom) {

@@ -4,12 +4,18 @@
  * straggler table (for each collective, the rank that entered last and by
  * how much).
  *
- * Latency is per rank and operation: from its enqueue (Coll/P2p start) to
- * its completion (the last KernelCh/ProxyOp child's stop), or to the Coll's
- * own stop when the trace has no children ("enqueue only", flagged). Bytes
- * follow nccl-tests: all_gather and reduce_scatter count the whole buffer
- * (count x nranks); busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n
- * (all_gather, reduce_scatter), 1 (others), algbw = bytes / median latency.
+ * Per rank and operation: GPU time (first KernelCh GPU start to last
+ * KernelCh GPU end across channels), queue time (enqueue to the GPU start
+ * mapped to the host clock, gpu_clock.h) and host time (enqueue, the
+ * Coll/P2p start, to completion, the last KernelCh/ProxyOp child's stop, or
+ * to the Coll's own stop when the trace has no children: "enqueue only").
+ * Percentiles and bandwidths come from GPU time when a row has it, else
+ * from host time (labelled host-only). Bytes follow nccl-tests: all_gather
+ * and reduce_scatter count the whole buffer (count x nranks); busbw = algbw
+ * x 2(n-1)/n (all_reduce), (n-1)/n (all_gather, reduce_scatter), 1
+ * (others), algbw = bytes / median latency. Stragglers by GPU start: per
+ * rank, how often its kernel started last and how long it made the first
+ * rank wait, late on the host or on the GPU (docs/converter.md).
  */
 #ifndef NSC_STATS_H
 #define NSC_STATS_H

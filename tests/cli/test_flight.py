@@ -26,16 +26,24 @@ def events_in(cli, f):
 def triggers(cli, plugin, d):
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_MODE="flight", NCCLSCOPE_FLIGHT_MB="1",
                NCCLSCOPE_DUMP_SIGNAL="USR2", NCCLSCOPE_FLUSH_MS="100")
-    p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "3"], env=env, stdout=subprocess.PIPE,
+    p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "6"], env=env, stdout=subprocess.PIPE,
                          text=True)
+
+    def dumped(n):  # each trigger's dump is written before the next trigger
+        deadline = time.time() + 20
+        while len(trace_files(d)) < n and time.time() < deadline:
+            time.sleep(0.05)
+        check(len(trace_files(d)) == n, "%d dump(s) after %d trigger(s): %s" % (len(trace_files(d)), n, trace_files(d)))
+
     time.sleep(0.6)
     check(trace_files(d) == [], "flight mode writes nothing before a trigger: %s" % trace_files(d))
     p.send_signal(signal.SIGUSR2)
-    time.sleep(0.7)
+    dumped(1)
     open(os.path.join(d, "dump-now"), "w").close()
-    time.sleep(0.7)
+    dumped(2)
     with open(os.path.join(d, "control"), "a") as c:
         c.write("dump\n")
+    dumped(3)
     out, _ = p.communicate(timeout=60)
     check(p.returncode == 0, "job exit %d" % p.returncode)
     check(not os.path.exists(os.path.join(d, "dump-now")), "dump-now is taken away when it is served")

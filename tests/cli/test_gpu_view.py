@@ -20,7 +20,7 @@ def main():
     d = tmpdir()
     src = os.path.join(data_dir(), "h200x4_procs")
     out = os.path.join(d, "p4.json")
-    r = run([cli, "convert", src, "-o", out])
+    r = run([cli, "convert", "-v", src, "-o", out])
     doc = json.load(open(out))
     files = doc["metadata"]["ncclscope"]["files"]
     check(len(files) == 4, "4 files")

@@ -97,7 +97,7 @@ def main():
             shutil.copy(f, dst)
     run([cli, "convert", src, "-o", os.path.join(d, "truth.json")])
     truth = first_ts(json.load(open(os.path.join(d, "truth.json"))))
-    r = run([cli, "convert", merged, "-o", os.path.join(d, "merged.json")])
+    r = run([cli, "convert", "-v", merged, "-o", os.path.join(d, "merged.json")])
     check("hostB" in r.stderr and "shared collectives" in r.stderr, "alignment report:\n" + r.stderr)
     line = [x for x in r.stderr.splitlines() if "hostB" in x][0]
     refined_us = float(line.split("refined")[1].split("us")[0])
