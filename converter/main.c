@@ -15,6 +15,7 @@
 
 #include "clock_align.h"
 #include "convert.h"
+#include "hang.h"
 #include "event_types.h"
 #include "report.h"
 #include "stats.h"
@@ -453,6 +454,36 @@ static int cmd_report(int argc, char **argv) {
     return rc;
 }
 
+/* `ncclscope hang`: 0 no hang, 1 usage, 2 damaged input and no hang,
+ * 3 unreadable input, 4 a hang found (hang.h). */
+static int cmd_hang(int argc, char **argv) {
+    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
+    int nin = 0, json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ncclscope hang: unknown option %s\n", argv[i]);
+            free(inputs);
+            return 1;
+        } else
+            inputs[nin++] = argv[i];
+    }
+    if (nin == 0) {
+        fprintf(stderr, "ncclscope hang: expected trace files or directories\n");
+        free(inputs);
+        return 1;
+    }
+    char **files;
+    int nfiles;
+    int rc = job_files("hang", inputs, nin, &files, &nfiles);
+    if (rc)
+        return rc;
+    rc = nsc_hang((const char *const *)files, nfiles, json, stdout);
+    free_files(files, nfiles);
+    return rc;
+}
+
 static int cmd_replay(int argc, char **argv) {
     const char *plugin = NULL, *input = NULL;
     int version = 0;
@@ -559,6 +590,8 @@ static int dispatch(int argc, char **argv) {
         return cmd_stats(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "hang") == 0)
+        return cmd_hang(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ncclscope %s (trace format %u)\n", NSC_VERSION, NSC_FORMAT_VERSION);
         return 0;
