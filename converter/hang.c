@@ -309,7 +309,7 @@ static const char *matching(const char *func) {
     return !strcmp(func, "Send") ? "Recv" : !strcmp(func, "Recv") ? "Send" : func;
 }
 
-/* One stuck communicator. Returns 1 when it printed a hang. */
+/* One stuck communicator: a JSON object (after a comma unless first) or text. */
 static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, int first) {
     const struct member *m = NULL;
     int nranks = 0;
