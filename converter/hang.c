@@ -56,6 +56,7 @@ struct stuck {
     } while (0)
 
 struct job {
+    size_t seqs_last, pairs_last; /* the last entries found: ops of one comm come in runs */
     VEC(struct member) members;
     VEC(struct seqs) seqs;
     VEC(struct pairs) pairs;
@@ -72,9 +73,14 @@ struct file_run {
 };
 
 static struct seqs *seqs_of(struct job *j, uint64_t comm, int rank, const char *func) {
-    for (size_t i = 0; i < j->seqs.n; i++)
-        if (j->seqs.v[i].comm == comm && j->seqs.v[i].rank == rank && !strcmp(j->seqs.v[i].func, func))
+    for (size_t k = 0; k <= j->seqs.n; k++) {
+        size_t i = k ? k - 1 : j->seqs_last;
+        if (i < j->seqs.n && j->seqs.v[i].comm == comm && j->seqs.v[i].rank == rank &&
+            !strcmp(j->seqs.v[i].func, func)) {
+            j->seqs_last = i;
             return &j->seqs.v[i];
+        }
+    }
     struct seqs s = {.comm = comm, .rank = rank};
     snprintf(s.func, sizeof(s.func), "%s", func);
     size_t n = j->seqs.n;
@@ -83,10 +89,13 @@ static struct seqs *seqs_of(struct job *j, uint64_t comm, int rank, const char *
 }
 
 static struct pairs *pairs_of(struct job *j, uint64_t comm, int rank, const char *func, int peer) {
-    for (size_t i = 0; i < j->pairs.n; i++) {
-        struct pairs *p = &j->pairs.v[i];
-        if (p->comm == comm && p->rank == rank && p->peer == peer && !strcmp(p->func, func))
+    for (size_t k = 0; k <= j->pairs.n; k++) {
+        size_t i = k ? k - 1 : j->pairs_last;
+        struct pairs *p = i < j->pairs.n ? &j->pairs.v[i] : NULL;
+        if (p && p->comm == comm && p->rank == rank && p->peer == peer && !strcmp(p->func, func)) {
+            j->pairs_last = i;
             return p;
+        }
     }
     struct pairs s = {.comm = comm, .rank = rank, .peer = peer};
     snprintf(s.func, sizeof(s.func), "%s", func);

@@ -3,7 +3,8 @@
  * Exit codes: 0 ok, 1 usage, 2 damaged input (everything intact was still
  * converted), 3 output error (including an output that is an input, and
  * standard output that cannot be written), an input that cannot be read
- * (missing, unreadable, not a regular file), or a plugin error.
+ * (missing, unreadable, not a regular file), or a plugin error; 4 `hang`
+ * found a hang.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +51,8 @@ static void usage(FILE *f) {
             "      latency-by-size chart, stragglers (no scripts, no network).\n"
             "  convert, stats and report take --align auto|realtime and --max-uncertainty-us U (default\n"
             "      1000) for files from several hosts (see docs/converter.md).\n"
+            "  ncclscope hang <files or directories...> [--json]\n"
+            "      where a hung (killed) job's ranks diverge: exit 4 when a hang is found.\n"
             "  ncclscope info <file>\n"
             "      header, comms, per-thread record and drop counts.\n"
             "  ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
