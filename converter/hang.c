@@ -8,6 +8,8 @@
 #include "coll_track.h"
 #include "event_types.h"
 
+#define HANG_MAX_RANKS (1 << 20)
+
 /* A rank of a communicator, as one file described it. */
 struct member {
     uint64_t comm;
@@ -194,6 +196,16 @@ static int entered(const struct job *j, uint64_t comm, int rank, const char *fun
     return 0;
 }
 
+/* The last seqNumber of func a rank entered, or -1. */
+static long long last_entered(const struct job *j, uint64_t comm, int rank, const char *func) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct seqs *s = &j->seqs.v[i];
+        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
+            return s->n ? (long long)s->max : -1;
+    }
+    return -1;
+}
+
 static uint64_t pair_count(const struct job *j, uint64_t comm, int rank, const char *func, int peer) {
     for (size_t i = 0; i < j->pairs.n; i++) {
         const struct pairs *p = &j->pairs.v[i];
@@ -378,13 +390,23 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
             json_str(f, target->func);
             fprintf(f, ",\"seq\":%llu,\"missing_ranks\":", (unsigned long long)target->seq);
             print_ranks(f, missing, nmissing, 1);
-            fputs(",\"stuck_ranks\":[", f);
+            fputs(",\"missing_last_seq\":[", f);
+            for (int q = 0; q < nmissing; q++) {
+                long long l = last_entered(j, comm, missing[q], target->func);
+                fprintf(f, l < 0 ? "%snull" : "%s%lld", q ? "," : "", l);
+            }
+            fputs("],\"stuck_ranks\":[", f);
         } else {
             fprintf(f, "hang at %s seqNumber %llu\n", target->func, (unsigned long long)target->seq);
             fputs("  never entered it: ", f);
-            if (nmissing)
-                print_ranks(f, missing, nmissing, 0);
-            else
+            for (int q = 0; q < nmissing; q++) {
+                long long l = last_entered(j, comm, missing[q], target->func);
+                if (l < 0)
+                    fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", missing[q], target->func);
+                else
+                    fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", missing[q], l);
+            }
+            if (!nmissing)
                 fputs("none", f);
             fputs("\n  stuck inside it:\n", f);
         }
@@ -523,7 +545,9 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
             const struct nsc_comm_info *ci = nsc_decoder_comm(&d, c);
             if (!ci || !ci->comm_id)
                 continue;
-            struct member mb = {.comm = ci->comm_id, .rank = ci->rank, .nranks = ci->nranks};
+            /* A damaged count must not make the analysis walk billions of ranks. */
+            int nr = ci->nranks > 0 && ci->nranks <= HANG_MAX_RANKS ? ci->nranks : 0;
+            struct member mb = {.comm = ci->comm_id, .rank = ci->rank, .nranks = nr};
             snprintf(mb.name, sizeof(mb.name), "%s", ci->name);
             PUSH(j.members, mb);
         }

@@ -58,7 +58,7 @@ def test_coll(driver):
     h = doc["hangs"][0]
     check(h["comm"] == "0x0000004a4e470001" and h["name"] == "hang-coll", h)
     check(h["op"] == "AllReduce" and h["seq"] == OPS - 1, "op/seq: %s" % h)
-    check(h["missing_ranks"] == [3], "missing: %s" % h["missing_ranks"])
+    check(h["missing_ranks"] == [3] and h["missing_last_seq"] == [OPS - 2], "missing: %s" % h)
     check(h["completed_ranks"] == [] and h["untraced_ranks"] == [], h)
     stuck = sorted(h["stuck_ranks"], key=lambda s: s["rank"])
     check([s["rank"] for s in stuck] == [0, 1, 2], "stuck: %s" % stuck)
@@ -71,7 +71,7 @@ def test_coll(driver):
         check(po["step_state"] == "ProxyStepSendPeerWait" and po["steps_open"] == 1, po)
         check(po["waiting"] == "waiting for the peer's receive", po)
     text = run([cli, "hang", d], ok=(4,)).stdout
-    check("hang at AllReduce seqNumber %d" % (OPS - 1) in text and "never entered it: 3" in text,
+    check("hang at AllReduce seqNumber %d" % (OPS - 1) in text and "never entered it: rank 3 (last entered seqNumber %d)" % (OPS - 2) in text,
           text)
     check("rank 0: enqueued, 1 of 2 channel(s) done, open: 0; peers 1" in text, text)
 
