@@ -32,7 +32,16 @@ def run_job(driver, mode, nranks):
     for p in procs:
         line = p.stdout.readline()
         check(line.strip() == "hung", "rank did not reach its hang: %r (rc %s)" % (line, p.poll()))
-    time.sleep(0.5)  # 50 flush periods: what each rank recorded reaches its file
+    # What each rank recorded reaches its file within a few flush periods:
+    # wait at least 50 of them, then until the files stop growing (a loaded
+    # machine, sanitizers).
+    time.sleep(0.5)
+    sizes, stable, deadline = None, 0, time.time() + 20
+    while stable < 3 and time.time() < deadline:
+        now = [os.path.getsize(f) for f in trace_files(d)]
+        stable = stable + 1 if now == sizes and len(now) == nranks else 0
+        sizes = now
+        time.sleep(0.1)
     for p in procs:
         p.send_signal(signal.SIGKILL)
         p.wait()
