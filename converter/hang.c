@@ -395,7 +395,7 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
                 long long l = last_entered(j, comm, missing[q], target->func);
                 fprintf(f, l < 0 ? "%snull" : "%s%lld", q ? "," : "", l);
             }
-            fputs("],\"stuck_ranks\":[", f);
+            fprintf(f, "],\"all_inside\":%s,\"stuck_ranks\":[", nmissing || ndone ? "false" : "true");
         } else {
             fprintf(f, "hang at %s seqNumber %llu\n", target->func, (unsigned long long)target->seq);
             fputs("  never entered it: ", f);
@@ -406,8 +406,11 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
                 else
                     fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", missing[q], l);
             }
-            if (!nmissing)
+            if (!nmissing && ndone)
                 fputs("none", f);
+            else if (!nmissing)
+                fputs("none (every traced rank is inside it: a transport that stopped moving, or a "
+                      "job killed in the middle of it)", f);
             fputs("\n  stuck inside it:\n", f);
         }
         int k = 0;

@@ -68,7 +68,7 @@ def test_coll(driver):
     check(h["comm"] == "0x0000004a4e470001" and h["name"] == "hang-coll", h)
     check(h["op"] == "AllReduce" and h["seq"] == OPS - 1, "op/seq: %s" % h)
     check(h["missing_ranks"] == [3] and h["missing_last_seq"] == [OPS - 2], "missing: %s" % h)
-    check(h["completed_ranks"] == [] and h["untraced_ranks"] == [], h)
+    check(h["completed_ranks"] == [] and h["untraced_ranks"] == [] and not h["all_inside"], h)
     stuck = sorted(h["stuck_ranks"], key=lambda s: s["rank"])
     check([s["rank"] for s in stuck] == [0, 1, 2], "stuck: %s" % stuck)
     for s in stuck:
@@ -79,6 +79,14 @@ def test_coll(driver):
         check(po["channel"] == 0 and po["send"] and po["peer"] == s["rank"] + 1, po)
         check(po["step_state"] == "ProxyStepSendPeerWait" and po["steps_open"] == 1, po)
         check(po["waiting"] == "waiting for the peer's receive", po)
+    # Without rank 3's file: nobody is known to be missing, every traced
+    # rank is inside, rank 3 left no trace.
+    import re
+    rank_of = {f: int(re.search(r"rank (\d+) of 4", run([cli, "info", f], ok=(0, 2)).stdout).group(1))
+               for f in trace_files(d)}
+    doc, _ = hang(cli, [f for f in rank_of if rank_of[f] != 3])
+    h = doc["hangs"][0]
+    check(h["missing_ranks"] == [] and h["untraced_ranks"] == [3] and h["all_inside"], h)
     text = run([cli, "hang", d], ok=(4,)).stdout
     check("hang at AllReduce seqNumber %d" % (OPS - 1) in text and "never entered it: rank 3 (last entered seqNumber %d)" % (OPS - 2) in text,
           text)
