@@ -32,16 +32,20 @@ def run_job(driver, mode, nranks):
     for p in procs:
         line = p.stdout.readline()
         check(line.strip() == "hung", "rank did not reach its hang: %r (rc %s)" % (line, p.poll()))
-    # What each rank recorded reaches its file within a few flush periods:
-    # wait at least 50 of them, then until the files stop growing (a loaded
-    # machine, sanitizers).
-    time.sleep(0.5)
-    sizes, stable, deadline = None, 0, time.time() + 20
-    while stable < 3 and time.time() < deadline:
-        now = [os.path.getsize(f) for f in trace_files(d)]
-        stable = stable + 1 if now == sizes and len(now) == nranks else 0
-        sizes = now
-        time.sleep(0.1)
+    # What each rank recorded reaches its file within a few flush periods
+    # (the flusher writes clock anchors all the time: the files never stop
+    # growing). Wait until every operation of every rank is in its file, as
+    # `hang` counts them (20 s at most: a loaded machine, sanitizers).
+    want_ops = nranks * OPS - 1  # one rank stops one operation short
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        time.sleep(0.2)
+        p = subprocess.run([cli, "hang", d, "--json"], capture_output=True, text=True)
+        try:
+            if json.loads(p.stdout)["operations"] == want_ops:
+                break
+        except ValueError:
+            pass
     for p in procs:
         p.send_signal(signal.SIGKILL)
         p.wait()
