@@ -15,11 +15,9 @@ struct op {
     int reported;
 };
 
-struct child {
-    uint64_t id;    /* 0: free, UINT64_MAX: deleted */
-    uint64_t op_id;
-    uint8_t etype;
-};
+/* Children (struct nsc_track_child, coll_track.h): a KernelCh or ProxyOp
+ * (op_id: its operation), or a ProxyStep (op_id: its ProxyOp). id 0: free,
+ * UINT64_MAX: deleted. */
 
 /* What children told about a parent not seen yet. Records of different
  * threads reach the file in drain order, not time order: a KernelCh on the
@@ -43,7 +41,7 @@ struct nsc_coll_track {
     size_t ops_cap;
     uint64_t *fifo;        /* op ids in start order */
     size_t fifo_head, fifo_len;
-    struct child *kids;
+    struct nsc_track_child *kids;
     size_t kids_cap, kids_n, kids_used;
     struct early *early;
 };
@@ -88,7 +86,7 @@ static void op_remove(struct nsc_coll_track *t, struct op *o) {
     t->ops[i].id = 0;
 }
 
-static struct child *kid_find(struct nsc_coll_track *t, uint64_t id) {
+static struct nsc_track_child *kid_find(struct nsc_coll_track *t, uint64_t id) {
     for (size_t i = slot_of(id, t->kids_cap);; i = (i + 1) & (t->kids_cap - 1)) {
         if (t->kids[i].id == id)
             return &t->kids[i];
@@ -98,9 +96,9 @@ static struct child *kid_find(struct nsc_coll_track *t, uint64_t id) {
 }
 
 static void kids_rehash(struct nsc_coll_track *t, size_t cap) {
-    struct child *old = t->kids;
+    struct nsc_track_child *old = t->kids;
     size_t oc = t->kids_cap;
-    struct child *n = calloc(cap, sizeof(*n));
+    struct nsc_track_child *n = calloc(cap, sizeof(*n));
     if (!n)
         return;
     t->kids = n;
@@ -118,24 +116,27 @@ static void kids_rehash(struct nsc_coll_track *t, size_t cap) {
     free(old);
 }
 
-static void kid_add(struct nsc_coll_track *t, uint64_t id, uint64_t op_id, uint8_t etype) {
+static struct nsc_track_child *kid_add(struct nsc_coll_track *t, uint64_t id, uint64_t op_id, uint8_t etype) {
     if ((t->kids_used + 1) * 2 > t->kids_cap) {
         /* Grow while live children are many; otherwise just clear tombstones.
          * Live children are bounded by the operations in flight. */
         kids_rehash(t, t->kids_n * 4 > t->kids_cap ? t->kids_cap * 2 : t->kids_cap);
         if ((t->kids_used + 1) * 2 > t->kids_cap)
-            return;
+            return NULL;
     }
     size_t i = slot_of(id, t->kids_cap);
     while (t->kids[i].id && t->kids[i].id != UINT64_MAX)
         i = (i + 1) & (t->kids_cap - 1);
     if (t->kids[i].id == 0)
         t->kids_used++;
-    t->kids[i] = (struct child){id, op_id, etype};
+    t->kids[i] = (struct nsc_track_child){.id = id, .op_id = op_id, .etype = etype, .state = -1,
+                                .step_state = -1, .step = -1};
     t->kids_n++;
+    return &t->kids[i];
 }
 
-static void report(struct nsc_coll_track *t, struct op *o) {
+static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_track_child *open,
+                   uint32_t nopen) {
     if (o->reported)
         return;
     o->reported = 1;
@@ -172,6 +173,9 @@ static void report(struct nsc_coll_track *t, struct op *o) {
     d.kernel_channels_done = o->kch_done;
     d.id = o->id;
     d.thread = o->thread;
+    d.at_end = open != NULL;
+    d.open = open;
+    d.nopen = nopen;
     t->fn(t->ud, &d);
 }
 
@@ -184,7 +188,7 @@ static void maybe_done(struct nsc_coll_track *t, struct op *o) {
     int done = t->kernel ? (nch ? o->kch_done >= nch : o->children == 0)
                          : !(t->d->session.event_mask & (1u << NSC_ET_PROXY_OP));
     if (done) {
-        report(t, o);
+        report(t, o, NULL, 0);
         op_remove(t, o);
     }
 }
@@ -236,7 +240,7 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
                 t->fifo_len--;
                 struct op *o = op_find(t, old);
                 if (o) {
-                    report(t, o);
+                    report(t, o, NULL, 0);
                     op_remove(t, o);
                 }
             }
@@ -281,28 +285,66 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
                 if (g && (!*gpu_start || g < *gpu_start))
                     *gpu_start = g;
             }
-            kid_add(t, r->h.id, parent, (uint8_t)et);
+            struct nsc_track_child *k = kid_add(t, r->h.id, parent, (uint8_t)et);
+            if (k && et == NSC_ET_KERNEL_CH)
+                k->ch = r->u.start.d.kernel_ch.ch;
+            else if (k) {
+                k->ch = r->u.start.d.proxy_op.ch;
+                k->is_send = r->u.start.d.proxy_op.is_send;
+                k->peer = r->u.start.d.proxy_op.peer;
+            }
+        } else if (et == NSC_ET_PROXY_STEP && r->u.start.parent) {
+            /* Kept for where a hang stands (hang.h): the ProxyOp's newest step. */
+            struct nsc_track_child *pop = kid_find(t, r->u.start.parent);
+            if (pop && pop->etype == NSC_ET_PROXY_OP) {
+                pop->steps_open++;
+                pop->step = r->u.start.d.proxy_step.step;
+                pop->step_state = -1;
+                struct nsc_track_child *k = kid_add(t, r->h.id, pop->id, NSC_ET_PROXY_STEP);
+                if (k)
+                    k->step = r->u.start.d.proxy_step.step;
+            }
         }
         return;
     case NSC_REC_STATE:
         if (et == NSC_ET_KERNEL_CH && r->h.aux == 22 /* KernelChStop */) {
-            struct child *k = kid_find(t, r->h.id);
+            struct nsc_track_child *k = kid_find(t, r->h.id);
             struct op *o = k ? op_find(t, k->op_id) : NULL;
             struct early *e = k && !o ? early_of(t, k->op_id, 0) : NULL;
             uint64_t *gpu_end = o ? &o->gpu_end : e ? &e->gpu_end : NULL;
             if (gpu_end && r->u.state.arg > *gpu_end)
                 *gpu_end = r->u.state.arg;
+        } else if (et == NSC_ET_PROXY_OP || et == NSC_ET_PROXY_STEP) {
+            struct nsc_track_child *k = kid_find(t, r->h.id);
+            if (k && k->etype == et && et == NSC_ET_PROXY_OP)
+                k->state = (int32_t)r->h.aux;
+            else if (k && k->etype == et) {
+                struct nsc_track_child *pop = kid_find(t, k->op_id);
+                if (pop && pop->etype == NSC_ET_PROXY_OP) {
+                    pop->step = k->step;
+                    pop->step_state = (int32_t)r->h.aux;
+                }
+            }
         }
         return;
     case NSC_REC_STOP:
-        if (et == NSC_ET_COLL || et == NSC_ET_P2P) {
+        if (et == NSC_ET_PROXY_STEP) {
+            struct nsc_track_child *k = kid_find(t, r->h.id);
+            if (!k || k->etype != et)
+                return;
+            struct nsc_track_child *pop = kid_find(t, k->op_id);
+            if (pop && pop->etype == NSC_ET_PROXY_OP && pop->steps_open)
+                pop->steps_open--;
+            k->id = UINT64_MAX;
+            t->kids_n--;
+        } else if (et == NSC_ET_COLL || et == NSC_ET_P2P) {
             struct op *o = op_find(t, r->h.id);
             if (o && o->start.h.etype == et) { /* a STOP of another type is not its stop */
                 o->stop_ns = when(t, r->h.ticks);
                 maybe_done(t, o);
             }
         } else if (et == NSC_ET_KERNEL_CH || et == NSC_ET_PROXY_OP) {
-            struct child *k = kid_find(t, r->h.id);
+            struct nsc_track_child *k = kid_find(t, r->h.id);
             if (!k || k->etype != et)
                 return;
             struct op *o = op_find(t, k->op_id);
@@ -331,15 +373,44 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
     }
 }
 
+static int cmp_kid_op(const void *a, const void *b) {
+    const struct nsc_track_child *x = a, *y = b;
+    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+}
+
 void nsc_track_finish(struct nsc_coll_track *t) {
     if (!t)
         return;
+    /* The children still open, grouped by operation: what each operation
+     * in flight was waiting on. */
+    struct nsc_track_child *open = calloc(t->kids_n + 1, sizeof(*open));
+    size_t nopen = 0;
+    for (size_t i = 0; open && i < t->kids_cap; i++)
+        if (t->kids[i].id && t->kids[i].id != UINT64_MAX && t->kids[i].etype != NSC_ET_PROXY_STEP &&
+            nopen < t->kids_n)
+            open[nopen++] = t->kids[i];
+    if (open)
+        qsort(open, nopen, sizeof(*open), cmp_kid_op);
+    static const struct nsc_track_child none;
     /* In start order, so reports come out as they happened. */
     for (size_t k = 0; k < t->fifo_len; k++) {
         struct op *o = op_find(t, t->fifo[(t->fifo_head + k) % NSC_TRACK_INFLIGHT]);
-        if (o)
-            report(t, o);
+        if (!o)
+            continue;
+        size_t lo = 0, hi = nopen;
+        while (lo < hi) { /* the first open child of o */
+            size_t mid = (lo + hi) / 2;
+            if (open[mid].op_id < o->id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t end = lo;
+        while (end < nopen && open[end].op_id == o->id)
+            end++;
+        report(t, o, end > lo ? open + lo : &none, (uint32_t)(end - lo));
     }
+    free(open);
     free(t->ops);
     free(t->fifo);
     free(t->kids);

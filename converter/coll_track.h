@@ -40,6 +40,24 @@ struct nsc_op_done {
     uint32_t children, kernel_channels_done;
     uint64_t id;         /* event id in its file */
     uint32_t thread;
+    /* Set only by nsc_track_finish: the operation was still in flight when
+     * the file ended, and `open` lists its KernelCh/ProxyOp children that
+     * started and never stopped (valid during the callback). */
+    int at_end;
+    const struct nsc_track_child *open;
+    uint32_t nopen;
+};
+
+/* A child of an operation in flight (hang.h reads them). */
+struct nsc_track_child {
+    uint64_t id, op_id;
+    uint8_t etype;       /* NSC_ET_KERNEL_CH, NSC_ET_PROXY_OP (NSC_ET_PROXY_STEP inside) */
+    uint8_t ch, is_send;
+    int32_t peer;        /* ProxyOp */
+    int32_t state;       /* last STATE recorded (ProxyOp*: NCCL's number), -1 none */
+    int32_t step_state;  /* last state of its newest open ProxyStep, -1 none */
+    int32_t step;        /* that ProxyStep's step number */
+    uint32_t steps_open; /* ProxySteps started and not stopped */
 };
 
 

@@ -3,7 +3,8 @@
  * Exit codes: 0 ok, 1 usage, 2 damaged input (everything intact was still
  * converted), 3 output error (including an output that is an input, and
  * standard output that cannot be written), an input that cannot be read
- * (missing, unreadable, not a regular file), or a plugin error.
+ * (missing, unreadable, not a regular file), or a plugin error; 4 `hang`
+ * found a hang.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include "clock_align.h"
 #include "convert.h"
+#include "hang.h"
 #include "event_types.h"
 #include "report.h"
 #include "stats.h"
@@ -50,6 +52,8 @@ static void usage(FILE *f) {
             "      latency-by-size chart, stragglers (no scripts, no network).\n"
             "  convert, stats and report take --align auto|realtime and --max-uncertainty-us U (default\n"
             "      1000) for files from several hosts (see docs/converter.md).\n"
+            "  ncclscope hang <files or directories...> [--json]\n"
+            "      where a hung (killed) job's ranks diverge: exit 4 when a hang is found.\n"
             "  ncclscope info <file>\n"
             "      header, comms, per-thread record and drop counts.\n"
             "  ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
@@ -120,6 +124,22 @@ static const struct cmd_help {
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
      "  -v, --verbose             per-file diagnostics (alignment)\n"
      "  -h, --help                this text\n"},
+    {"hang",
+     "usage: ncclscope hang <files or directories...> [--json]\n"
+     "\n"
+     "Where the ranks of a hung (killed) job diverge, from its traces alone (files\n"
+     "cut by SIGKILL, flight-mode dumps): per stuck communicator, the first\n"
+     "(operation, seqNumber) in flight, the ranks that never entered it, the ranks\n"
+     "stuck inside with their open channels, peers and proxy steps, and for p2p who\n"
+     "waits for whom (docs/converter.md, \"Finding a hang\").\n"
+     "\n"
+     "options:\n"
+     "  --json                    {\"hangs\": [{\"comm\", \"op\", \"seq\", \"missing_ranks\",\n"
+     "                            \"stuck_ranks\", ...}], ...}\n"
+     "  -h, --help                this text\n"
+     "\n"
+     "Exit: 0 no hang, 1 usage, 2 damaged input and no hang, 3 unreadable input,\n"
+     "4 a hang was found.\n"},
     {"info",
      "usage: ncclscope info <file>\n"
      "\n"
@@ -583,6 +603,36 @@ static int cmd_report(int argc, char **argv) {
     return rc;
 }
 
+/* `ncclscope hang`: 0 no hang, 1 usage, 2 damaged input and no hang,
+ * 3 unreadable input, 4 a hang found (hang.h). */
+static int cmd_hang(int argc, char **argv) {
+    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
+    int nin = 0, json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ncclscope hang: unknown option %s\n", argv[i]);
+            free(inputs);
+            return 1;
+        } else
+            inputs[nin++] = argv[i];
+    }
+    if (nin == 0) {
+        fprintf(stderr, "ncclscope hang: expected trace files or directories\n");
+        free(inputs);
+        return 1;
+    }
+    char **files;
+    int nfiles;
+    int rc = job_files("hang", inputs, nin, &files, &nfiles);
+    if (rc)
+        return rc;
+    rc = nsc_hang((const char *const *)files, nfiles, json, stdout);
+    free_files(files, nfiles);
+    return rc;
+}
+
 static int cmd_replay(int argc, char **argv) {
     const char *plugin = NULL, *input = NULL;
     int version = 0;
@@ -714,6 +764,8 @@ static int dispatch(int argc, char **argv) {
         return cmd_stats(argc - 2, argv + 2);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(argc - 2, argv + 2);
+    if (strcmp(cmd, "hang") == 0)
+        return cmd_hang(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ncclscope %s (trace format %u)\n", NSC_VERSION, NSC_FORMAT_VERSION);
         return 0;

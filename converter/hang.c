@@ -1,0 +1,587 @@
+/* hang.c - stuck operations of every rank, joined by commHash (hang.h). */
+#include "hang.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_track.h"
+#include "event_types.h"
+
+#define HANG_MAX_RANKS (1 << 20)
+
+/* A rank of a communicator, as one file described it. */
+struct member {
+    uint64_t comm;
+    int rank, nranks;
+    char name[96];
+};
+
+/* Collectives a rank enqueued, per (comm, rank, function). */
+struct seqs {
+    uint64_t comm;
+    int rank;
+    char func[32];
+    uint64_t min, max, n;
+};
+
+/* Point-to-point operations a rank enqueued, per (comm, rank, function, peer). */
+struct pairs {
+    uint64_t comm;
+    int rank, peer;
+    char func[32];
+    uint64_t n;
+};
+
+struct stuck {
+    uint64_t comm;
+    int rank, is_p2p, peer, nch;
+    char func[32];
+    uint64_t seq, start_ns;
+    uint32_t kch_done, stopped;
+    struct nsc_track_child *open;
+    uint32_t nopen;
+};
+
+#define VEC(T) struct { T *v; size_t n, cap; }
+#define PUSH(vec, x)                                                                            \
+    do {                                                                                        \
+        if ((vec).n == (vec).cap) {                                                             \
+            size_t c_ = (vec).cap ? (vec).cap * 2 : 16;                                         \
+            void *p_ = realloc((vec).v, c_ * sizeof(*(vec).v));                                 \
+            if (!p_)                                                                            \
+                break;                                                                          \
+            (vec).v = p_;                                                                       \
+            (vec).cap = c_;                                                                     \
+        }                                                                                       \
+        (vec).v[(vec).n++] = (x);                                                               \
+    } while (0)
+
+struct job {
+    size_t seqs_last, pairs_last; /* the last entries found: ops of one comm come in runs */
+    VEC(struct member) members;
+    VEC(struct seqs) seqs;
+    VEC(struct pairs) pairs;
+    VEC(struct stuck) stuck;
+    int damaged;
+    uint64_t ops;
+};
+
+struct file_run {
+    struct job *j;
+    struct nsc_coll_track *t;
+    uint32_t mask;
+    int oom;
+};
+
+static struct seqs *seqs_of(struct job *j, uint64_t comm, int rank, const char *func) {
+    for (size_t k = 0; k <= j->seqs.n; k++) {
+        size_t i = k ? k - 1 : j->seqs_last;
+        if (i < j->seqs.n && j->seqs.v[i].comm == comm && j->seqs.v[i].rank == rank &&
+            !strcmp(j->seqs.v[i].func, func)) {
+            j->seqs_last = i;
+            return &j->seqs.v[i];
+        }
+    }
+    struct seqs s = {.comm = comm, .rank = rank};
+    snprintf(s.func, sizeof(s.func), "%s", func);
+    size_t n = j->seqs.n;
+    PUSH(j->seqs, s);
+    return j->seqs.n > n ? &j->seqs.v[n] : NULL;
+}
+
+static struct pairs *pairs_of(struct job *j, uint64_t comm, int rank, const char *func, int peer) {
+    for (size_t k = 0; k <= j->pairs.n; k++) {
+        size_t i = k ? k - 1 : j->pairs_last;
+        struct pairs *p = i < j->pairs.n ? &j->pairs.v[i] : NULL;
+        if (p && p->comm == comm && p->rank == rank && p->peer == peer && !strcmp(p->func, func)) {
+            j->pairs_last = i;
+            return p;
+        }
+    }
+    struct pairs s = {.comm = comm, .rank = rank, .peer = peer};
+    snprintf(s.func, sizeof(s.func), "%s", func);
+    size_t n = j->pairs.n;
+    PUSH(j->pairs, s);
+    return j->pairs.n > n ? &j->pairs.v[n] : NULL;
+}
+
+/* Did this operation, still in flight at the file's end, never complete? */
+static int is_stuck(const struct nsc_op_done *op, uint32_t mask) {
+    if (!op->stop_ns)
+        return 1;
+    if (mask & (1u << NSC_ET_KERNEL_CH))
+        return op->nch ? op->kernel_channels_done < (uint32_t)op->nch : op->nopen > 0;
+    return op->nopen > 0;
+}
+
+static void on_op(void *ud, const struct nsc_op_done *op) {
+    struct file_run *fr = ud;
+    struct job *j = fr->j;
+    j->ops++;
+    const char *func = op->func ? op->func : "?";
+    if (op->is_p2p) {
+        struct pairs *p = pairs_of(j, op->comm_id, op->rank, func, op->peer);
+        if (p)
+            p->n++;
+    } else {
+        struct seqs *s = seqs_of(j, op->comm_id, op->rank, func);
+        if (s) {
+            if (!s->n || op->seq < s->min)
+                s->min = op->seq;
+            if (!s->n || op->seq > s->max)
+                s->max = op->seq;
+            s->n++;
+        }
+    }
+    if (!op->at_end || !is_stuck(op, fr->mask))
+        return;
+    struct stuck s = {.comm = op->comm_id, .rank = op->rank, .is_p2p = op->is_p2p,
+                      .peer = op->peer, .nch = op->nch, .seq = op->seq,
+                      .start_ns = op->start_ns, .kch_done = op->kernel_channels_done,
+                      .stopped = op->stop_ns != 0, .nopen = op->nopen};
+    snprintf(s.func, sizeof(s.func), "%s", func);
+    if (op->nopen && (s.open = malloc(op->nopen * sizeof(*s.open))))
+        memcpy(s.open, op->open, op->nopen * sizeof(*s.open));
+    else
+        s.nopen = 0;
+    size_t n = j->stuck.n;
+    PUSH(j->stuck, s);
+    if (j->stuck.n == n)
+        free(s.open);
+}
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    struct file_run *fr = ud;
+    if (!fr->t && !fr->oom) {
+        fr->mask = d->session.event_mask;
+        if (!(fr->t = nsc_track_new(d, 0, on_op, fr)))
+            fr->oom = 1;
+    }
+    if (fr->t)
+        nsc_track_record(fr->t, thread, r, ext);
+}
+
+static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
+    (void)d;
+    struct file_run *fr = ud;
+    fr->j->damaged = 1;
+    fprintf(stderr, "ncclscope hang: %s\n", msg);
+}
+
+/* ---- the analysis ---- */
+
+/* What a ProxyOp/ProxyStep state says the proxy waits for. */
+static const char *waiting_for(int state) {
+    switch (state) {
+    case 0: case 4: return "posted";
+    case 1: case 20: return "waiting for the peer's receive";
+    case 8: case 12: case 5: case 6: return "waiting for GPU";
+    case 2: case 9: case 10: case 11: return "waiting for the network";
+    case 3: case 7: return "done";
+    case 19: return "in progress";
+    default: return "no state recorded";
+    }
+}
+
+static int entered(const struct job *j, uint64_t comm, int rank, const char *func, uint64_t seq) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct seqs *s = &j->seqs.v[i];
+        /* Within the range a rank enqueued: seqNumbers follow each other,
+         * so a gap there means lost records, not a skipped collective. */
+        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
+            return s->n && seq >= s->min && seq <= s->max;
+    }
+    return 0;
+}
+
+/* The last seqNumber of func a rank entered, or -1. */
+static long long last_entered(const struct job *j, uint64_t comm, int rank, const char *func) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct seqs *s = &j->seqs.v[i];
+        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
+            return s->n ? (long long)s->max : -1;
+    }
+    return -1;
+}
+
+static uint64_t pair_count(const struct job *j, uint64_t comm, int rank, const char *func, int peer) {
+    for (size_t i = 0; i < j->pairs.n; i++) {
+        const struct pairs *p = &j->pairs.v[i];
+        if (p->comm == comm && p->rank == rank && p->peer == peer && !strcmp(p->func, func))
+            return p->n;
+    }
+    return 0;
+}
+
+static int traced(const struct job *j, uint64_t comm, int rank) {
+    for (size_t i = 0; i < j->members.n; i++)
+        if (j->members.v[i].comm == comm && j->members.v[i].rank == rank)
+            return 1;
+    return 0;
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void print_ranks(FILE *f, const int *v, int n, int json) {
+    if (json)
+        fputc('[', f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, i ? (json ? ",%d" : ", %d") : "%d", v[i]);
+    if (json)
+        fputc(']', f);
+}
+
+static int cmp_int(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
+}
+
+/* One stuck rank inside a collective: its channels, peers and proxy. */
+static void print_stuck_rank(FILE *f, const struct stuck *s, int json) {
+    int ch[256], nch = 0, peers[256], npeers = 0;
+    for (uint32_t i = 0; i < s->nopen; i++) {
+        const struct nsc_track_child *c = &s->open[i];
+        if (c->etype == NSC_ET_KERNEL_CH && nch < 256)
+            ch[nch++] = c->ch;
+        if (c->etype == NSC_ET_PROXY_OP) {
+            int seen = 0;
+            for (int k = 0; k < npeers; k++)
+                seen |= peers[k] == c->peer;
+            if (!seen && npeers < 256)
+                peers[npeers++] = c->peer;
+        }
+    }
+    qsort(ch, (size_t)nch, sizeof(int), cmp_int);
+    qsort(peers, (size_t)npeers, sizeof(int), cmp_int);
+    if (json) {
+        fprintf(f, "{\"rank\":%d,\"enqueued\":%s,\"nch\":%d,\"channels_done\":%u,\"channels\":",
+                s->rank, s->stopped ? "true" : "false", s->nch, s->kch_done);
+        print_ranks(f, ch, nch, 1);
+        fputs(",\"peers\":", f);
+        print_ranks(f, peers, npeers, 1);
+        fputs(",\"proxy_ops\":[", f);
+        int first = 1;
+        for (uint32_t i = 0; i < s->nopen; i++) {
+            const struct nsc_track_child *c = &s->open[i];
+            if (c->etype != NSC_ET_PROXY_OP)
+                continue;
+            const char *st = c->state >= 0 ? nsc_state_name((unsigned)c->state) : NULL;
+            const char *sst = c->step_state >= 0 ? nsc_state_name((unsigned)c->step_state) : NULL;
+            fprintf(f, "%s{\"channel\":%u,\"peer\":%d,\"send\":%s,\"state\":", first ? "" : ",",
+                    c->ch, c->peer, c->is_send ? "true" : "false");
+            if (st)
+                json_str(f, st);
+            else
+                fputs("null", f);
+            fprintf(f, ",\"step\":%d,\"steps_open\":%u,\"step_state\":", c->step, c->steps_open);
+            if (sst)
+                json_str(f, sst);
+            else
+                fputs("null", f);
+            fputs(",\"waiting\":", f);
+            json_str(f, waiting_for(c->step_state >= 0 ? c->step_state : c->state));
+            fputc('}', f);
+            first = 0;
+        }
+        fputs("]}", f);
+        return;
+    }
+    fprintf(f, "    rank %d: %s", s->rank, s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
+    if (s->nch) {
+        fprintf(f, ", %u of %d channel(s) done", s->kch_done, s->nch);
+        if (nch) {
+            fputs(", open: ", f);
+            print_ranks(f, ch, nch, 0);
+        }
+    }
+    if (npeers) {
+        fputs("; peers ", f);
+        print_ranks(f, peers, npeers, 0);
+    }
+    fputc('\n', f);
+    for (uint32_t i = 0; i < s->nopen; i++) {
+        const struct nsc_track_child *c = &s->open[i];
+        if (c->etype != NSC_ET_PROXY_OP)
+            continue;
+        const char *sst = c->step_state >= 0 ? nsc_state_name((unsigned)c->step_state) : NULL;
+        const char *st = c->state >= 0 ? nsc_state_name((unsigned)c->state) : NULL;
+        fprintf(f, "      proxy ch %u %s peer %d: %s (%s", c->ch, c->is_send ? "send to" : "recv from",
+                c->peer, waiting_for(c->step_state >= 0 ? c->step_state : c->state),
+                sst ? sst : st ? st : "no state");
+        if (c->step >= 0)
+            fprintf(f, ", step %d", c->step);
+        fputs(")\n", f);
+    }
+}
+
+static const char *matching(const char *func) {
+    return !strcmp(func, "Send") ? "Recv" : !strcmp(func, "Recv") ? "Send" : func;
+}
+
+/* One stuck communicator: a JSON object (after a comma unless first) or text. */
+static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, int first) {
+    const struct member *m = NULL;
+    int nranks = 0;
+    for (size_t i = 0; i < j->members.n; i++)
+        if (j->members.v[i].comm == comm) {
+            m = &j->members.v[i];
+            if (m->nranks > nranks)
+                nranks = m->nranks;
+        }
+    /* The divergence: the stuck collective with the lowest seqNumber. */
+    const struct stuck *target = NULL;
+    for (size_t i = 0; i < j->stuck.n; i++) {
+        const struct stuck *s = &j->stuck.v[i];
+        if (s->comm == comm && !s->is_p2p &&
+            (!target || s->seq < target->seq ||
+             (s->seq == target->seq && strcmp(s->func, target->func) < 0)))
+            target = s;
+    }
+    int cap = nranks > 0 ? nranks : 1;
+    for (size_t i = 0; i < j->stuck.n; i++)
+        if (j->stuck.v[i].rank >= cap)
+            cap = j->stuck.v[i].rank + 1;
+    int *missing = calloc((size_t)cap, sizeof(int)), nmissing = 0;
+    int *done = calloc((size_t)cap, sizeof(int)), ndone = 0;
+    int *untraced = calloc((size_t)cap, sizeof(int)), nuntraced = 0;
+    if (!missing || !done || !untraced)
+        goto out;
+    for (int r = 0; r < nranks; r++)
+        if (!traced(j, comm, r))
+            untraced[nuntraced++] = r;
+    const char *name = m ? m->name : "";
+    if (json)
+        fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", first ? "" : ",", (unsigned long long)comm);
+    else
+        fprintf(f, "comm 0x%016llx \"%s\" (%d ranks): ", (unsigned long long)comm, name, nranks);
+    if (json)
+        json_str(f, name);
+    if (target) {
+        for (int r = 0; r < nranks; r++) {
+            if (!traced(j, comm, r))
+                continue;
+            int in = 0;
+            for (size_t i = 0; i < j->stuck.n; i++) {
+                const struct stuck *s = &j->stuck.v[i];
+                in |= s->comm == comm && s->rank == r && !s->is_p2p && s->seq == target->seq &&
+                      !strcmp(s->func, target->func);
+            }
+            if (in)
+                continue;
+            if (entered(j, comm, r, target->func, target->seq))
+                done[ndone++] = r;
+            else
+                missing[nmissing++] = r;
+        }
+        if (json) {
+            fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
+            json_str(f, target->func);
+            fprintf(f, ",\"seq\":%llu,\"missing_ranks\":", (unsigned long long)target->seq);
+            print_ranks(f, missing, nmissing, 1);
+            fputs(",\"missing_last_seq\":[", f);
+            for (int q = 0; q < nmissing; q++) {
+                long long l = last_entered(j, comm, missing[q], target->func);
+                fprintf(f, l < 0 ? "%snull" : "%s%lld", q ? "," : "", l);
+            }
+            fprintf(f, "],\"all_inside\":%s,\"stuck_ranks\":[", nmissing || ndone ? "false" : "true");
+        } else {
+            fprintf(f, "hang at %s seqNumber %llu\n", target->func, (unsigned long long)target->seq);
+            fputs("  never entered it: ", f);
+            for (int q = 0; q < nmissing; q++) {
+                long long l = last_entered(j, comm, missing[q], target->func);
+                if (l < 0)
+                    fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", missing[q], target->func);
+                else
+                    fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", missing[q], l);
+            }
+            if (!nmissing && ndone)
+                fputs("none", f);
+            else if (!nmissing)
+                fputs("none (every traced rank is inside it: a transport that stopped moving, or a "
+                      "job killed in the middle of it)", f);
+            fputs("\n  stuck inside it:\n", f);
+        }
+        int k = 0;
+        for (size_t i = 0; i < j->stuck.n; i++) {
+            const struct stuck *s = &j->stuck.v[i];
+            if (s->comm != comm || s->is_p2p || s->seq != target->seq || strcmp(s->func, target->func))
+                continue;
+            if (json && k++)
+                fputc(',', f);
+            print_stuck_rank(f, s, json);
+        }
+    } else {
+        /* Point-to-point only: who waits for whom. */
+        if (json)
+            fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
+        const struct stuck *p0 = NULL;
+        for (size_t i = 0; i < j->stuck.n; i++)
+            if (j->stuck.v[i].comm == comm && (!p0 || j->stuck.v[i].start_ns < p0->start_ns))
+                p0 = &j->stuck.v[i];
+        int *stuckr = calloc((size_t)cap, sizeof(int)), nstuck = 0;
+        for (size_t i = 0; i < j->stuck.n && stuckr; i++) {
+            const struct stuck *s = &j->stuck.v[i];
+            if (s->comm != comm)
+                continue;
+            int seen = 0;
+            for (int q = 0; q < nstuck; q++)
+                seen |= stuckr[q] == s->rank;
+            if (!seen && nstuck < cap)
+                stuckr[nstuck++] = s->rank;
+            /* Never posted: the peer has fewer matching operations toward
+             * this rank than this rank has toward it. */
+            if (traced(j, comm, s->peer) &&
+                pair_count(j, comm, s->peer, matching(s->func), s->rank) <
+                    pair_count(j, comm, s->rank, s->func, s->peer)) {
+                int seen2 = 0;
+                for (int q = 0; q < nmissing; q++)
+                    seen2 |= missing[q] == s->peer;
+                if (!seen2 && nmissing < cap)
+                    missing[nmissing++] = s->peer;
+            }
+        }
+        qsort(missing, (size_t)nmissing, sizeof(int), cmp_int);
+        if (json) {
+            json_str(f, p0 ? p0->func : "?");
+            fputs(",\"seq\":null,\"missing_ranks\":", f);
+            print_ranks(f, missing, nmissing, 1);
+            fputs(",\"stuck_ranks\":[", f);
+        } else
+            fprintf(f, "point-to-point hang\n");
+        int k = 0;
+        for (size_t i = 0; i < j->stuck.n; i++) {
+            const struct stuck *s = &j->stuck.v[i];
+            if (s->comm != comm)
+                continue;
+            if (json && k++)
+                fputc(',', f);
+            print_stuck_rank(f, s, json);
+        }
+        if (json)
+            fputs("],\"waits\":[", f);
+        k = 0;
+        for (size_t i = 0; i < j->stuck.n; i++) {
+            const struct stuck *s = &j->stuck.v[i];
+            if (s->comm != comm || !s->is_p2p)
+                continue;
+            int posted = pair_count(j, comm, s->peer, matching(s->func), s->rank) >=
+                         pair_count(j, comm, s->rank, s->func, s->peer);
+            const char *why = !traced(j, comm, s->peer) ? "the peer left no trace"
+                              : posted ? "the peer posted the matching operation (both in flight)"
+                                       : "the peer never posted the matching operation";
+            if (json) {
+                fprintf(f, "%s{\"rank\":%d,\"op\":", k++ ? "," : "", s->rank);
+                json_str(f, s->func);
+                fprintf(f, ",\"peer\":%d,\"waits_for\":%d,\"peer_posted\":%s,\"why\":", s->peer,
+                        s->peer, posted ? "true" : "false");
+                json_str(f, why);
+                fputc('}', f);
+            } else
+                fprintf(f, "  rank %d %s %s %d waits for rank %d: %s %s\n", s->rank, s->func,
+                        !strcmp(s->func, "Send") ? "to" : "from", s->peer, s->peer, why,
+                        posted ? "" : matching(s->func));
+        }
+        if (!json) {
+            fputs("  never posted: ", f);
+            if (nmissing)
+                print_ranks(f, missing, nmissing, 0);
+            else
+                fputs("none", f);
+            fputc('\n', f);
+        }
+        free(stuckr);
+    }
+    if (json) {
+        fputs("],\"completed_ranks\":", f);
+        print_ranks(f, done, ndone, 1);
+        fputs(",\"untraced_ranks\":", f);
+        print_ranks(f, untraced, nuntraced, 1);
+        fputc('}', f);
+    } else {
+        if (ndone) {
+            fputs("  completed it: ", f);
+            print_ranks(f, done, ndone, 0);
+            fputc('\n', f);
+        }
+        if (nuntraced) {
+            fputs("  ranks without a trace: ", f);
+            print_ranks(f, untraced, nuntraced, 0);
+            fputc('\n', f);
+        }
+    }
+out:
+    free(missing);
+    free(done);
+    free(untraced);
+}
+
+int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
+    struct job j;
+    memset(&j, 0, sizeof(j));
+    for (int i = 0; i < nfiles; i++) {
+        struct nsc_decoder d;
+        if (nsc_decoder_open(&d, files[i]) != NSC_OK) {
+            fprintf(stderr, "ncclscope hang: %s\n", d.rd.err);
+            j.damaged = 1;
+            nsc_decoder_close(&d);
+            continue;
+        }
+        struct file_run fr = {&j, NULL, 0, 0};
+        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
+        nsc_decoder_run(&d, &ops, &fr);
+        nsc_track_finish(fr.t);
+        if (!d.ended)
+            fprintf(stderr, "ncclscope hang: %s: no END block (a killed or running job)\n", files[i]);
+        for (uint32_t c = 0; c < d.ncomms; c++) {
+            const struct nsc_comm_info *ci = nsc_decoder_comm(&d, c);
+            if (!ci || !ci->comm_id)
+                continue;
+            /* A damaged count must not make the analysis walk billions of ranks. */
+            int nr = ci->nranks > 0 && ci->nranks <= HANG_MAX_RANKS ? ci->nranks : 0;
+            struct member mb = {.comm = ci->comm_id, .rank = ci->rank, .nranks = nr};
+            snprintf(mb.name, sizeof(mb.name), "%s", ci->name);
+            PUSH(j.members, mb);
+        }
+        nsc_decoder_close(&d);
+    }
+    /* Stuck communicators, in the order of their first stuck operation. */
+    uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));
+    size_t ncomms = 0;
+    for (size_t i = 0; i < j.stuck.n && comms; i++) {
+        size_t k = 0;
+        while (k < ncomms && comms[k] != j.stuck.v[i].comm)
+            k++;
+        if (k == ncomms)
+            comms[ncomms++] = j.stuck.v[i].comm;
+    }
+    if (json)
+        fputs("{\"hangs\":[", out);
+    for (size_t k = 0; k < ncomms; k++)
+        report_comm(out, &j, comms[k], json, k == 0);
+    if (json)
+        fprintf(out, "],\"files\":%d,\"operations\":%llu,\"damaged\":%s}\n", nfiles,
+                (unsigned long long)j.ops, j.damaged ? "true" : "false");
+    else if (!ncomms)
+        fprintf(out, "no hang found: every operation of %d file(s) completed (%llu operations)\n",
+                nfiles, (unsigned long long)j.ops);
+    free(comms);
+    for (size_t i = 0; i < j.stuck.n; i++)
+        free(j.stuck.v[i].open);
+    free(j.stuck.v);
+    free(j.seqs.v);
+    free(j.pairs.v);
+    free(j.members.v);
+    return ncomms ? 4 : j.damaged ? 2 : 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * hang.h - `ncclscope hang`: where a job hangs, from the traces of all its
+ * ranks alone (dumps, streaming traces of killed jobs, files cut by SIGKILL).
+ *
+ * Each file is read through coll_track.h; what is still in flight when a
+ * file ends comes back with its open children. An operation is stuck when
+ * it never completed: a KernelCh of it started and never stopped or never
+ * started (sessions with KernelCh), a ProxyOp of it is still open (sessions
+ * with ProxyOp but no KernelCh), or its Coll/P2p never stopped. Ranks of a
+ * communicator are joined by commHash across files. Per stuck communicator:
+ *   - collectives: the stuck (operation, seqNumber) with the lowest
+ *     seqNumber; the ranks that never entered it (missing), the ranks stuck
+ *     inside it (their open channels, ProxyOps: peer, direction, last
+ *     state, newest ProxyStep's state), those that completed it, and the
+ *     ranks of the communicator that left no trace;
+ *   - point-to-point (when no collective is stuck): each stuck Send/Recv,
+ *     the peer it waits for, and whether that peer ever posted the matching
+ *     Recv/Send (counted per pair: fewer matching operations = never posted).
+ */
+#ifndef NSC_HANG_H
+#define NSC_HANG_H
+
+#include <stdio.h>
+
+/* Returns 0 (no hang), 2 (no hang found, some input damaged) or 4 (a hang
+ * found, whatever the damage: files cut by SIGKILL are the normal case). */
+int nsc_hang(const char *const *files, int nfiles, int json, FILE *out);
+
+#endif /* NSC_HANG_H */

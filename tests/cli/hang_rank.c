@@ -1,0 +1,152 @@
+/*
+ * hang_rank.c - one rank of a job that hangs, through a profiler plugin
+ * loaded as NCCL loads it (common/host.c). Run one process per rank, then
+ * kill them all with SIGKILL:
+ *
+ *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p
+ *
+ * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
+ *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
+ *   one ProxyStep. The last rank never enters seqNumber K-1; the others
+ *   enqueue it, channel 1 finishes, channel 0's KernelCh starts and never
+ *   stops, and its ProxyOp's step stays in ProxyStepSendPeerWait.
+ * p2p: comm "hang-p2p" (0x4a4e470002), 2 ranks: rank 0 sends K times to
+ *   rank 1, which posts only K-1 receives; the last Send stays in flight.
+ * Prints "hung" once the rank is where it stays, then waits to be killed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host.h"
+
+static struct nsc_host host;
+static void *ctx;
+static int rank;
+
+static void *start(nsc_abi_descr_v7 *d) {
+    void *h = NULL;
+    d->rank = rank;
+    nsc_host_start(&host, ctx, &h, d);
+    return h;
+}
+
+/* A channel's GPU work and its proxy; `stuck`: it never finishes. */
+static void channel(void *op, int ch, int peer, int is_send, long i, int stuck) {
+    uint64_t g = 1000000000ull + 1000000ull * (uint64_t)i + 1000ull * (uint64_t)ch;
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_KERNEL_CH;
+    d.parentObj = op;
+    d.kernelCh.channelId = (uint8_t)ch;
+    d.kernelCh.pTimer = g;
+    void *kch = start(&d);
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_PROXY_OP;
+    d.parentObj = op;
+    d.proxyOp.pid = getpid();
+    d.proxyOp.channelId = (uint8_t)ch;
+    d.proxyOp.peer = peer;
+    d.proxyOp.nSteps = 1;
+    d.proxyOp.isSend = is_send;
+    void *pop = start(&d);
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_PROXY_STEP;
+    d.parentObj = pop;
+    d.proxyStep.step = 0;
+    void *pst = start(&d);
+    if (stuck) {
+        /* A send waits for the peer's clear-to-send; a receive for data. */
+        nsc_host_state(&host, pst,
+                       is_send ? NSC_ABI_PROXY_STEP_SEND_PEER_WAIT_V4 : NSC_ABI_PROXY_STEP_RECV_WAIT, 0);
+        return;
+    }
+    nsc_host_state(&host, pst, is_send ? NSC_ABI_PROXY_STEP_SEND_WAIT : NSC_ABI_PROXY_STEP_RECV_WAIT,
+                   4096);
+    nsc_host_stop(&host, pst);
+    nsc_host_stop(&host, pop);
+    nsc_host_state(&host, kch, NSC_ABI_KERNEL_CH_STOP, g + 500);
+    nsc_host_stop(&host, kch);
+}
+
+static void hung(void) {
+    printf("hung\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+int main(int argc, char **argv) {
+    const char *plugin = NULL, *mode = "coll";
+    int nranks = 4;
+    long ops = 10;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+            plugin = argv[++i];
+        else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
+            rank = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--nranks") && i + 1 < argc)
+            nranks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ops") && i + 1 < argc)
+            ops = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+            mode = argv[++i];
+        else {
+            fprintf(stderr, "hang_rank: unknown argument %s\n", argv[i]);
+            return 1;
+        }
+    }
+    int p2p = !strcmp(mode, "p2p");
+    if (p2p)
+        nranks = 2;
+    if (ops < 1 || nranks < 2 || rank < 0 || rank >= nranks || (!p2p && strcmp(mode, "coll"))) {
+        fprintf(stderr, "hang_rank: --ops >= 1, --nranks >= 2, 0 <= --rank < nranks, --mode coll|p2p\n");
+        return 1;
+    }
+    char err[1024];
+    if (!plugin || nsc_host_load(&host, plugin, 0, err, sizeof(err)) != 0) {
+        fprintf(stderr, "hang_rank: %s\n", plugin ? err : "--plugin is required");
+        return 1;
+    }
+    int mask = 0;
+    if (nsc_host_init(&host, &ctx, p2p ? 0x4a4e470002ull : 0x4a4e470001ull, &mask,
+                      p2p ? "hang-p2p" : "hang-coll", 1, nranks, rank) != 0 || !ctx) {
+        fprintf(stderr, "hang_rank: init failed\n");
+        return 1;
+    }
+    for (long i = 0; i < ops; i++) {
+        int last = i == ops - 1;
+        nsc_abi_descr_v7 d;
+        memset(&d, 0, sizeof(d));
+        if (p2p) {
+            if (last && rank == 1)
+                hung(); /* never posts its receive */
+            d.type = NSC_ABI_P2P;
+            d.p2p.func = rank == 0 ? "Send" : "Recv";
+            d.p2p.datatype = "ncclInt8";
+            d.p2p.count = 4096;
+            d.p2p.peer = 1 - rank;
+            d.p2p.nChannels = 1;
+            void *op = start(&d);
+            nsc_host_stop(&host, op);
+            channel(op, 0, 1 - rank, rank == 0, i, last);
+        } else {
+            if (last && rank == nranks - 1)
+                hung(); /* skips the collective */
+            d.type = NSC_ABI_COLL;
+            d.coll.seqNumber = (uint64_t)i;
+            d.coll.func = "AllReduce";
+            d.coll.datatype = "ncclFloat32";
+            d.coll.algo = "RING";
+            d.coll.proto = "SIMPLE";
+            d.coll.count = 1024;
+            d.coll.nChannels = 2;
+            void *op = start(&d);
+            nsc_host_stop(&host, op);
+            channel(op, 1, (rank + 1) % nranks, 1, i, 0);
+            channel(op, 0, (rank + 1) % nranks, 1, i, last);
+        }
+    }
+    hung();
+}

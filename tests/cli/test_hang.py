@@ -1,0 +1,146 @@
+"""`ncclscope hang` (issue 11) on the cut traces of killed jobs.
+
+coll: 4 ranks (one process each, tests/cli/hang_rank.c) run AllReduce
+seqNumber 0..9; rank 3 never enters seqNumber 9, ranks 0-2 enter it and
+stay inside (channel 0's KernelCh open, its ProxyOp's step waiting for the
+peer's receive). p2p: rank 0's 10th Send to rank 1 is never received (rank
+1 posts 9 Recvs). Every process is killed with SIGKILL: no END block, and a
+torn block is appended to each file as a write cut by the kill leaves it.
+`hang --json` must name the missing rank, the seqNumber, the stuck ranks,
+their open channel, peer and proxy state; exit 4. Complete traces
+(tests/data) have no hang: exit 0."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from nsctest import *
+
+OPS = 10
+
+
+def run_job(driver, mode, nranks):
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
+               NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
+                               "--ops", str(OPS), "--mode", mode], env=env, stdout=subprocess.PIPE,
+                              text=True) for r in range(nranks)]
+    for p in procs:
+        line = p.stdout.readline()
+        check(line.strip() == "hung", "rank did not reach its hang: %r (rc %s)" % (line, p.poll()))
+    # What each rank recorded reaches its file within a few flush periods
+    # (the flusher writes clock anchors all the time: the files never stop
+    # growing). Wait until every operation of every rank is in its file, as
+    # `hang` counts them (20 s at most: a loaded machine, sanitizers).
+    want_ops = nranks * OPS - 1  # one rank stops one operation short
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        time.sleep(0.2)
+        p = subprocess.run([cli, "hang", d, "--json"], capture_output=True, text=True)
+        try:
+            if json.loads(p.stdout)["operations"] == want_ops:
+                break
+        except ValueError:
+            pass
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+    files = trace_files(d)
+    check(len(files) == nranks, "one file per rank: %s" % files)
+    for f in files:
+        with open(f, "ab") as fh:  # a block header cut short by the kill
+            fh.write(b"SBLK\x05\x00\x00\x00\x40")
+    return cli, d
+
+
+def hang(cli, inputs, ok=(4,)):
+    p = run([cli, "hang", *inputs, "--json"], ok=ok)
+    return json.loads(p.stdout), p
+
+
+def test_coll(driver):
+    cli, d = run_job(driver, "coll", 4)
+    doc, p = hang(cli, [d])
+    check("no END block" in p.stderr, "the cut files are said to be cut: %s" % p.stderr)
+    check(len(doc["hangs"]) == 1, "one stuck communicator: %s" % doc)
+    h = doc["hangs"][0]
+    check(h["comm"] == "0x0000004a4e470001" and h["name"] == "hang-coll", h)
+    check(h["op"] == "AllReduce" and h["seq"] == OPS - 1, "op/seq: %s" % h)
+    check(h["missing_ranks"] == [3] and h["missing_last_seq"] == [OPS - 2], "missing: %s" % h)
+    check(h["completed_ranks"] == [] and h["untraced_ranks"] == [] and not h["all_inside"], h)
+    stuck = sorted(h["stuck_ranks"], key=lambda s: s["rank"])
+    check([s["rank"] for s in stuck] == [0, 1, 2], "stuck: %s" % stuck)
+    for s in stuck:
+        check(s["channels"] == [0] and s["channels_done"] == 1 and s["nch"] == 2, s)
+        check(s["peers"] == [s["rank"] + 1], "peer: %s" % s)
+        check(len(s["proxy_ops"]) == 1, s)
+        po = s["proxy_ops"][0]
+        check(po["channel"] == 0 and po["send"] and po["peer"] == s["rank"] + 1, po)
+        check(po["step_state"] == "ProxyStepSendPeerWait" and po["steps_open"] == 1, po)
+        check(po["waiting"] == "waiting for the peer's receive", po)
+    # Without rank 3's file: nobody is known to be missing, every traced
+    # rank is inside, rank 3 left no trace.
+    import re
+    rank_of = {f: int(re.search(r"rank (\d+) of 4", run([cli, "info", f], ok=(0, 2)).stdout).group(1))
+               for f in trace_files(d)}
+    doc, _ = hang(cli, [f for f in rank_of if rank_of[f] != 3])
+    h = doc["hangs"][0]
+    check(h["missing_ranks"] == [] and h["untraced_ranks"] == [3] and h["all_inside"], h)
+    text = run([cli, "hang", d], ok=(4,)).stdout
+    check("hang at AllReduce seqNumber %d" % (OPS - 1) in text and "never entered it: rank 3 (last entered seqNumber %d)" % (OPS - 2) in text,
+          text)
+    check("rank 0: enqueued, 1 of 2 channel(s) done, open: 0; peers 1" in text, text)
+
+
+def test_p2p(driver):
+    cli, d = run_job(driver, "p2p", 2)
+    doc, _ = hang(cli, trace_files(d))
+    check(len(doc["hangs"]) == 1, doc)
+    h = doc["hangs"][0]
+    check(h["comm"] == "0x0000004a4e470002" and h["op"] == "Send" and h["seq"] is None, h)
+    check(h["missing_ranks"] == [1], "the receiver never posted: %s" % h)
+    check([s["rank"] for s in h["stuck_ranks"]] == [0], h)
+    check(h["stuck_ranks"][0]["channels"] == [0], h)
+    w = h["waits"]
+    check(len(w) == 1 and w[0]["rank"] == 0 and w[0]["waits_for"] == 1 and not w[0]["peer_posted"], w)
+    text = run([cli, "hang", d], ok=(4,)).stdout
+    check("rank 0 Send to 1 waits for rank 1: the peer never posted the matching operation Recv" in text,
+          text)
+
+
+def test_no_hang():
+    cli, _, _ = env_paths()
+    data = data_dir()
+    for inputs in ([os.path.join(data, "h200x2_mixed_64KiB.nsc")], [os.path.join(data, "h200x2_net_1MiB.nsc")],
+                   [os.path.join(data, "h200x4_procs")]):
+        doc, _ = hang(cli, inputs, ok=(0,))
+        check(doc["hangs"] == [] and doc["operations"] > 0, doc)
+        check("no hang found" in run([cli, "hang", *inputs]).stdout, inputs)
+    # damaged, no hang: 2
+    d = tmpdir()
+    src = os.path.join(data, "h200x2_net_1MiB.nsc")
+    dst = os.path.join(d, "x.nsc")
+    with open(src, "rb") as a, open(dst, "wb") as b:
+        b.write(a.read() + b"SBLK\x05\x00")
+    doc, _ = hang(cli, [dst], ok=(2,))
+    check(doc["hangs"] == [] and doc["damaged"], doc)
+    # usage
+    run([cli, "hang"], ok=(1,))
+    run([cli, "hang", "--bogus", d], ok=(1,))
+    run([cli, "hang", os.path.join(d, "missing.nsc")], ok=(3,))
+
+
+def main():
+    driver = sys.argv[1]
+    test_no_hang()
+    test_coll(driver)
+    test_p2p(driver)
+    print("ok")
+
+
+main()
