@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_writer.h"
 #include "coll_track.h"
 #include "event_types.h"
 
@@ -222,18 +223,6 @@ static int traced(const struct job *j, uint64_t comm, int rank) {
     return 0;
 }
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
 
 static void print_ranks(FILE *f, const int *v, int n, int json) {
     if (json)
@@ -282,16 +271,16 @@ static void print_stuck_rank(FILE *f, const struct stuck *s, int json) {
             fprintf(f, "%s{\"channel\":%u,\"peer\":%d,\"send\":%s,\"state\":", first ? "" : ",",
                     c->ch, c->peer, c->is_send ? "true" : "false");
             if (st)
-                json_str(f, st);
+                jw_print_string(f, st);
             else
                 fputs("null", f);
             fprintf(f, ",\"step\":%d,\"steps_open\":%u,\"step_state\":", c->step, c->steps_open);
             if (sst)
-                json_str(f, sst);
+                jw_print_string(f, sst);
             else
                 fputs("null", f);
             fputs(",\"waiting\":", f);
-            json_str(f, waiting_for(c->step_state >= 0 ? c->step_state : c->state));
+            jw_print_string(f, waiting_for(c->step_state >= 0 ? c->step_state : c->state));
             fputc('}', f);
             first = 0;
         }
@@ -367,7 +356,7 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
     else
         fprintf(f, "comm 0x%016llx \"%s\" (%d ranks): ", (unsigned long long)comm, name, nranks);
     if (json)
-        json_str(f, name);
+        jw_print_string(f, name);
     if (target) {
         for (int r = 0; r < nranks; r++) {
             if (!traced(j, comm, r))
@@ -387,7 +376,7 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
         }
         if (json) {
             fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
-            json_str(f, target->func);
+            jw_print_string(f, target->func);
             fprintf(f, ",\"seq\":%llu,\"missing_ranks\":", (unsigned long long)target->seq);
             print_ranks(f, missing, nmissing, 1);
             fputs(",\"missing_last_seq\":[", f);
@@ -454,7 +443,7 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
         }
         qsort(missing, (size_t)nmissing, sizeof(int), cmp_int);
         if (json) {
-            json_str(f, p0 ? p0->func : "?");
+            jw_print_string(f, p0 ? p0->func : "?");
             fputs(",\"seq\":null,\"missing_ranks\":", f);
             print_ranks(f, missing, nmissing, 1);
             fputs(",\"stuck_ranks\":[", f);
@@ -483,10 +472,10 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
                                        : "the peer never posted the matching operation";
             if (json) {
                 fprintf(f, "%s{\"rank\":%d,\"op\":", k++ ? "," : "", s->rank);
-                json_str(f, s->func);
+                jw_print_string(f, s->func);
                 fprintf(f, ",\"peer\":%d,\"waits_for\":%d,\"peer_posted\":%s,\"why\":", s->peer,
                         s->peer, posted ? "true" : "false");
-                json_str(f, why);
+                jw_print_string(f, why);
                 fputc('}', f);
             } else
                 fprintf(f, "  rank %d %s %s %d waits for rank %d: %s %s\n", s->rank, s->func,

@@ -270,3 +270,16 @@ void jw_hex(struct jw *w, uint64_t v) {
     tmp[--i] = '"';
     jw_rawn(w, tmp + i, (size_t)(24 - i));
 }
+
+void jw_print_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}

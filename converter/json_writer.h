@@ -61,4 +61,9 @@ static inline void jw_key(struct jw *w, const char *key) {
     jw_rawn(w, "\":", 2);
 }
 
+/* Prints s as a JSON string literal on a stdio stream (quotes and escapes;
+ * bytes outside printable ASCII as \u00XX): names come from traces, which
+ * may hold any bytes. For the commands that print JSON with fprintf. */
+void jw_print_string(FILE *f, const char *s);
+
 #endif /* NSC_JSON_WRITER_H */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_writer.h"
 #include "event_types.h"
 #include "python_view.h"
 
@@ -171,18 +172,6 @@ static int by_time(const void *a, const void *b) {
     return c ? c : strcmp(x->op, y->op);
 }
 
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
 
 void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) {
     size_t n = 0, k = 0;
@@ -214,11 +203,11 @@ void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) 
         for (size_t i = 0; i < k; i++) {
             fprintf(out, "%s\n  {\"caller\": ", i ? "," : "");
             if (v[i]->caller[0])
-                json_str(out, v[i]->caller);
+                jw_print_string(out, v[i]->caller);
             else
                 fputs("null", out);
             fprintf(out, ", \"op\": ");
-            json_str(out, v[i]->op);
+            jw_print_string(out, v[i]->op);
             fprintf(out, ", \"rank_ops\": %llu, \"bytes\": %llu, \"time_us\": %.3f, "
                          "\"gpu_us\": %.3f, \"share\": %.4f}",
                     (unsigned long long)v[i]->ops, (unsigned long long)v[i]->bytes,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_writer.h"
 #include "coll_track.h"
 #include "event_types.h"
 #include "gpu_clock.h"
@@ -420,19 +421,6 @@ static struct late_rank **late_ranks(const struct agg *a, size_t *n) {
     return v;
 }
 
-/* A JSON string: names come from the trace, which may hold any bytes. */
-static void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
 
 /* , "key": value in us, or null when there is none (v < 0). */
 static void json_us(FILE *f, const char *key, double v) {
@@ -645,7 +633,7 @@ static void print_losses_json(FILE *f, const struct lost *l) {
             (unsigned long long)l->write, (unsigned long long)l->exit,
             (unsigned long long)l->events, (unsigned long long)l->failed_writes, l->write_errno);
     if (en)
-        json_str(f, en);
+        jw_print_string(f, en);
     else
         fputs("null", f);
     fprintf(f,
@@ -688,9 +676,9 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
             struct row_numbers n = numbers(r);
             fprintf(f, "%s\n  {\"comm\": \"%016llx\", \"nranks\": %d, \"op\": ", i ? "," : "",
                     (unsigned long long)r->comm_id, r->nranks);
-            json_str(f, r->func);
+            jw_print_string(f, r->func);
             fprintf(f, ", \"p2p\": %s, \"dtype\": ", r->is_p2p ? "true" : "false");
-            json_str(f, r->dtype);
+            jw_print_string(f, r->dtype);
             fprintf(f,
                     ", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
                     "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu, "
@@ -713,7 +701,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
         for (size_t i = 0; i < top; i++) {
             fprintf(f, "%s\n  {\"comm\": \"%016llx\", \"seq\": %llu, \"op\": ", i ? "," : "",
                     (unsigned long long)st[i].real_comm, (unsigned long long)(st[i].seq - 1));
-            json_str(f, st[i].func);
+            jw_print_string(f, st[i].func);
             fprintf(f, ", \"ranks\": %u, \"last_rank\": %d, \"first_rank\": %d, \"lag_us\": %.3f}",
                     st[i].ranks, st[i].last_rank, st[i].first_rank,
                     (double)(st[i].last_ns - st[i].first_ns) / 1e3);
