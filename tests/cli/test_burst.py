@@ -22,6 +22,16 @@ def main():
     check("closed cleanly  yes" in info, info)
     # NCCLSCOPE_MEMORY_MB defaults to 64; the process also holds its code and zstd
     check(rss_kb < 64 * 1024 + 32 * 1024, "RSS %d KiB within the default budget" % rss_kb)
+    # umask 000 (a permissive job launcher): the trace is still not world-writable
+    d2 = os.path.join(tmpdir(), "perm")
+    old = os.umask(0)
+    try:
+        run([fake, "--plugin", plugin, "--synthetic", "10"], env={"NCCLSCOPE_DIR": d2})
+    finally:
+        os.umask(old)
+    f = trace_files(d2)[0]
+    check(os.stat(d2).st_mode & 0o777 == 0o750 and os.stat(f).st_mode & 0o777 == 0o640,
+          "directory %o, file %o under umask 000" % (os.stat(d2).st_mode & 0o777, os.stat(f).st_mode & 0o777))
     print("ok: %s records from one thread in one burst, 0 dropped, max RSS %d KiB" % (m.group(1), rss_kb))
 
 
