@@ -64,6 +64,7 @@ struct drainer {
 struct job {
     enum job_state state;
     int last;                /* its drainer's final job: END follows the last of these */
+    _Atomic int kept;        /* flight mode: its chunk is in the window (a crash dump skips it) */
     uint64_t seq;            /* global order of opening: compressors take the oldest */
     unsigned drainer;        /* who filled it */
     uint64_t dseq;           /* its drainer's job number: written in this order */
@@ -162,6 +163,7 @@ static struct job *open_job(struct flusher *f, struct drainer *d) {
     j->last = 0;
     j->raw_len = 0;
     j->records = 0;
+    atomic_store_explicit(&j->kept, 0, memory_order_relaxed);
     return j;
 }
 
@@ -518,6 +520,7 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
         if (j->raw_len)
             nsc_flight_keep(f->flight, &j->anchor, out + sizeof(struct nsc_block_header), stored,
                             j->raw_len, flags, j->records);
+        atomic_store_explicit(&j->kept, 1, memory_order_release);
         return 0;
     }
     uint32_t strings = nsc_intern_count();
@@ -657,8 +660,8 @@ static void on_dump_signal(int sig) {
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
  * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
- * (the recent descriptions), the kept chunks with their anchors, the
- * records still in the rings (packed by the handler: nsc_pack_record is a
+ * (the recent descriptions), the kept chunks with their anchors, the chunk
+ * jobs not kept yet (their packed bytes), the records still in the rings (packed by the handler: nsc_pack_record is a
  * pure function), END. The
  * path is prepared at session start. Checked by reading every function the
  * handler reaches (crash_*, nsc_strings_encode, nsc_intern_text,
@@ -743,6 +746,28 @@ static void crash_dump(struct flusher *f) {
         crash_block(fd, &c.seq, NSC_BLK_COMMS, 0, ci, sizeof(*ci), sizeof(*ci));
     }
     nsc_flight_each(f->flight, crash_chunk, &c);
+    /* Then the chunk jobs not in the window yet (sealed, being compressed or
+     * still filling: their packed bytes up to raw_len, which a drainer moves
+     * only after a whole segment), each drainer's in its order, stored raw. */
+    struct job *order[64];
+    unsigned nord = 0;
+    for (unsigned i = 0; i < f->njobs && nord < 64; i++) {
+        struct job *j = &f->jobs[i];
+        if (j->state != J_FREE && !atomic_load_explicit(&j->kept, memory_order_acquire) && j->raw_len)
+            order[nord++] = j;
+    }
+    for (unsigned i = 1; i < nord; i++) /* by (drainer, its job number): insertion sort */
+        for (unsigned k = i; k > 0 && (order[k - 1]->drainer > order[k]->drainer ||
+                                       (order[k - 1]->drainer == order[k]->drainer &&
+                                        order[k - 1]->dseq > order[k]->dseq)); k--) {
+            struct job *t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    for (unsigned i = 0; i < nord; i++)
+        if (crash_block(fd, &c.seq, NSC_BLK_PACKED, 0, order[i]->raw, order[i]->raw_len,
+                        order[i]->raw_len) != 0)
+            goto out;
     /* The newest records, still in the rings: packed here, stored raw. The
      * drainers stop taking records once crash_dumping is set; one caught
      * mid-segment may still consume a few, which then are missing. */
