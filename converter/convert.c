@@ -1862,20 +1862,13 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
             }
     }
     jw_raw(c.aw, "}");
-    jw_raw(c.aw, ",\"lost_records\":");
-    jw_u64(c.aw, c.res.lost);
-    jw_raw(c.aw, ",\"dropped_records\":");
-    jw_u64(c.aw, c.res.drops);
-    jw_raw(c.aw, ",\"lost_write_records\":");
-    jw_u64(c.aw, c.res.lost_write);
-    jw_raw(c.aw, ",\"lost_exit_records\":");
-    jw_u64(c.aw, c.res.lost_exit);
-    jw_raw(c.aw, ",\"unnamed_events\":");
-    jw_u64(c.aw, c.res.unnamed);
-    jw_raw(c.aw, ",\"orphan_records\":");
-    jw_u64(c.aw, c.res.orphan_records);
-    jw_raw(c.aw, ",\"damaged\":");
-    jw_u64(c.aw, c.res.damaged);
+    arg_u(&c, "lost_records", c.res.lost);
+    arg_u(&c, "dropped_records", c.res.drops);
+    arg_u(&c, "lost_write_records", c.res.lost_write);
+    arg_u(&c, "lost_exit_records", c.res.lost_exit);
+    arg_u(&c, "unnamed_events", c.res.unnamed);
+    arg_u(&c, "orphan_records", c.res.orphan_records);
+    arg_u(&c, "damaged", c.res.damaged);
     if (c.pf) {
         struct tev e = {.k = TEV_INSTANT, .scope = 'p', .name = "ncclscope metadata",
                         .pid = out_pid(0, 0), .ts = c.t_origin == UINT64_MAX ? 0 : c.t_origin,
