@@ -1,9 +1,11 @@
 /*
  * report.h - `ncclscope report`: one self-contained HTML file (inline CSS
- * and SVG, no scripts, nothing fetched) for a look without Perfetto: the
- * job's files and ranks, a per-rank timeline of operations (enqueue to
- * completion), the stats tables, a latency-by-size chart and the
- * straggler table.
+ * and SVG, nothing fetched; a small inline script only zooms) for a look
+ * without Perfetto, drawn from the numbers of `ncclscope stats`
+ * (nsc_stats_collect): operations by GPU time then queue time, latency by
+ * size, GPU time per rank binned over the job, a window of single
+ * operations, who made whom wait (stragglers by GPU start), stragglers by
+ * enqueue, and the files.
  */
 #ifndef NSC_REPORT_H
 #define NSC_REPORT_H

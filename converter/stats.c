@@ -45,8 +45,9 @@ struct entry {
     char func[24];
     /* by GPU start (mapped to the host clock), over the ranks that have one */
     uint64_t gpu_first, gpu_last, gpu_last_enq;
-    int32_t gpu_last_rank;
+    int32_t gpu_last_rank, gpu_first_rank;
     uint32_t gpu_ranks;
+    int nranks;
 };
 
 /* Per (comm, rank): how often its kernel started last in a collective and
@@ -77,6 +78,8 @@ struct agg {
     int damaged;
     const char *path;
     struct nsc_py_callers *pc; /* --by-caller */
+    const struct nsc_stats_hooks *hooks;
+    const char *cmd;
 };
 
 static unsigned bucket_of(uint64_t bytes) {
@@ -143,6 +146,8 @@ struct file_run {
     struct nsc_gpu_clock *gpu; /* per comm serial (NULL: no KernelCh recorded) */
     uint32_t ngpu;
     const char *path;
+    int file;
+    const struct nsc_decoder *d;
 };
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
@@ -180,8 +185,8 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
         lat_hist_add(&r->lat, end - op->start_ns);
     r->ops++;
     r->bytes_sum += bytes;
-    /* GPU start on the host clock (0: unknown) */
-    uint64_t gs = 0;
+    /* GPU start and end on the host clock (0: unknown) */
+    uint64_t gs = 0, ge = 0;
     if (op->gpu_start && op->gpu_end > op->gpu_start) {
         lat_hist_add(&r->gpu, op->gpu_end - op->gpu_start);
         r->gpu_ops++;
@@ -190,12 +195,15 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                                                                        : NULL;
         if (g) {
             gs = nsc_shift_ns(op->gpu_start, g->offset_ns);
+            ge = nsc_shift_ns(op->gpu_end, g->offset_ns);
             /* A start mapped before its enqueue (a replayed trace, a bad
              * mapping) counts as no queueing rather than a huge one. */
             lat_hist_add(&r->queue, gs > op->start_ns ? gs - op->start_ns : 0);
             r->queue_ops++;
         }
     }
+    if (a->hooks && a->hooks->op)
+        a->hooks->op(a->hooks->ud, fr->file, fr->d, op, gs, ge);
     if (!op->is_p2p) {
         /* NCCL numbers collectives per communicator and function. */
         struct entry *e = entry_get(a, op->comm_id ^ nsc_fnv1a_str(NSC_FNV_SEED, func), op->seq);
@@ -210,8 +218,10 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             }
             e->ranks++;
             if (gs) {
-                if (!e->gpu_ranks || gs < e->gpu_first)
+                if (!e->gpu_ranks || gs < e->gpu_first) {
                     e->gpu_first = gs;
+                    e->gpu_first_rank = op->rank;
+                }
                 if (!e->gpu_ranks || gs > e->gpu_last) {
                     e->gpu_last = gs;
                     e->gpu_last_rank = op->rank;
@@ -220,6 +230,8 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                 e->gpu_ranks++;
             }
             e->real_comm = op->comm_id;
+            if (op->nranks > e->nranks)
+                e->nranks = op->nranks;
             snprintf(e->func, sizeof(e->func), "%s", func);
         }
     }
@@ -252,7 +264,7 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
     (void)d;
     struct file_run *fr = ud;
     fr->a->damaged = 1;
-    fprintf(stderr, "ncclscope stats: %s\n", msg);
+    fprintf(stderr, "ncclscope %s: %s\n", fr->a->cmd, msg);
 }
 
 /* ---- output ---- */
@@ -430,162 +442,6 @@ static void json_us(FILE *f, const char *key, double v) {
         fprintf(f, ", \"%s\": %.3f", key, v / 1e3);
 }
 
-/* ---- HTML (ncclscope report) ---- */
-
-static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-
-static void html_escape(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else if (*s == '"')
-            fputs("&quot;", f);
-        else
-            fputc(*s, f);
-    }
-}
-
-/* The p50 a row is drawn with: GPU time when it has any. */
-static double chart_p50_us(const struct row *r) {
-    return (double)lat_hist_quantile(r->gpu_ops ? &r->gpu : &r->lat, 0.5) / 1e3;
-}
-
-/* Latency (p50) by size, one line per (operation, datatype) of the first
- * communicator with data; log-log axes. */
-static void latency_chart(FILE *f, struct row **v, size_t n) {
-    const double W = 760, H = 320, L = 70, R = 170, T = 20, B = 45;
-    unsigned bmin = 63, bmax = 0;
-    double lmin = 1e300, lmax = 0;
-    for (size_t i = 0; i < n; i++) {
-        double p = chart_p50_us(v[i]);
-        if (p <= 0)
-            continue;
-        if (v[i]->bucket < bmin)
-            bmin = v[i]->bucket;
-        if (v[i]->bucket > bmax)
-            bmax = v[i]->bucket;
-        if (p < lmin)
-            lmin = p;
-        if (p > lmax)
-            lmax = p;
-    }
-    if (bmax < bmin || lmax <= 0)
-        return;
-    if (bmax == bmin)
-        bmax = bmin + 1;
-    double y0 = floor(log10(lmin)), y1 = ceil(log10(lmax));
-    if (y1 <= y0)
-        y1 = y0 + 1;
-    fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' class='chart'>\n", W, H);
-    for (double e = y0; e <= y1; e++) {
-        double y = T + (H - T - B) * (1 - (e - y0) / (y1 - y0));
-        fprintf(f, "<line x1='%.0f' x2='%.0f' y1='%.1f' y2='%.1f' stroke='#ddd'/>"
-                   "<text x='%.0f' y='%.1f' text-anchor='end' font-size='11'>%g us</text>\n",
-                L, W - R, y, y, L - 6, y + 4, pow(10, e));
-    }
-    for (unsigned b = bmin; b <= bmax; b++) {
-        double x = L + (W - L - R) * (double)(b - bmin) / (double)(bmax - bmin);
-        if ((b - bmin) % 2 == 0 || bmax - bmin < 12) {
-            char lab[16];
-            size_label(lab, sizeof(lab), b);
-            fprintf(f, "<text x='%.1f' y='%.0f' text-anchor='middle' font-size='11'>%s</text>\n", x,
-                    H - B + 16, lab);
-        }
-    }
-    fprintf(f, "<text x='%.0f' y='%.0f' text-anchor='middle' font-size='12'>message size (bytes, nccl-tests' convention)</text>\n",
-            L + (W - L - R) / 2, H - 6);
-    /* one polyline per (op, dtype): rows are sorted by comm, op, dtype, size */
-    int series = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && v[j]->comm_id == v[i]->comm_id && v[j]->is_p2p == v[i]->is_p2p &&
-               !strcmp(v[j]->func, v[i]->func) && !strcmp(v[j]->dtype, v[i]->dtype))
-            j++;
-        const char *col = palette[series % 10];
-        fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2' points='", col);
-        for (size_t k = i; k < j; k++) {
-            double p = chart_p50_us(v[k]);
-            if (p <= 0)
-                continue;
-            double x = L + (W - L - R) * (double)(v[k]->bucket - bmin) / (double)(bmax - bmin);
-            double y = T + (H - T - B) * (1 - (log10(p) - y0) / (y1 - y0));
-            fprintf(f, "%.1f,%.1f ", x, y);
-        }
-        fprintf(f, "'/>\n<text x='%.0f' y='%.0f' font-size='12' fill='%s'>", W - R + 8,
-                T + 14.0 * series + 10, col);
-        html_escape(f, v[i]->func);
-        fprintf(f, " ");
-        html_escape(f, v[i]->dtype);
-        fprintf(f, "</text>\n");
-        series++;
-        i = j;
-    }
-    fprintf(f, "</svg>\n");
-}
-
-static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry *st, size_t top,
-                       struct late_rank *const *late, size_t nlate) {
-    fprintf(f, "<h2>Latency by message size (p50 of GPU time; of enqueue to completion where no "
-               "KernelCh was recorded)</h2>\n");
-    latency_chart(f, v, nrows);
-    fprintf(f, "<h2>Operations</h2>\n<table><tr><th>comm</th><th>ranks</th><th>op</th><th>datatype</th>"
-               "<th>size &le;</th><th>count</th><th>timing</th><th>p50 us</th><th>p99 us</th>"
-               "<th>max us</th><th>queue p50 us</th><th>host p50 us</th>"
-               "<th>algbw GB/s</th><th>busbw GB/s</th><th></th></tr>\n");
-    for (size_t i = 0; i < nrows; i++) {
-        struct row *r = v[i];
-        char sz[16];
-        size_label(sz, sizeof(sz), r->bucket);
-        struct row_numbers n = numbers(r);
-        fprintf(f, "<tr><td>%016llx</td><td>%d</td><td>", (unsigned long long)r->comm_id, r->nranks);
-        html_escape(f, r->func);
-        fprintf(f, "</td><td>");
-        html_escape(f, r->dtype);
-        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>",
-                sz, (unsigned long long)n.count, n.timing, n.p50 / 1e3, n.p99 / 1e3, n.max / 1e3);
-        if (n.queue_p50 >= 0)
-            fprintf(f, "<td>%.2f</td>", n.queue_p50 / 1e3);
-        else
-            fprintf(f, "<td>-</td>");
-        fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%s</td></tr>\n", n.host_p50 / 1e3,
-                n.algbw, n.busbw, n.note);
-    }
-    fprintf(f, "</table>\n<p>timing gpu: p50/p99/max are GPU time (first KernelCh GPU start to last "
-               "GPU end across channels), the bandwidths come from its p50; host-only: no KernelCh "
-               "recorded, enqueue to completion. queue: enqueue to GPU start.</p>\n");
-    if (nlate) {
-        fprintf(f, "<h2>Stragglers by GPU start</h2>\n<p>Per rank: how often its kernel started last "
-                   "in a collective, how long the first rank waited for it, and whether it was late "
-                   "on the host (enqueued late) or on the GPU (enqueued on time, started late).</p>\n"
-                   "<table><tr><th>comm</th><th>rank</th><th>collectives</th><th>last</th>"
-                   "<th>wait us</th><th>host-late</th><th>gpu-late</th></tr>\n");
-        for (size_t i = 0; i < nlate; i++)
-            fprintf(f, "<tr><td>%016llx</td><td>%d</td><td>%llu</td><td>%llu</td><td>%.2f</td>"
-                       "<td>%llu</td><td>%llu</td></tr>\n",
-                    (unsigned long long)late[i]->comm_id, late[i]->rank,
-                    (unsigned long long)late[i]->colls, (unsigned long long)late[i]->last,
-                    (double)late[i]->wait_ns / 1e3, (unsigned long long)late[i]->host_late,
-                    (unsigned long long)late[i]->gpu_late);
-        fprintf(f, "</table>\n");
-    }
-    fprintf(f, "<h2>Stragglers by enqueue</h2>\n<p>Collectives whose last rank entered latest after the first "
-               "(same commHash, function and seqNumber).</p>\n<table><tr><th>comm</th><th>seq</th>"
-               "<th>op</th><th>ranks</th><th>last rank</th><th>first rank</th><th>lag us</th></tr>\n");
-    for (size_t i = 0; i < top; i++) {
-        fprintf(f, "<tr><td>%016llx</td><td>%llu</td><td>", (unsigned long long)st[i].real_comm,
-                (unsigned long long)(st[i].seq - 1));
-        html_escape(f, st[i].func);
-        fprintf(f, "</td><td>%u</td><td>%d</td><td>%d</td><td>%.2f</td></tr>\n", st[i].ranks,
-                st[i].last_rank, st[i].first_rank, (double)(st[i].last_ns - st[i].first_ns) / 1e3);
-    }
-    fprintf(f, "</table>\n");
-}
-
 static void add_losses(struct lost *l, const struct nsc_decoder *d) {
     l->records += d->losses.total;
     l->dropped += d->losses.dropped;
@@ -665,9 +521,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     size_t nlate = 0;
     struct late_rank **late = late_ranks(a, &nlate);
     FILE *f = o->out;
-    if (o->json == 2) {
-        print_html(f, v, nrows, st, top, late, nlate);
-    } else if (o->json) {
+    if (o->json) {
         fprintf(f, "{\"files\": %d, \"operations\": %llu, ", o->nfiles, (unsigned long long)a->ops);
         print_losses_json(f, &a->lost);
         fprintf(f, "\"rows\": [");
@@ -778,44 +632,234 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     free(v);
 }
 
-int nsc_stats(const struct nsc_stats_opts *o) {
-    struct agg a;
-    memset(&a, 0, sizeof(a));
-    if (o->by_caller && !(a.pc = nsc_py_callers_new())) {
-        fprintf(stderr, "ncclscope stats: out of memory\n");
+static void agg_free(struct agg *a) {
+    nsc_py_callers_free(a->pc);
+    for (struct row *r = a->rows, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    free(a->ent);
+}
+
+/* One pass over the files into *a. Returns 0, 2 (damaged input) or 3 (out
+ * of memory: *a freed). */
+static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
+    memset(a, 0, sizeof(*a));
+    a->hooks = o->hooks;
+    a->cmd = o->cmd ? o->cmd : "stats";
+    if (o->by_caller && !(a->pc = nsc_py_callers_new())) {
+        fprintf(stderr, "ncclscope %s: out of memory\n", a->cmd);
         return 3;
     }
     for (int i = 0; i < o->nfiles; i++) {
-        if (a.pc)
-            nsc_py_callers_file(a.pc);
+        if (a->pc)
+            nsc_py_callers_file(a->pc);
         struct nsc_decoder d;
-        a.path = o->files[i];
+        a->path = o->files[i];
         if (nsc_decoder_open(&d, o->files[i]) != NSC_OK) {
-            fprintf(stderr, "ncclscope stats: %s\n", d.rd.err);
-            a.damaged = 1;
+            fprintf(stderr, "ncclscope %s: %s\n", a->cmd, d.rd.err);
+            a->damaged = 1;
+            if (a->hooks && a->hooks->file)
+                a->hooks->file(a->hooks->ud, i, NULL);
             continue;
         }
-        struct file_run fr = {&a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0, NULL, 0, o->files[i]};
+        struct file_run fr = {a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0, NULL, 0, o->files[i],
+                              i, &d};
         struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
         nsc_decoder_run(&d, &ops, &fr);
         nsc_track_finish(fr.t);
         free(fr.gpu);
-        add_losses(&a.lost, &d);
+        add_losses(&a->lost, &d);
+        if (a->hooks && a->hooks->file)
+            a->hooks->file(a->hooks->ud, i, &d);
         nsc_decoder_close(&d);
         if (fr.oom) {
-            fprintf(stderr, "ncclscope stats: out of memory\n");
+            fprintf(stderr, "ncclscope %s: out of memory\n", a->cmd);
+            agg_free(a);
             return 3;
         }
     }
+    return a->damaged ? 2 : 0;
+}
+
+int nsc_stats(const struct nsc_stats_opts *o) {
+    struct agg a;
+    int rc = aggregate(o, &a);
+    if (rc == 3)
+        return rc;
     if (a.pc)
         nsc_py_callers_print(a.pc, o->out, o->json);
     else
         print(o, &a);
-    nsc_py_callers_free(a.pc);
-    for (struct row *r = a.rows, *n; r; r = n) {
-        n = r->next;
-        free(r);
+    agg_free(&a);
+    return rc;
+}
+
+static void coll_of(struct nsc_stats_coll *c, const struct entry *e) {
+    c->comm_id = e->real_comm;
+    c->seq = e->seq - 1;
+    snprintf(c->func, sizeof(c->func), "%s", e->func);
+    c->ranks = e->ranks;
+}
+
+/* The wait matrix of one comm (NULL: out of memory). */
+static struct nsc_stats_waits *waits_of(struct nsc_stats_result *res, uint64_t comm, int nranks) {
+    for (size_t i = 0; i < res->nwaits; i++)
+        if (res->waits[i].comm_id == comm)
+            return &res->waits[i];
+    struct nsc_stats_waits *v = realloc(res->waits, (res->nwaits + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    res->waits = v;
+    struct nsc_stats_waits *w = &v[res->nwaits];
+    w->comm_id = comm;
+    w->nranks = nranks;
+    w->wait_ns = calloc((size_t)nranks * (size_t)nranks, sizeof(*w->wait_ns));
+    w->count = calloc((size_t)nranks * (size_t)nranks, sizeof(*w->count));
+    if (!w->wait_ns || !w->count) {
+        free(w->wait_ns);
+        free(w->count);
+        return NULL;
     }
-    free(a.ent);
-    return a.damaged ? 2 : 0;
+    res->nwaits++;
+    return w;
+}
+
+/* Largest comm size in the result's matrices: ranks beyond it are not kept. */
+#define WAITS_MAX_RANKS 1024
+
+static int export(const struct nsc_stats_opts *o, const struct agg *a, struct nsc_stats_result *res) {
+    memset(res, 0, sizeof(*res));
+    res->ops = a->ops;
+    size_t nrows = 0;
+    for (struct row *r = a->rows; r; r = r->next)
+        nrows++;
+    struct row **v = calloc(nrows + 1, sizeof(*v));
+    res->rows = calloc(nrows + 1, sizeof(*res->rows));
+    if (!v || !res->rows) {
+        free(v);
+        return -1;
+    }
+    size_t k = 0;
+    for (struct row *r = a->rows; r; r = r->next)
+        v[k++] = r;
+    qsort(v, nrows, sizeof(*v), cmp_row);
+    for (size_t i = 0; i < nrows; i++) {
+        const struct row *r = v[i];
+        struct row_numbers n = numbers(r);
+        struct nsc_stats_row *x = &res->rows[i];
+        x->comm_id = r->comm_id;
+        x->nranks = r->nranks;
+        x->is_p2p = r->is_p2p;
+        x->host_only = n.host_only;
+        snprintf(x->func, sizeof(x->func), "%s", r->func);
+        snprintf(x->dtype, sizeof(x->dtype), "%s", r->dtype);
+        x->bucket = r->bucket;
+        x->count = n.count;
+        x->rank_ops = r->ops;
+        x->gpu_ops = r->gpu_ops;
+        x->enqueue_only = r->enqueue_only;
+        x->p50 = n.p50;
+        x->p99 = n.p99;
+        x->max = n.max;
+        x->gpu_p50 = n.gpu_p50;
+        x->gpu_p99 = n.gpu_p99;
+        x->queue_p50 = n.queue_p50;
+        x->queue_p99 = n.queue_p99;
+        x->host_p50 = n.host_p50;
+        x->host_p99 = n.host_p99;
+        x->avg_bytes = n.avg_bytes;
+        x->algbw = n.algbw;
+        x->busbw = n.busbw;
+        x->timing = n.timing;
+        x->note = n.note;
+    }
+    res->nrows = nrows;
+    free(v);
+    size_t nlate = 0;
+    struct late_rank **late = late_ranks(a, &nlate);
+    if (nlate && (res->late = calloc(nlate, sizeof(*res->late))) != NULL) {
+        for (size_t i = 0; i < nlate; i++)
+            res->late[i] = (struct nsc_stats_late){late[i]->comm_id, late[i]->rank,
+                                                   late[i]->colls, late[i]->last,
+                                                   late[i]->host_late, late[i]->gpu_late,
+                                                   late[i]->wait_ns};
+        res->nlate = nlate;
+    }
+    for (size_t i = 0; i < nlate; i++)
+        free(late[i]);
+    free(late);
+    /* the matrices, from the collectives late_ranks counts */
+    for (size_t i = 0; i < a->ent_cap; i++) {
+        const struct entry *e = &a->ent[i];
+        if (!e->seq || e->gpu_ranks < 2 || e->gpu_ranks != e->ranks)
+            continue;
+        uint64_t lag = e->gpu_last - e->gpu_first;
+        if (!res->worst_gpu.ranks || lag > res->worst_gpu.last_ns - res->worst_gpu.first_ns) {
+            coll_of(&res->worst_gpu, e);
+            res->worst_gpu.last_rank = e->gpu_last_rank;
+            res->worst_gpu.first_rank = e->gpu_first_rank;
+            res->worst_gpu.first_ns = e->gpu_first;
+            res->worst_gpu.last_ns = e->gpu_last;
+        }
+        if (e->nranks > WAITS_MAX_RANKS || e->gpu_last_rank < 0 || e->gpu_first_rank < 0 ||
+            e->gpu_last_rank >= e->nranks || e->gpu_first_rank >= e->nranks)
+            continue;
+        struct nsc_stats_waits *w = waits_of(res, e->real_comm, e->nranks);
+        if (!w || w->nranks != e->nranks)
+            continue;
+        size_t c = (size_t)e->gpu_last_rank * (size_t)w->nranks + (size_t)e->gpu_first_rank;
+        w->wait_ns[c] += lag;
+        w->count[c]++;
+    }
+    size_t ns = 0;
+    struct entry *st = calloc(a->ent_n + 1, sizeof(*st));
+    for (size_t i = 0; st && i < a->ent_cap; i++)
+        if (a->ent[i].seq && a->ent[i].ranks > 1)
+            st[ns++] = a->ent[i];
+    if (st)
+        qsort(st, ns, sizeof(*st), cmp_lag);
+    size_t top = ns < (size_t)o->top ? ns : (size_t)o->top;
+    if (top && !(res->by_enqueue = calloc(top, sizeof(*res->by_enqueue))))
+        top = 0;
+    for (size_t i = 0; i < top; i++) {
+        struct nsc_stats_coll *c = &res->by_enqueue[i];
+        coll_of(c, &st[i]);
+        c->last_rank = st[i].last_rank;
+        c->first_rank = st[i].first_rank;
+        c->first_ns = st[i].first_ns;
+        c->last_ns = st[i].last_ns;
+    }
+    res->nby_enqueue = top;
+    free(st);
+    return 0;
+}
+
+int nsc_stats_collect(const struct nsc_stats_opts *o, struct nsc_stats_result *res) {
+    struct nsc_stats_opts oo = *o;
+    oo.by_caller = 0;
+    struct agg a;
+    memset(res, 0, sizeof(*res));
+    int rc = aggregate(&oo, &a);
+    if (rc == 3)
+        return rc;
+    if (export(&oo, &a, res) != 0) {
+        fprintf(stderr, "ncclscope %s: out of memory\n", a.cmd);
+        nsc_stats_result_free(res);
+        rc = 3;
+    }
+    agg_free(&a);
+    return rc;
+}
+
+void nsc_stats_result_free(struct nsc_stats_result *res) {
+    free(res->rows);
+    free(res->late);
+    for (size_t i = 0; i < res->nwaits; i++) {
+        free(res->waits[i].wait_ns);
+        free(res->waits[i].count);
+    }
+    free(res->waits);
+    free(res->by_enqueue);
+    memset(res, 0, sizeof(*res));
 }

@@ -20,20 +20,102 @@
 #ifndef NSC_STATS_H
 #define NSC_STATS_H
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
+
+struct nsc_decoder;
+struct nsc_op_done;
+
+/* Optional: what the pass saw, for a report drawn from the same numbers. */
+struct nsc_stats_hooks {
+    /* Each completed rank-operation. gpu_start/gpu_end: its GPU time on the
+     * merged host timeline, mapped as the queue times are (0, 0: no
+     * KernelCh, or the GPU clock is unknown, as in a replayed trace). */
+    void (*op)(void *ud, int file, const struct nsc_decoder *d, const struct nsc_op_done *op,
+               uint64_t gpu_start, uint64_t gpu_end);
+    /* Each file once read (d: its decoder, still open), or NULL when it
+     * could not be opened. */
+    void (*file)(void *ud, int file, const struct nsc_decoder *d);
+    void *ud;
+};
 
 struct nsc_stats_opts {
     const char *const *files;
     int nfiles;
     const int64_t *shift_ns; /* per file, onto the merged timeline (NULL: 0) */
-    int json;                /* 1: JSON, 2: HTML tables and a latency-by-size SVG chart */
+    int json;                /* 1: JSON */
     int top;                 /* straggler rows to print */
     FILE *out;
     int by_caller;           /* the Python call-site table instead (python_callers.h) */
+    const struct nsc_stats_hooks *hooks; /* NULL: none */
+    const char *cmd;         /* prefix of the messages on stderr (NULL: "stats") */
 };
 
 /* Returns 0, 2 when some input was damaged (the rest is still counted). */
 int nsc_stats(const struct nsc_stats_opts *o);
+
+/* ---- the same numbers as data (ncclscope report draws them) ---- */
+
+/* One table row: per (comm, op, datatype, size bucket). Times in ns; < 0:
+ * none. p50/p99/max and the bandwidths come from GPU time, or from host
+ * time when host_only. */
+struct nsc_stats_row {
+    uint64_t comm_id;
+    int nranks, is_p2p, host_only;
+    char func[32], dtype[32];
+    unsigned bucket;         /* log2 of the size bucket's upper bound */
+    uint64_t count, rank_ops, gpu_ops, enqueue_only;
+    double p50, p99, max, gpu_p50, gpu_p99, queue_p50, queue_p99, host_p50, host_p99;
+    double avg_bytes, algbw, busbw; /* GB/s */
+    const char *timing, *note;      /* static strings */
+};
+
+/* Stragglers by GPU start, per (comm, rank): the stats table's rows. */
+struct nsc_stats_late {
+    uint64_t comm_id;
+    int rank;
+    uint64_t colls, last, host_late, gpu_late, wait_ns;
+};
+
+/* Who made whom wait, per comm, from the same collectives: in each one the
+ * rank whose kernel started last made the rank whose kernel started first
+ * wait (last - first GPU start). Cell [late * nranks + first]; a row's sum
+ * is that rank's wait in nsc_stats_late. */
+struct nsc_stats_waits {
+    uint64_t comm_id;
+    int nranks;
+    uint64_t *wait_ns;
+    uint64_t *count;
+};
+
+/* A collective's stragglers: by enqueue (first_ns/last_ns: enqueues), or
+ * by GPU start (first_ns/last_ns: GPU starts on the host timeline). */
+struct nsc_stats_coll {
+    uint64_t comm_id, seq;
+    char func[24];
+    uint32_t ranks;
+    int last_rank, first_rank;
+    uint64_t first_ns, last_ns;
+};
+
+struct nsc_stats_result {
+    uint64_t ops;                     /* rank-operations */
+    struct nsc_stats_row *rows;       /* sorted by comm, p2p, op, datatype, size */
+    size_t nrows;
+    struct nsc_stats_late *late;      /* largest wait first */
+    size_t nlate;
+    struct nsc_stats_waits *waits;
+    size_t nwaits;
+    struct nsc_stats_coll *by_enqueue; /* the opts' top, largest lag first */
+    size_t nby_enqueue;
+    struct nsc_stats_coll worst_gpu;  /* largest lag by GPU start; ranks 0: none */
+};
+
+/* One pass over the files (as nsc_stats; json and by_caller are ignored):
+ * fills *res. Returns 0, 2 (damaged input, the rest counted) or 3 (out of
+ * memory, *res empty). Free with nsc_stats_result_free. */
+int nsc_stats_collect(const struct nsc_stats_opts *o, struct nsc_stats_result *res);
+void nsc_stats_result_free(struct nsc_stats_result *res);
 
 #endif /* NSC_STATS_H */
