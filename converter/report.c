@@ -977,6 +977,19 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
             uint64_t lag = mark->last_ns - mark->first_ns;
             width = lag * 4 > width ? lag * 4 : width;
             c = mark->first_ns + lag / 2;
+        } else { /* no straggler: the busiest bin over all lanes */
+            double best = -1;
+            for (int bi = v.b0; bi <= v.b1; bi++) {
+                double sum = 0;
+                for (int k = 0; k < r->nkeys; k++)
+                    if (r->keys[k].bins[v.g])
+                        for (int o = 0; o < NOPS; o++)
+                            sum += r->keys[k].bins[v.g][bi * NOPS + o];
+                if (sum > best) {
+                    best = sum;
+                    c = r->origin + (uint64_t)bi * r->width + r->width / 2;
+                }
+            }
         }
         if (width < 2000)
             width = 2000;
