@@ -5,6 +5,8 @@
 # plugin, exactly as NCCL would call it, then converted (Chrome JSON and
 # Perfetto protobuf), summarized (stats) and reported (HTML).
 set -euo pipefail
+VERBOSE=0
+case "${1:-}" in -v | --verbose) VERBOSE=1 ;; esac
 cd "$(dirname "$0")/.."
 need=()
 for p in meson ninja-build libzstd-dev zlib1g-dev pkg-config; do
@@ -21,21 +23,46 @@ fi
 ninja -C build >/dev/null
 OUT=${OUT:-ncclscope-demo}
 rm -rf "$OUT" && mkdir -p "$OUT"
+# By default one line per trace and where the outputs are; -v shows every
+# tool's per-file diagnostics (replay counts, info, convert's notes), which
+# otherwise go to $OUT/main.log.
+LOG=$OUT/main.log
+if [ "$VERBOSE" = 1 ]; then LOG=/dev/stderr; fi
+CLI=build/converter/ncclscope
 echo "No GPU here: replaying real NCCL 2.28.9 callback streams (2 x H200, 4 x H200) through the plugin."
 for t in tests/data/*.nsc tests/data/h200x4_procs/*.nsc; do
     name=$(basename "$t" .nsc)
     NCCLSCOPE_DIR="$OUT/$name" NCCLSCOPE_EVENTS=all \
-        build/converter/ncclscope replay --plugin build/plugin/libnccl-profiler-ncclscope.so "$t"
-    build/converter/ncclscope info "$OUT/$name"/*.nsc
-    build/converter/ncclscope convert "$OUT/$name" -o "$OUT/$name.json"
+        $CLI replay --plugin build/plugin/libnccl-profiler-ncclscope.so "$t" >>"$LOG" 2>&1
+    if [ "$VERBOSE" = 1 ]; then
+        $CLI info "$OUT/$name"/*.nsc
+        $CLI convert -v "$OUT/$name" -o "$OUT/$name.json"
+    else
+        $CLI info "$OUT/$name"/*.nsc >>"$LOG" 2>&1
+        msg=$($CLI convert "$OUT/$name" -o "$OUT/$name.json" 2>&1)
+        echo "$msg" >>"$LOG"
+        events=$(echo "$msg" | sed -n 's/.*file(s), \([0-9]*\) events.*/\1/p')
+        printf '  %-20s replayed through the plugin: %5s events -> %s\n' "$name" "$events" "$OUT/$name.json"
+    fi
 done
 # The job-level views, on the 4-process job recorded on 4 x H200 (one
 # process per GPU): its files as the plugin wrote them on the GPU machine.
 JOB=tests/data/h200x4_procs
 echo "A 4-process job recorded on 4 x H200 ($JOB): statistics, merged trace, report."
-build/converter/ncclscope stats "$JOB" --top 5
-build/converter/ncclscope convert "$JOB" -o "$OUT/job.json"
-build/converter/ncclscope convert "$JOB" -o "$OUT/job.pftrace"
-build/converter/ncclscope report "$JOB" -o "$OUT/report.html"
-echo "Open $OUT/*.json or $OUT/job.pftrace in https://ui.perfetto.dev (or chrome://tracing),"
-echo "and $OUT/report.html in any browser."
+$CLI stats "$JOB" --top 5 -o "$OUT/stats.txt" 2>>"$LOG"
+$CLI convert "$JOB" -o "$OUT/job.json" 2>>"$LOG"
+$CLI convert "$JOB" -o "$OUT/job.pftrace" 2>>"$LOG"
+$CLI report "$JOB" -o "$OUT/report.html" 2>>"$LOG"
+if [ "$VERBOSE" = 1 ]; then
+    cat "$OUT/stats.txt"
+else
+    # the AllReduce rows of the GPU-time table and the worst straggler
+    awk '/^comm +ranks/{p=1; print; next} p && /^$/{exit} p && /AllReduce/' "$OUT/stats.txt"
+    awk '/^comm +rank +collectives/{getline; print "  worst straggler by GPU start: rank " $2 ", last in " $4 " of " $3 " collectives, made the first rank wait " $5 " us in all"; exit}' "$OUT/stats.txt"
+fi
+echo "Outputs in $OUT/:"
+echo "  report.html           the job's report: open in any browser"
+echo "  job.json, job.pftrace the job's merged trace: open in https://ui.perfetto.dev"
+echo "  stats.txt             ncclscope stats of the job (GPU time, queue time, stragglers)"
+echo "  <trace>.json          each replayed trace; <trace>/ its .nsc files"
+[ "$VERBOSE" = 1 ] || echo "  main.log              every tool's per-file diagnostics (or run: bash bench/main.sh -v)"
