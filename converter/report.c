@@ -32,7 +32,7 @@
 #define NOPS 16           /* operation names kept; more share the last */
 #define MAX_STORE 200000  /* operations kept for the detail window; more are thinned evenly */
 #define MAX_DETAIL 6000   /* rectangles in the static detail window */
-#define MAX_EMBED 20000   /* operations given to the zoom script */
+#define MAX_EMBED 8000    /* operations given to the zoom script */
 
 /* One (file, comm serial): a rank of a communicator in one process. */
 struct key {
@@ -54,6 +54,7 @@ struct dop {
 
 struct file_info {
     int opened, ended;
+    int multi; /* holds two ranks of one comm: several GPUs */
     char host[64];
     uint32_t pid, api;
     uint64_t records, lost, dropped, write, exit, unnamed;
@@ -257,8 +258,10 @@ static const char *dur(char *buf, size_t n, double ns) {
         snprintf(buf, n, "%.3g us", ns / 1e3);
     else if (ns < 1e9)
         snprintf(buf, n, "%.3g ms", ns / 1e6);
-    else
+    else if (ns < 1e12)
         snprintf(buf, n, "%.3g s", ns / 1e9);
+    else
+        snprintf(buf, n, "%.0f s", ns / 1e9);
     return buf;
 }
 
@@ -280,10 +283,10 @@ static void legend_item(FILE *f, const char *color, const char *text) {
     fputs("</li>", f);
 }
 
-/* A tick's label: the unit and decimals follow the step, so that
- * neighbouring ticks never read the same. */
-static const char *tick_label(char *buf, size_t n, double t, double step) {
-    double unit = step >= 1e9 ? 1e9 : step >= 1e6 ? 1e6 : step >= 1e3 ? 1e3 : 1;
+/* A tick's label: the unit follows the axis' end (tmax), the decimals the
+ * step, so that neighbouring ticks never read the same. */
+static const char *tick_label(char *buf, size_t n, double t, double step, double tmax) {
+    double unit = tmax >= 1e9 ? 1e9 : tmax >= 1e6 ? 1e6 : tmax >= 1e3 ? 1e3 : 1;
     const char *name = unit == 1e9 ? "s" : unit == 1e6 ? "ms" : unit == 1e3 ? "us" : "ns";
     int dec = 0;
     for (double q = step / unit; q < 0.999 && dec < 6; q *= 10)
@@ -309,18 +312,18 @@ static double tick_step(double span) {
  * grouped by rank (a process's comms number their ranks in device order). */
 static int make_lanes(struct rep *r, struct lane *lanes) {
     int n = 0;
+    /* files with two ranks of one comm */
     for (int i = 0; i < r->nkeys; i++)
         r->keys[i].lane = -1;
+    for (int i = 0; i < r->nkeys; i++)
+        for (int j = i + 1; j < r->nkeys; j++)
+            if (r->keys[j].file == r->keys[i].file && r->keys[j].comm_id == r->keys[i].comm_id)
+                r->files[r->keys[i].file].multi = 1;
     for (int i = 0; i < r->nkeys; i++) {
         struct key *k = &r->keys[i];
         if (k->lane >= 0)
             continue;
-        int multi = 0;
-        for (int j = 0; j < r->nkeys; j++)
-            for (int l = j + 1; l < r->nkeys; l++)
-                if (r->keys[j].file == k->file && r->keys[l].file == k->file &&
-                    r->keys[j].comm_id == r->keys[l].comm_id)
-                    multi = 1;
+        int multi = r->files[k->file].multi;
         if (n == MAX_LANES)
             break;
         struct lane *ln = &lanes[n];
@@ -382,13 +385,36 @@ static void axis(FILE *f, const struct view *v, uint64_t a, uint64_t b, double y
         double x = v->L + (v->W - v->L - v->R) * (t - ((double)a - (double)v->t0)) / span;
         fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' stroke='#ddd'/>"
                    "<text x='%.1f' y='%.0f' font-size='11' text-anchor='middle'>%s</text>\n",
-                x, x, ytop, ybot, x, ybot + 14, tick_label(buf, sizeof(buf), t, step));
+                x, x, ytop, ybot, x, ybot + 14, tick_label(buf, sizeof(buf), t, step, (double)b - (double)v->t0));
     }
 }
 
-/* bins: per lane, NB x NOPS ns busy (the sum of its keys'). */
+/* The busiest bin's share of its time (at most 1), rounded up to 1, 2 or
+ * 5 times a power of ten: a lane's full height, so that a job whose GPUs
+ * spend 0.1% in NCCL still shows its shape. */
+static double lane_scale(const struct rep *r, const struct view *v, int nl, const double *bins) {
+    double top = 0;
+    for (int l = 0; l < nl; l++)
+        for (int b = v->b0; b <= v->b1; b++) {
+            double t = 0;
+            for (int o = 0; o < NOPS; o++)
+                t += bins[((size_t)l * NB + (size_t)b) * NOPS + (size_t)o];
+            t /= (double)r->width;
+            top = t > top ? t : top;
+        }
+    if (top >= 0.5 || top <= 0)
+        return 1;
+    double p = pow(10, floor(log10(top)));
+    for (double m = 1; m <= 10; m = m == 1 ? 2 : m == 2 ? 5 : 10)
+        if (m * p >= top * 0.9999)
+            return m * p < 1 ? m * p : 1;
+    return 1;
+}
+
+/* bins: per lane, NB x NOPS ns busy (the sum of its keys'); full: the
+ * share of a bin a full lane height stands for. */
 static void overview(FILE *f, struct rep *r, const struct view *v, struct lane *lanes, int nl,
-                     const double *bins) {
+                     const double *bins, double full) {
     const double T = 8, LH = 30, BH = 24;
     double H = T + LH * nl + 24;
     fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' id='overview' width='%.0f' height='%.0f' "
@@ -424,7 +450,7 @@ static void overview(FILE *f, struct rep *r, const struct view *v, struct lane *
                 if (val <= 0)
                     continue;
                 double scale = tot[b] > (double)r->width ? (double)r->width / tot[b] : 1.0;
-                double h = BH * val * scale / (double)r->width;
+                double h = BH * val * scale / (double)r->width / full;
                 if (!any)
                     fprintf(f, "<path fill='%s' d='", colors[o]);
                 any = 1;
@@ -480,27 +506,58 @@ static void detail(FILE *f, struct rep *r, const struct view *v, const struct la
             double x = xof(&dv, (uint64_t)((double)v->t0 + t));
             fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' stroke='#ddd'/>"
                        "<text x='%.1f' y='%.0f' font-size='11' text-anchor='middle'>%s</text>\n",
-                    x, x, T, T + LH * nl, x, T + LH * nl + 14, tick_label(buf, sizeof(buf), t, step));
+                    x, x, T, T + LH * nl, x, T + LH * nl + 14, tick_label(buf, sizeof(buf), t, step, (double)b - (double)v->t0));
         }
     }
+    /* The store is sorted by the drawn start: operations of one lane and
+     * name that touch within a pixel become one rectangle (at most a few
+     * per pixel column, whatever the window holds). */
+    struct pend {
+        double x0, x1, ns;
+        uint64_t n;
+        int op;
+    } *pend = calloc((size_t)nl, sizeof(*pend));
     size_t drawn = 0;
     char buf[32];
-    for (size_t i = 0; i < r->nstore && drawn < MAX_DETAIL; i++) {
-        const struct dop *o = &r->store[i];
-        uint64_t s, e;
-        interval(o, v->g, &s, &e);
-        int lane = r->keys[o->key].lane;
-        if (!e || e < a || s > b || lane < 0 || lane >= nl)
-            continue;
-        double x0 = xof(&dv, s < a ? a : s), x1 = xof(&dv, e > b ? b : e);
+    for (size_t i = 0; pend && i <= r->nstore && drawn < MAX_DETAIL; i++) {
+        const struct dop *o = i < r->nstore ? &r->store[i] : NULL;
+        uint64_t s = 0, e = 0;
+        int lane = -1;
+        if (o) {
+            interval(o, v->g, &s, &e);
+            lane = r->keys[o->key].lane;
+            if (!e || e < a || s > b || lane < 0 || lane >= nl)
+                continue;
+        }
+        double x0 = o ? xof(&dv, s < a ? a : s) : 0, x1 = o ? xof(&dv, e > b ? b : e) : 0;
         if (x1 - x0 < 1)
             x1 = x0 + 1;
-        fprintf(f, "<rect x='%.1f' y='%.0f' width='%.1f' height='%.0f' fill='%s'><title>", x0,
-                T + LH * lane + 3, x1 - x0, LH - 6, colors[o->op]);
-        esc(f, r->ops[o->op]);
-        fprintf(f, " %s</title></rect>\n", dur(buf, sizeof(buf), (double)(e - s)));
-        drawn++;
+        for (int l = 0; l < nl; l++) {
+            struct pend *p = &pend[l];
+            if (o && l != lane)
+                continue;
+            if (o && p->n && p->op == o->op && x0 <= p->x1 + 0.5) {
+                p->x1 = x1 > p->x1 ? x1 : p->x1;
+                p->ns += (double)(e - s);
+                p->n++;
+                x0 = -1; /* taken */
+                continue;
+            }
+            if (p->n) {
+                fprintf(f, "<rect x='%.1f' y='%.0f' width='%.1f' height='%.0f' fill='%s'><title>",
+                        p->x0, T + LH * l + 3, p->x1 - p->x0, LH - 6, colors[p->op]);
+                esc(f, r->ops[p->op]);
+                if (p->n > 1)
+                    fprintf(f, " &times;%llu", (unsigned long long)p->n);
+                fprintf(f, " %s</title></rect>\n", dur(buf, sizeof(buf), p->ns));
+                drawn++;
+                p->n = 0;
+            }
+        }
+        if (o && x0 >= 0)
+            pend[lane] = (struct pend){x0, x1, (double)(e - s), 1, o->op};
     }
+    free(pend);
     if (mark && mark->ranks && mark_gpu == !v->g) {
         double x0 = xof(&dv, mark->first_ns), x1 = xof(&dv, mark->last_ns);
         fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%.0f' y2='%.0f' stroke='#000' stroke-dasharray='3 2'/>"
@@ -513,20 +570,25 @@ static void detail(FILE *f, struct rep *r, const struct view *v, const struct la
                 MAX_DETAIL);
 }
 
-static int cmp_dop(const void *x, const void *y) {
+static int cmp_host(const void *x, const void *y) {
     const struct dop *a = x, *b = y;
     return a->hs < b->hs ? -1 : a->hs > b->hs;
 }
 
+static int cmp_gpu(const void *x, const void *y) {
+    const struct dop *a = x, *b = y;
+    return a->gs < b->gs ? -1 : a->gs > b->gs;
+}
+
 /* The operations the zoom script may draw: all when few, else the
- * MAX_EMBED nearest in enqueue order around the window's centre. */
+ * MAX_EMBED nearest the window's centre (store sorted by the drawn start). */
 static void embed(FILE *f, struct rep *r, const struct view *v, const struct lane *lanes, int nl,
                   uint64_t a, uint64_t b) {
     size_t lo = 0, hi = r->nstore;
     if (hi > MAX_EMBED) {
         uint64_t c = a / 2 + b / 2;
         size_t m = 0;
-        while (m < r->nstore && r->store[m].hs < c)
+        while (m < r->nstore && (v->g ? r->store[m].hs : r->store[m].gs) < c)
             m++;
         lo = m > MAX_EMBED / 2 ? m - MAX_EMBED / 2 : 0;
         hi = lo + MAX_EMBED < r->nstore ? lo + MAX_EMBED : r->nstore;
@@ -576,8 +638,8 @@ static void embed(FILE *f, struct rep *r, const struct view *v, const struct lan
     fputs("(function(){var d=document.getElementById('detail'),o=document.getElementById('overview');\n"
           "if(!d||!o)return;var N='http://www.w3.org/2000/svg',a=NSC.a,b=NSC.b,LH=22,T=8;\n"
           "function fmt(t){return t<1e3?t.toFixed(0)+' ns':t<1e6?(t/1e3).toPrecision(3)+' us':"
-          "t<1e9?(t/1e6).toPrecision(3)+' ms':(t/1e9).toPrecision(3)+' s';}\n"
-          "function tl(t,st){var u=st>=1e9?1e9:st>=1e6?1e6:st>=1e3?1e3:1,dec=0;"
+          "t<1e9?(t/1e6).toPrecision(3)+' ms':t<1e12?(t/1e9).toPrecision(3)+' s':(t/1e9).toFixed(0)+' s';}\n"
+          "function tl(t,st){var u=b>=1e9?1e9:b>=1e6?1e6:b>=1e3?1e3:1,dec=0;"
           "for(var q=st/u;q<0.999&&dec<6;q*=10)dec++;return (t/u).toFixed(dec)+' '+"
           "(u==1e9?'s':u==1e6?'ms':u==1e3?'us':'ns');}\n"
           "function el(n,at,p){var e=document.createElementNS(N,n);for(var k in at)e.setAttribute(k,at[k]);"
@@ -589,10 +651,13 @@ static void embed(FILE *f, struct rep *r, const struct view *v, const struct lan
           "var st=Math.pow(10,Math.floor(Math.log10(s/8)));if(s/st>40)st*=5;else if(s/st>16)st*=2;\n"
           "for(var t=Math.ceil(a/st)*st;t<=b;t+=st){el('line',{x1:X(t),x2:X(t),y1:T,y2:T+LH*nl,stroke:'#ddd'},d);"
           "el('text',{x:X(t),y:T+LH*nl+14,'font-size':11,'text-anchor':'middle'},d).textContent=tl(t,st);}\n"
-          "var O=NSC.ops,n=0;for(var i=0;i<O.length&&n<20000;i+=4){var s0=O[i+2],e0=s0+O[i+3];"
-          "if(e0<a||s0>b)continue;var x0=X(Math.max(s0,a)),x1=Math.max(X(Math.min(e0,b)),x0+1);"
-          "var r=el('rect',{x:x0,y:T+LH*O[i]+3,width:x1-x0,height:LH-6,fill:NSC.colors[O[i+1]]},d);"
-          "el('title',{},r).textContent=NSC.names[O[i+1]]+' '+fmt(O[i+3]);n++;}\n"
+          "var O=NSC.ops,n=0,P=[];function fl(l){var p=P[l];if(!p)return;var r=el('rect',{x:p[0],"
+          "y:T+LH*l+3,width:p[1]-p[0],height:LH-6,fill:NSC.colors[p[2]]},d);el('title',{},r)"
+          ".textContent=NSC.names[p[2]]+(p[3]>1?' \u00d7'+p[3]:'')+' '+fmt(p[4]);n++;P[l]=null;}\n"
+          "for(var i=0;i<O.length&&n<20000;i+=4){var s0=O[i+2],e0=s0+O[i+3],l=O[i];"
+          "if(e0<a||s0>b)continue;var x0=X(Math.max(s0,a)),x1=Math.max(X(Math.min(e0,b)),x0+1),p=P[l];"
+          "if(p&&p[2]==O[i+1]&&x0<=p[1]+0.5){p[1]=Math.max(p[1],x1);p[3]++;p[4]+=O[i+3];continue;}"
+          "fl(l);P[l]=[x0,x1,O[i+1],1,O[i+3]];}\nfor(var l=0;l<nl;l++)fl(l);\n"
           "document.getElementById('win').textContent=fmt(a)+' to '+fmt(b);}\n"
           "function zoom(k){var c=(a+b)/2,h=(b-a)*k/2;h=Math.max(h,1000);a=Math.max(0,c-h);"
           "b=Math.min(NSC.end,c+h);draw();}\n"
@@ -940,24 +1005,29 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
     if (!have) {
         fputs("<p>No completed operation to draw.</p>\n", f);
     } else {
-        fprintf(f, "<p>Each lane is one GPU; each of its %d bins (%s wide) is filled by the share of "
-                   "the bin %s, stacked by operation. The percentage is the share of the whole job. "
-                   "Hover for totals%s.</p>\n",
-                v.b1 - v.b0 + 1, dur(b1, sizeof(b1), (double)r->width),
-                v.g ? "spent between enqueue and completion (no GPU time in this trace)"
-                    : "its GPU ran NCCL kernels",
-                "; with scripts on, click to move the window below");
-        fputs("<ul class='legend' id='op-legend'>", f);
-        for (int o = 0; o < r->nops; o++)
-            legend_item(f, colors[o], r->ops[o]);
-        fputs("</ul>\n", f);
         double *bins = calloc((size_t)nl * NB * NOPS, sizeof(double));
+        double full = 1;
         if (bins) {
             for (int k = 0; k < r->nkeys; k++)
                 if (r->keys[k].lane >= 0 && r->keys[k].bins[v.g])
                     for (int i = 0; i < NB * NOPS; i++)
                         bins[(size_t)r->keys[k].lane * NB * NOPS + (size_t)i] += r->keys[k].bins[v.g][i];
-            overview(f, r, &v, lanes, nl, bins);
+            full = lane_scale(r, &v, nl, bins);
+        }
+        fprintf(f, "<p>Each lane is one GPU; each of its %d bins (%s wide) is filled by the share of "
+                   "the bin %s, stacked by operation; <b id='scale'>a full lane is %g%% of the "
+                   "bin</b>. The percentage is the lane's share of the whole job. Hover for totals; "
+                   "with scripts on, click to move the window below.</p>\n",
+                v.b1 - v.b0 + 1, dur(b1, sizeof(b1), (double)r->width),
+                v.g ? "spent between enqueue and completion (no GPU time in this trace)"
+                    : "its GPU ran NCCL kernels",
+                full * 100);
+        fputs("<ul class='legend' id='op-legend'>", f);
+        for (int o = 0; o < r->nops; o++)
+            legend_item(f, colors[o], r->ops[o]);
+        fputs("</ul>\n", f);
+        if (bins) {
+            overview(f, r, &v, lanes, nl, bins, full);
             free(bins);
         }
         if (r->keys_full || nl == MAX_LANES)
@@ -1015,12 +1085,12 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
         fputs("<p id='zoom' hidden><button id='zin'>zoom in</button><button id='zout'>zoom out"
               "</button><button id='zall'>whole job</button></p>\n",
               f);
+        qsort(r->store, r->nstore, sizeof(*r->store), v.g ? cmp_host : cmp_gpu);
         detail(f, r, &v, lanes, nl, a, b, mark, mark_gpu);
         if (r->stride > 1)
             fprintf(f, "<p class='note'>%zu of %zu operations are kept for the window (thinned "
                        "evenly); the lanes above count all.</p>\n",
                     r->nstore, r->seen);
-        qsort(r->store, r->nstore, sizeof(*r->store), cmp_dop);
         embed(f, r, &v, lanes, nl, a, b);
     }
     fputs("<h2>Stragglers by GPU start: who made whom wait</h2>\n", f);

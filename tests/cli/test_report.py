@@ -167,6 +167,32 @@ def chromium_checks(chromium, html_path, d, name, expect_allreduce):
     return png
 
 
+def long_job(d):
+    """A synthetic job of 80,000 operations over seconds (fake_nccl, NCCL
+    2.31's call order, 4 ranks): the lanes stay 200 bins or fewer, scaled so
+    that a GPU busy 0.1% of the time still shows its shape (not one solid
+    bar, not an empty one), and the page stays small."""
+    _, plugin, fake = env_paths()
+    trace = os.path.join(d, "long")
+    run([fake, "--plugin", plugin, "--nccl231", "20000", "--threads", "4"],
+        env={"NCCLSCOPE_DIR": trace, "NCCLSCOPE_EVENTS": "all"})
+    out = os.path.join(d, "long.html")
+    run([os.environ["NSC_CLI"], "report", trace, "-o", out])
+    html = open(out).read()
+    static_checks(html, "long")
+    check(len(lanes(html)) == 4, "long: 4 lanes: %s" % lanes(html))
+    scale = float(re.search(r"a full lane is ([0-9.e+-]+)% of the bin", html).group(1))
+    check(scale < 100, "long: the lanes are scaled to the busiest bin (%g%%)" % scale)
+    ov = re.search(r"<svg[^>]*id='overview'.*?</svg>", html, re.S).group(0)
+    heights = set()
+    for path in re.findall(r" d='([^']*)'", ov):
+        check(20 <= path.count("M") <= 200, "long: 20 to 200 bins per lane and operation (%d)" % path.count("M"))
+        heights |= {round(-float(h), 1) for h in re.findall(r"v(-?[0-9.]+)", path)}
+    check(len(heights) > 5, "long: bins of varying height, not one bar (%d heights)" % len(heights))
+    check(max(heights) >= 0.4 * 24, "long: the busiest bin fills at least 40%% of a lane (%.1f px)" % max(heights))
+    print("ok: long synthetic job, %d bytes, lanes at %g%% full scale" % (len(html), scale))
+
+
 def main():
     cli, _, _ = env_paths()
     d = tmpdir()
@@ -200,7 +226,10 @@ def main():
     for path in re.findall(r" d='([^']*)'", ov):
         check(path.count("M") <= 200, "job: at most 200 bins per lane and operation")
     det = re.search(r"<svg[^>]*id='detail'.*?</svg>", html, re.S).group(0)
-    check(det.count("<rect") - 4 > 50, "job: the window draws single operations (%d)" % det.count("<rect"))
+    titles = re.findall(r"<title>\w+ (?:&times;(\d+) )?", det)
+    drawn = sum(int(n or 1) for n in titles)
+    check(len(titles) > 20 and drawn > 100, "job: the window draws operations (%d in %d rectangles)"
+          % (drawn, len(titles)))
     cells = wait_cells(html)
     ranks = {r for cell in cells for r in cell}
     check(ranks == {0, 1, 2, 3}, "job: wait matrix names ranks 0-3: %s" % sorted(ranks))
@@ -225,6 +254,8 @@ def main():
     check([l.split(" ·")[0] for l in lanes(html)] == ["rank 0/2", "rank 1/2"],
           "mix: a lane per GPU of the process: %s" % lanes(html))
     check({r for c in wait_cells(html) for r in c} == {0, 1}, "mix: wait matrix of ranks 0 and 1")
+
+    long_job(d)
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
