@@ -71,9 +71,11 @@ struct rep {
     int nkeys, keys_full;
     char ops[NOPS][24];
     int nops;
-    /* the bin grid: bin b covers [origin + b*width, origin + (b+1)*width) */
-    uint64_t origin, width;
-    int grid;
+    /* the bin grids of GPU [0] and host [1] times (apart: a replay's or a
+     * badly mapped GPU clock must not squeeze the other): bin b covers
+     * [origin + b*width, origin + (b+1)*width) */
+    uint64_t origin[2], width[2];
+    int grid[2];
     uint64_t lo[2], hi[2]; /* extent of GPU [0] and host [1] intervals */
     uint64_t nint[2];      /* intervals of each kind */
     struct dop *store;
@@ -119,43 +121,42 @@ static struct key *key_of(struct rep *r, int file, const struct nsc_op_done *op)
 
 /* Widens the grid (doubling the width m times, moving the origin back by
  * whole new bins) until [lo, hi) fits; old bin i becomes bin shift + (i >> m). */
-static void grid_fit(struct rep *r, uint64_t lo, uint64_t hi) {
-    if (!r->grid) {
-        r->grid = 1;
-        r->origin = lo;
-        r->width = 1024;
+static void grid_fit(struct rep *r, int g, uint64_t lo, uint64_t hi) {
+    if (!r->grid[g]) {
+        r->grid[g] = 1;
+        r->origin[g] = lo;
+        r->width[g] = 1024;
     }
-    if (lo >= r->origin && hi <= r->origin + (uint64_t)NB * r->width)
+    if (lo >= r->origin[g] && hi <= r->origin[g] + (uint64_t)NB * r->width[g])
         return;
-    uint64_t end = r->origin + (uint64_t)NB * r->width;
+    uint64_t end = r->origin[g] + (uint64_t)NB * r->width[g];
     if (hi > end)
         end = hi;
     unsigned m = 0;
-    uint64_t w = r->width, shift = 0;
+    uint64_t w = r->width[g], shift = 0;
     for (;;) {
         m++;
-        w = r->width << m;
-        shift = lo < r->origin ? (r->origin - lo + w - 1) / w : 0;
-        if (shift <= r->origin / w && shift + (uint64_t)((NB - 1) >> m) < NB &&
-            r->origin - shift * w + (uint64_t)NB * w >= end)
+        w = r->width[g] << m;
+        shift = lo < r->origin[g] ? (r->origin[g] - lo + w - 1) / w : 0;
+        if (shift <= r->origin[g] / w && shift + (uint64_t)((NB - 1) >> m) < NB &&
+            r->origin[g] - shift * w + (uint64_t)NB * w >= end)
             break;
         if (m > 40) /* a span past hours of ns: keep what fits */
             return;
     }
-    for (int k = 0; k < r->nkeys; k++)
-        for (int g = 0; g < 2; g++) {
-            double *b = r->keys[k].bins[g];
-            if (!b)
-                continue;
-            double tmp[NB * NOPS];
-            memset(tmp, 0, sizeof(tmp));
-            for (int i = 0; i < NB; i++)
-                for (int o = 0; o < NOPS; o++)
-                    tmp[(shift + (uint64_t)(i >> m)) * NOPS + (uint64_t)o] += b[i * NOPS + o];
-            memcpy(b, tmp, sizeof(tmp));
-        }
-    r->origin -= shift * w;
-    r->width = w;
+    for (int k = 0; k < r->nkeys; k++) {
+        double *b = r->keys[k].bins[g];
+        if (!b)
+            continue;
+        double tmp[NB * NOPS];
+        memset(tmp, 0, sizeof(tmp));
+        for (int i = 0; i < NB; i++)
+            for (int o = 0; o < NOPS; o++)
+                tmp[(shift + (uint64_t)(i >> m)) * NOPS + (uint64_t)o] += b[i * NOPS + o];
+        memcpy(b, tmp, sizeof(tmp));
+    }
+    r->origin[g] -= shift * w;
+    r->width[g] = w;
 }
 
 static void bin_add(struct rep *r, struct key *k, int g, int op, uint64_t s, uint64_t e) {
@@ -165,12 +166,12 @@ static void bin_add(struct rep *r, struct key *k, int g, int op, uint64_t s, uin
         r->oom = 1;
         return;
     }
-    grid_fit(r, s, e);
-    if (s < r->origin || e > r->origin + (uint64_t)NB * r->width)
+    grid_fit(r, g, s, e);
+    if (s < r->origin[g] || e > r->origin[g] + (uint64_t)NB * r->width[g])
         return;
-    uint64_t b0 = (s - r->origin) / r->width, b1 = (e - 1 - r->origin) / r->width;
+    uint64_t b0 = (s - r->origin[g]) / r->width[g], b1 = (e - 1 - r->origin[g]) / r->width[g];
     for (uint64_t b = b0; b <= b1; b++) {
-        uint64_t bs = r->origin + b * r->width, be = bs + r->width;
+        uint64_t bs = r->origin[g] + b * r->width[g], be = bs + r->width[g];
         uint64_t x = s > bs ? s : bs, y = e < be ? e : be;
         k->bins[g][b * NOPS + (uint64_t)op] += (double)(y - x);
     }
@@ -399,7 +400,7 @@ static double lane_scale(const struct rep *r, const struct view *v, int nl, cons
             double t = 0;
             for (int o = 0; o < NOPS; o++)
                 t += bins[((size_t)l * NB + (size_t)b) * NOPS + (size_t)o];
-            t /= (double)r->width;
+            t /= (double)r->width[v->g];
             top = t > top ? t : top;
         }
     if (top >= 0.5 || top <= 0)
@@ -449,8 +450,8 @@ static void overview(FILE *f, struct rep *r, const struct view *v, struct lane *
                 double val = lb[b * NOPS + o];
                 if (val <= 0)
                     continue;
-                double scale = tot[b] > (double)r->width ? (double)r->width / tot[b] : 1.0;
-                double h = BH * val * scale / (double)r->width / full;
+                double scale = tot[b] > (double)r->width[v->g] ? (double)r->width[v->g] / tot[b] : 1.0;
+                double h = BH * val * scale / (double)r->width[v->g] / full;
                 if (!any)
                     fprintf(f, "<path fill='%s' d='", colors[o]);
                 any = 1;
@@ -810,7 +811,6 @@ static void wait_matrices(FILE *f, const struct nsc_stats_result *s) {
         for (int i = 0; i < n * n; i++)
             max = (double)m->wait_ns[i] > max ? (double)m->wait_ns[i] : max;
         /* ranks that made someone wait or waited: the others add nothing */
-        int shown = 0;
         char *use = calloc((size_t)n, 1);
         if (!use)
             continue;
@@ -818,8 +818,6 @@ static void wait_matrices(FILE *f, const struct nsc_stats_result *s) {
             for (int j = 0; j < n; j++)
                 if (m->count[i * n + j])
                     use[i] = use[j] = 1;
-        for (int i = 0; i < n; i++)
-            shown += use[i];
         fprintf(f, "<table class='waits' data-comm='%016llx'><caption>comm %016llx, %d ranks: "
                    "row rank's kernel started last; column rank's started first and waited"
                    "</caption>\n<tr><th>late &darr; / waited &rarr;</th>",
@@ -863,7 +861,6 @@ static void wait_matrices(FILE *f, const struct nsc_stats_result *s) {
             fputs("</tr>\n", f);
         }
         fputs("</table>\n", f);
-        (void)shown;
         free(use);
     }
 }
@@ -965,12 +962,12 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
                     for (int i = 0; i < NB * NOPS; i++)
                         lanes[r->keys[k].lane].busy[g] += r->keys[k].bins[g][i];
     }
-    int have = r->grid && r->nint[v.g];
+    int have = r->grid[v.g] && r->nint[v.g];
     if (have) {
-        v.b0 = (int)((r->lo[v.g] - r->origin) / r->width);
-        v.b1 = (int)((r->hi[v.g] - 1 - r->origin) / r->width);
-        v.t0 = r->origin + (uint64_t)v.b0 * r->width;
-        v.t1 = r->origin + (uint64_t)(v.b1 + 1) * r->width;
+        v.b0 = (int)((r->lo[v.g] - r->origin[v.g]) / r->width[v.g]);
+        v.b1 = (int)((r->hi[v.g] - 1 - r->origin[v.g]) / r->width[v.g]);
+        v.t0 = r->origin[v.g] + (uint64_t)v.b0 * r->width[v.g];
+        v.t1 = r->origin[v.g] + (uint64_t)(v.b1 + 1) * r->width[v.g];
     }
     /* summary: the lead numbers */
     uint64_t gops = 0, rops = 0;
@@ -1018,7 +1015,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
                    "the bin %s, stacked by operation; <b id='scale'>a full lane is %g%% of the "
                    "bin</b>. The percentage is the lane's share of the whole job. Hover for totals; "
                    "with scripts on, click to move the window below.</p>\n",
-                v.b1 - v.b0 + 1, dur(b1, sizeof(b1), (double)r->width),
+                v.b1 - v.b0 + 1, dur(b1, sizeof(b1), (double)r->width[v.g]),
                 v.g ? "spent between enqueue and completion (no GPU time in this trace)"
                     : "its GPU ran NCCL kernels",
                 full * 100);
@@ -1057,7 +1054,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
                             sum += r->keys[k].bins[v.g][bi * NOPS + o];
                 if (sum > best) {
                     best = sum;
-                    c = r->origin + (uint64_t)bi * r->width + r->width / 2;
+                    c = r->origin[v.g] + (uint64_t)bi * r->width[v.g] + r->width[v.g] / 2;
                 }
             }
         }
