@@ -1016,8 +1016,10 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
                    "bin</b>. The percentage is the lane's share of the whole job. Hover for totals; "
                    "with scripts on, click to move the window below.</p>\n",
                 v.b1 - v.b0 + 1, dur(b1, sizeof(b1), (double)r->width[v.g]),
-                v.g ? "spent between enqueue and completion (no GPU time in this trace)"
-                    : "its GPU ran NCCL kernels",
+                !v.g ? "its GPU ran NCCL kernels"
+                : gops ? "spent between enqueue and completion (the GPU timers are not on the "
+                         "host clock here: a replayed trace, or no clock mapping)"
+                       : "spent between enqueue and completion (no GPU time in this trace)",
                 full * 100);
         fputs("<ul class='legend' id='op-legend'>", f);
         for (int o = 0; o < r->nops; o++)

@@ -255,6 +255,20 @@ def main():
           "mix: a lane per GPU of the process: %s" % lanes(html))
     check({r for c in wait_cells(html) for r in c} == {0, 1}, "mix: wait matrix of ranks 0 and 1")
 
+    # a replayed trace: GPU timers not on the replay's host clock; the report
+    # says so on the page and prints nothing but its one line
+    _, plugin, _ = env_paths()
+    rdir = os.path.join(d, "replayed")
+    run([cli, "replay", "--plugin", plugin, os.path.join(data_dir(), "h200x2_net_1MiB.nsc")],
+        env={"NCCLSCOPE_DIR": rdir, "NCCLSCOPE_EVENTS": "all"})
+    rep = os.path.join(d, "replayed.html")
+    p = run([cli, "report", rdir, "-o", rep])
+    check(p.stderr.strip().splitlines() == ["ncclscope report: 1 file(s) -> %s" % rep],
+          "replayed: one line on stderr, no per-file diagnostics: %r" % p.stderr)
+    html = open(rep).read()
+    check("not on the host clock here" in html and "Host time per rank" in html,
+          "replayed: lanes in host time, saying why")
+
     long_job(d)
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
