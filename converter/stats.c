@@ -726,9 +726,13 @@ static struct nsc_stats_waits *waits_of(struct nsc_stats_result *res, uint64_t c
 }
 
 /* Largest comm size in the result's matrices: ranks beyond it are not kept. */
-#define WAITS_MAX_RANKS 1024
+#define WAITS_MAX_RANKS 512
 
-static int export(const struct nsc_stats_opts *o, const struct agg *a, struct nsc_stats_result *res) {
+/* Copies the aggregate into *res (sorted rows, per-rank stragglers, the
+ * wait matrices, the top collectives by enqueue lag). Returns 0, or -1 out
+ * of memory (*res holds what was filled; free it). */
+static int fill_result(const struct nsc_stats_opts *o, const struct agg *a,
+                       struct nsc_stats_result *res) {
     memset(res, 0, sizeof(*res));
     res->ops = a->ops;
     size_t nrows = 0;
@@ -843,7 +847,7 @@ int nsc_stats_collect(const struct nsc_stats_opts *o, struct nsc_stats_result *r
     int rc = aggregate(&oo, &a);
     if (rc == 3)
         return rc;
-    if (export(&oo, &a, res) != 0) {
+    if (fill_result(&oo, &a, res) != 0) {
         fprintf(stderr, "ncclscope %s: out of memory\n", a.cmd);
         nsc_stats_result_free(res);
         rc = 3;
