@@ -329,50 +329,33 @@ static nsc_abi_result init_v5(void **ctx, uint64_t commId, int *mask, const char
     return init_common(5, ctx, mask, commId, commName, nNodes, nranks, rank, logfn);
 }
 
-/* ---- v4 ---- */
+/* ---- v1..v4: lifted into a v7 descriptor, member by member as the
+ * NSC_LIFT_* rows of nccl/event_schema.def say; the header by hand (a
+ * Coll's/P2p's parentObj is its Group there, which nsc_parent_id takes as
+ * it comes) ---- */
+#define UP_SAME(dst, src) dst = src
+#define UP_COPY(dst, src) memcpy(&(dst), &(src), sizeof(src))
+#define UP_V1FUNC(dst, src) dst = nsc_v1_name(NSC_V1_FUNC, src)
+#define UP_V1DTYPE(dst, src) dst = nsc_v1_name(NSC_V1_DTYPE, src)
+#define UP_V1ALGO(dst, src) dst = nsc_v1_name(NSC_V1_ALGO, src)
+#define UP_V1PROTO(dst, src) dst = nsc_v1_name(NSC_V1_PROTO, src)
+#define LIFT_HEADER(o, d)                                                                      \
+    do {                                                                                       \
+        memset(&(d), 0, sizeof(d));                                                            \
+        (d).type = (o)->type;                                                                  \
+        (d).parentObj = (o)->parentObj;                                                        \
+        (d).rank = (o)->rank;                                                                  \
+    } while (0)
+
 static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v4 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    d.type = o->type;
-    d.parentObj = o->parentObj; /* v4: a Coll's/P2p's parent is its Group */
-    d.rank = o->rank;
-    switch (o->type) {
-    case NSC_ABI_COLL:
-        d.coll.seqNumber = o->coll.seqNumber;
-        d.coll.func = o->coll.func;
-        d.coll.sendBuff = o->coll.sendBuff;
-        d.coll.recvBuff = o->coll.recvBuff;
-        d.coll.count = o->coll.count;
-        d.coll.root = o->coll.root;
-        d.coll.datatype = o->coll.datatype;
-        d.coll.nChannels = o->coll.nChannels;
-        d.coll.nWarps = o->coll.nWarps;
-        d.coll.algo = o->coll.algo;
-        d.coll.proto = o->coll.proto;
-        break;
-    case NSC_ABI_P2P:
-        d.p2p.func = o->p2p.func;
-        d.p2p.buff = o->p2p.buff;
-        d.p2p.datatype = o->p2p.datatype;
-        d.p2p.count = o->p2p.count;
-        d.p2p.peer = o->p2p.peer;
-        d.p2p.nChannels = o->p2p.nChannels;
-        break;
-    case NSC_ABI_PROXY_OP:
-        memcpy(&d.proxyOp, &o->proxyOp, sizeof(o->proxyOp));
-        break;
-    case NSC_ABI_PROXY_STEP:
-        d.proxyStep.step = o->proxyStep.step;
-        break;
-    case NSC_ABI_KERNEL_CH:
-        d.kernelCh.channelId = o->kernelCh.channelId;
-        d.kernelCh.pTimer = o->kernelCh.pTimer;
-        break;
-    case NSC_ABI_NET_PLUGIN:
-        d.netPlugin.id = o->netPlugin.id;
-        d.netPlugin.data = o->netPlugin.data;
-        break;
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V4(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
     default:
         break;
     }
@@ -386,76 +369,35 @@ static nsc_abi_result init_v4(void **ctx, int *mask, const char *commName, uint6
 }
 
 /* ---- v1..v3: no comm information at init; rank from descriptors ---- */
-/* Fields common to v1..v3 besides coll/p2p. */
-#define LIFT_COMMON(o, d)                                                                      \
-    do {                                                                                       \
-        (d).type = (o)->type;                                                                  \
-        (d).parentObj = (o)->parentObj;                                                        \
-        (d).rank = (o)->rank;                                                                  \
-        if ((o)->type == NSC_ABI_PROXY_OP)                                                     \
-            memcpy(&(d).proxyOp, &(o)->proxyOp, sizeof((o)->proxyOp));                         \
-        else if ((o)->type == NSC_ABI_PROXY_STEP)                                              \
-            (d).proxyStep.step = (o)->proxyStep.step;                                          \
-    } while (0)
-
 static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v1 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    LIFT_COMMON(o, d);
-    if (o->type == NSC_ABI_COLL) {
-        d.coll.seqNumber = o->coll.seqNumber;
-        d.coll.func = nsc_v1_name(NSC_V1_FUNC, o->coll.func);
-        d.coll.sendBuff = o->coll.sendBuff;
-        d.coll.recvBuff = o->coll.recvBuff;
-        d.coll.count = o->coll.count;
-        d.coll.root = o->coll.root;
-        d.coll.datatype = nsc_v1_name(NSC_V1_DTYPE, o->coll.datatype);
-        d.coll.nChannels = o->coll.nMaxChannels;
-        d.coll.nWarps = o->coll.nWarps;
-        d.coll.algo = nsc_v1_name(NSC_V1_ALGO, o->coll.algo);
-        d.coll.proto = nsc_v1_name(NSC_V1_PROTO, o->coll.proto);
-    } else if (o->type == NSC_ABI_P2P) {
-        d.p2p.func = nsc_v1_name(NSC_V1_FUNC, o->p2p.func);
-        d.p2p.buff = o->p2p.buff;
-        d.p2p.datatype = nsc_v1_name(NSC_V1_DTYPE, o->p2p.datatype);
-        d.p2p.count = o->p2p.count;
-        d.p2p.peer = o->p2p.peer;
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V1(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
+    default:
+        break;
     }
     start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 1);
     return NSC_ABI_SUCCESS;
 }
 
 /* v2 and v3 name their fields alike; only offsets differ. */
-#define LIFT_V2V3(o, d)                                                                        \
-    do {                                                                                       \
-        LIFT_COMMON(o, d);                                                                     \
-        if ((o)->type == NSC_ABI_COLL) {                                                       \
-            (d).coll.seqNumber = (o)->coll.seqNumber;                                          \
-            (d).coll.func = (o)->coll.func;                                                    \
-            (d).coll.sendBuff = (o)->coll.sendBuff;                                            \
-            (d).coll.recvBuff = (o)->coll.recvBuff;                                            \
-            (d).coll.count = (o)->coll.count;                                                  \
-            (d).coll.root = (o)->coll.root;                                                    \
-            (d).coll.datatype = (o)->coll.datatype;                                            \
-            (d).coll.nChannels = (o)->coll.nMaxChannels;                                       \
-            (d).coll.nWarps = (o)->coll.nWarps;                                                \
-            (d).coll.algo = (o)->coll.algo;                                                    \
-            (d).coll.proto = (o)->coll.proto;                                                  \
-        } else if ((o)->type == NSC_ABI_P2P) {                                                 \
-            (d).p2p.func = (o)->p2p.func;                                                      \
-            (d).p2p.buff = (o)->p2p.buff;                                                      \
-            (d).p2p.datatype = (o)->p2p.datatype;                                              \
-            (d).p2p.count = (o)->p2p.count;                                                    \
-            (d).p2p.peer = (o)->p2p.peer;                                                      \
-        }                                                                                      \
-    } while (0)
-
 static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v2 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    LIFT_V2V3(o, d);
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V23(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
+    default:
+        break;
+    }
     start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 2);
     return NSC_ABI_SUCCESS;
 }
@@ -463,17 +405,26 @@ static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
 static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v3 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    LIFT_V2V3(o, d);
-    if (o->type == NSC_ABI_KERNEL_CH) {
-        d.kernelCh.channelId = o->kernelCh.channelId;
-    } else if (o->type == NSC_ABI_NET_PLUGIN) {
-        d.netPlugin.id = o->netPlugin.id;
-        d.netPlugin.data = o->netPlugin.data;
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V23(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#define NSC_LIFT_V3(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
+    default:
+        break;
     }
     start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 3);
     return NSC_ABI_SUCCESS;
 }
+#undef UP_SAME
+#undef UP_COPY
+#undef UP_V1FUNC
+#undef UP_V1DTYPE
+#undef UP_V1ALGO
+#undef UP_V1PROTO
+#undef LIFT_HEADER
 
 static nsc_abi_result init_v1(void **ctx, int *mask) {
     return init_common(1, ctx, mask, 0, "", -1, -1, -1, NULL);
