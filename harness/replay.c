@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "event_types.h"
+#include "id_map.h"
 #include "trace_decode.h"
 #include "trace_format.h"
 
@@ -73,42 +74,19 @@ uint32_t nsc_script_thread(struct nsc_script *s, uint32_t tid, const char *name)
     return (uint32_t)s->nthreads++;
 }
 
-/* ---- id -> handle map (open addressing; used by one thread at a time) ---- */
+/* ---- recorded id -> the handle the plugin returned (util/id_map.h, fixed
+ * to the script's calls; one replay thread at a time uses it: the turns
+ * order them) ---- */
 
-struct hmap {
-    uint64_t *keys;
-    void **vals;
-    size_t mask;
-};
-
-static int hmap_init(struct hmap *m, size_t n) {
-    size_t cap = 1024;
-    while (cap < n * 2)
-        cap <<= 1;
-    m->keys = calloc(cap, sizeof(*m->keys));
-    m->vals = calloc(cap, sizeof(*m->vals));
-    m->mask = cap - 1;
-    return m->keys && m->vals ? 0 : -1;
+static void *handle_get(const struct nsc_id_map *m, uint64_t id) {
+    void *const *v = id ? nsc_id_map_find(m, id) : NULL;
+    return v ? *v : NULL;
 }
 
-static size_t hslot(const struct hmap *m, uint64_t k) {
-    size_t i = (size_t)((k * 0x9e3779b97f4a7c15ull) >> 20) & m->mask;
-    while (m->keys[i] && m->keys[i] != k)
-        i = (i + 1) & m->mask;
-    return i;
-}
-
-static void hmap_put(struct hmap *m, uint64_t k, void *v) {
-    size_t i = hslot(m, k);
-    m->keys[i] = k;
-    m->vals[i] = v;
-}
-
-static void *hmap_get(const struct hmap *m, uint64_t k) {
-    if (!k)
-        return NULL;
-    size_t i = hslot(m, k);
-    return m->keys[i] == k ? m->vals[i] : NULL;
+static void handle_put(struct nsc_id_map *m, uint64_t id, void *handle) {
+    void **v = id ? nsc_id_map_insert(m, id, NULL) : NULL; /* id 0: no event */
+    if (v)
+        *v = handle;
 }
 
 /* ---- replay ---- */
@@ -116,7 +94,7 @@ static void *hmap_get(const struct hmap *m, uint64_t k) {
 struct replay {
     const struct nsc_host *h;
     const struct nsc_script *s;
-    struct hmap handles;
+    struct nsc_id_map handles;
     void **ctx;
     int *mask;
     sem_t *turn;       /* one per thread: "your call is next" */
@@ -155,14 +133,14 @@ static void run_call(struct replay *r, const struct nsc_call *c) {
                 d.parentObj = (void *)(uintptr_t)0x7e57;
                 d.proxyOp.pid = r->pid + 1; /* another process */
             } else {
-                d.parentObj = hmap_get(&r->handles, c->parent);
+                d.parentObj = handle_get(&r->handles, c->parent);
                 if (d.type == NSC_ABI_PROXY_OP)
                     d.proxyOp.pid = r->pid;
             }
             if (d.type == NSC_ABI_COLL)
-                d.coll.parentGroup = hmap_get(&r->handles, c->parent_group);
+                d.coll.parentGroup = handle_get(&r->handles, c->parent_group);
             else if (d.type == NSC_ABI_P2P)
-                d.p2p.parentGroup = hmap_get(&r->handles, c->parent_group);
+                d.p2p.parentGroup = handle_get(&r->handles, c->parent_group);
             else if (d.type == NSC_ABI_NET_PLUGIN && d.netPlugin.data)
                 d.netPlugin.data = (void *)(uintptr_t)&c->net;
             uint64_t t0 = r->probe ? r->probe->clock() : 0;
@@ -177,12 +155,12 @@ static void run_call(struct replay *r, const struct nsc_call *c) {
                 r->st.skipped_by_version++;
             }
         }
-        hmap_put(&r->handles, c->id, handle);
+        handle_put(&r->handles, c->id, handle);
         break;
     }
     case NSC_CALL_STOP:
     case NSC_CALL_STATE: {
-        void *handle = hmap_get(&r->handles, c->id);
+        void *handle = handle_get(&r->handles, c->id);
         if (!handle)
             break; /* NCCL makes no call for an event the plugin did not take */
         uint64_t t0 = r->probe ? r->probe->clock() : 0;
@@ -240,7 +218,8 @@ int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
         snprintf(err, errlen, "nothing to replay");
         return -1;
     }
-    if (hmap_init(&r.handles, s->ncalls) != 0)
+    if (nsc_id_map_init(&r.handles, s->ncalls < (1u << 30) ? (uint32_t)s->ncalls : 1u << 30,
+                        sizeof(void *), NSC_ID_MAP_FIXED) != 0)
         return snprintf(err, errlen, "out of memory"), -1;
     r.ctx = calloc(s->ncomms + 1, sizeof(*r.ctx));
     r.mask = calloc(s->ncomms + 1, sizeof(*r.mask));
@@ -279,8 +258,7 @@ int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
     if (st)
         *st = r.st;
 out:
-    free(r.handles.keys);
-    free(r.handles.vals);
+    nsc_id_map_destroy(&r.handles);
     free(r.ctx);
     free(r.mask);
     free(r.turn);

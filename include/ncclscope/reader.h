@@ -66,7 +66,10 @@ enum ncclscope_field_kind {
 };
 
 /* One field of an NCCL event descriptor, named as NCCL names it
- * ("seqNumber", "func", "count", "algo", ...; docs/format.md lists them). */
+ * ("seqNumber", "func", "count", "algo", ...: the names `ncclscope convert`
+ * gives the event's arguments; nccl/event_schema.def in the source lists
+ * them per event type). Fields NCCL added in API v7 (userTag,
+ * kernelVariant, isSymColl) appear only when set. */
 struct ncclscope_field {
     const char *name;
     int kind;          /* enum ncclscope_field_kind */
