@@ -504,7 +504,7 @@ int nsc_script_from_trace(struct nsc_script *s, const char *path, char *err, siz
     memset(s, 0, sizeof(*s));
     struct nsc_decoder d;
     if (nsc_decoder_open(&d, path) != NSC_OK) {
-        snprintf(err, errlen, "%s", d.rd.err);
+        snprintf(err, errlen, "%s", nsc_decoder_error(&d));
         return -1;
     }
     struct from_trace ft;

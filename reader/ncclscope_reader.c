@@ -38,6 +38,7 @@ struct ncclscope_trace {
     char thread_name[17];
     unsigned damage;
     char last_error[600];
+    char *name;             /* the path or name messages use: the caller's may not outlive open */
 };
 
 const char *ncclscope_version(void) { return NSC_VERSION; }
@@ -109,7 +110,9 @@ static ncclscope_trace *opened(ncclscope_trace *t, enum nsc_result rc, char *err
                                size_t errlen) {
     if (rc != NSC_OK) {
         if (err && errlen)
-            snprintf(err, errlen, "%s", t->dec.rd.err[0] ? t->dec.rd.err : nsc_result_str(rc));
+            snprintf(err, errlen, "%s",
+                     nsc_decoder_error(&t->dec)[0] ? nsc_decoder_error(&t->dec) : nsc_result_str(rc));
+        free(t->name);
         free(t);
         return NULL;
     }
@@ -126,7 +129,14 @@ ncclscope_trace *ncclscope_open(const char *path, char *err, size_t errlen) {
             snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    return opened(t, nsc_decoder_open(&t->dec, path), err, errlen);
+    t->name = strdup(path);
+    if (!t->name) {
+        free(t);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    return opened(t, nsc_decoder_open(&t->dec, t->name), err, errlen);
 }
 
 ncclscope_trace *ncclscope_open_memory(const void *data, size_t len, const char *name, char *err,
@@ -137,8 +147,14 @@ ncclscope_trace *ncclscope_open_memory(const void *data, size_t len, const char 
             snprintf(err, errlen, "%s: out of memory", name ? name : "(memory)");
         return NULL;
     }
-    return opened(t, nsc_decoder_open_memory(&t->dec, data, len, name ? name : "(memory)"), err,
-                  errlen);
+    t->name = strdup(name ? name : "(memory)");
+    if (!t->name) {
+        free(t);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: out of memory", name ? name : "(memory)");
+        return NULL;
+    }
+    return opened(t, nsc_decoder_open_memory(&t->dec, data, len, t->name), err, errlen);
 }
 
 struct fill_ctx {
@@ -322,5 +338,6 @@ void ncclscope_close(ncclscope_trace *t) {
     drop_queue(t);
     free(t->q);
     nsc_decoder_close(&t->dec);
+    free(t->name);
     free(t);
 }

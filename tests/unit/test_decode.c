@@ -298,7 +298,7 @@ static int decode(const struct buf *b, struct seen *s) {
     memset(s, 0, sizeof(*s));
     struct nsc_decoder d;
     if (nsc_decoder_open_memory(&d, b->p, b->len, "mem.nsc") != NSC_OK) {
-        snprintf(s->last_error, sizeof(s->last_error), "%s", d.rd.err);
+        snprintf(s->last_error, sizeof(s->last_error), "%s", nsc_decoder_error(&d));
         return -1;
     }
     int damage = nsc_decoder_run(&d, &ops, s);
