@@ -1,6 +1,7 @@
 /* host.c - an NCCL stand-in for loading and driving profiler plugins. */
 #include "host.h"
 
+#include "event_types.h"
 #include "nccl_v1_names.h"
 
 #include <dlfcn.h>
@@ -61,22 +62,7 @@ void nsc_host_unload(struct nsc_host *h) {
     memset(h, 0, sizeof(*h));
 }
 
-uint32_t nsc_host_type_mask(const struct nsc_host *h) {
-    switch (h->version) {
-    case 1:
-    case 2:
-        return 0x3f;
-    case 3:
-    case 4:
-        return 0xff;
-    case 5:
-        return 0xfff;
-    case 6:
-        return 0x7fff;
-    default:
-        return 0xffff;
-    }
-}
+uint32_t nsc_host_type_mask(const struct nsc_host *h) { return nsc_types_in_api(h->version); }
 
 int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, const char *name,
                   int nnodes, int nranks, int rank) {
