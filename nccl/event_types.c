@@ -57,6 +57,15 @@ const char *nsc_state_name(unsigned state) {
     return state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : NULL;
 }
 
+/* event_schema.def declares every event type exactly once: a missing one
+ * fails the count, a repeated one the enum (its name twice). */
+enum {
+#define NSC_EVENT(ET, VMIN, EXT) schema_row_##ET,
+#include "event_schema.def"
+    schema_rows
+};
+_Static_assert((int)schema_rows == (int)NSC_ET_COUNT, "event_schema.def: one NSC_EVENT per event type");
+
 uint32_t nsc_types_in_api(int api_version) {
     if (api_version < 1)
         api_version = 1;
