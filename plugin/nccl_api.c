@@ -118,13 +118,12 @@ static inline int needs_ext(const nsc_abi_descr_v7 *d, unsigned et, int v7) {
 static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned et, int v7) {
     union nsc_desc *o = &s->rec->u.start.d;
     struct nsc_intern_cache *sc = &s->t->strings;
-    if (et == NSC_ET_NET_PLUGIN) {
-        fill_net(s, d);
-        return;
-    }
     switch (et) {
 #define NSC_EVENT(ET, VMIN, EXT) case NSC_ET_##ET:
-#define NSC_EVENT_END(ET) break;
+#define NSC_EVENT_END(ET)                                                                      \
+    if (NSC_ET_##ET == NSC_ET_NET_PLUGIN) /* a constant per case */                            \
+        fill_net(s, d);                                                                        \
+    break;
 #define NSC_FIELD(ET, NAME, KIND, ABI, WHERE, OURS, TSV, VMIN, SHOW)                           \
     if (((VMIN) < 7 || v7) && HAS_##WHERE) {                                                   \
         PUT_##KIND(DST_##WHERE(OURS), d->ABI);                                                 \
