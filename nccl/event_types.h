@@ -59,6 +59,11 @@ static inline int nsc_etype_from_bit(uint64_t bit) {
     return i < NSC_ET_COUNT ? i : -1;
 }
 
+/* The event types profiler API `api_version` defines, as a mask (the VMIN
+ * column of nccl/event_schema.def): 0x3f for v1 and v2, 0xff for v3 and v4,
+ * 0xfff for v5, 0x7fff for v6, 0xffff for v7. */
+uint32_t nsc_types_in_api(int api_version);
+
 /* The part of `mask` that NCCL delivers through profiler API `api_version`
  * (1..7): the types that version defines, plus KernelCh when KernelPhase is
  * asked for (NCCL 2.31 produces KernelPhase only under a KernelCh and turns

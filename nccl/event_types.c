@@ -57,19 +57,28 @@ const char *nsc_state_name(unsigned state) {
     return state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state] : NULL;
 }
 
+/* event_schema.def declares every event type exactly once: a missing one
+ * fails the count, a repeated one the enum (its name twice). */
+enum {
+#define NSC_EVENT(ET, VMIN, EXT) schema_row_##ET,
+#include "event_schema.def"
+    schema_rows
+};
+_Static_assert((int)schema_rows == (int)NSC_ET_COUNT, "event_schema.def: one NSC_EVENT per event type");
+
+uint32_t nsc_types_in_api(int api_version) {
+    if (api_version < 1)
+        api_version = 1;
+    uint32_t m = 0;
+#define NSC_EVENT(ET, VMIN, EXT)                                                               \
+    if (api_version >= (VMIN))                                                                 \
+        m |= 1u << NSC_ET_##ET;
+#include "event_schema.def"
+    return m;
+}
+
 uint32_t nsc_mask_for_api(uint32_t mask, int api_version) {
-    unsigned last; /* the last type index the version defines */
-    if (api_version <= 2)
-        last = NSC_ET_PROXY_CTRL;
-    else if (api_version <= 4)
-        last = NSC_ET_NET_PLUGIN;
-    else if (api_version == 5)
-        last = NSC_ET_KERNEL_LAUNCH;
-    else if (api_version == 6)
-        last = NSC_ET_CE_BATCH;
-    else
-        last = NSC_ET_KERNEL_PHASE;
-    mask &= (uint32_t)((2ull << last) - 1);
+    mask &= nsc_types_in_api(api_version);
     if (mask & (1u << NSC_ET_KERNEL_PHASE))
         mask |= 1u << NSC_ET_KERNEL_CH;
     return mask;
