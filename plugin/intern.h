@@ -33,9 +33,14 @@
 #define NSC_INTERN_OVERFLOW 1 /* id of "?" */
 #define NSC_INTERN_CACHE 64
 
+/* A pointer and its id side by side: a hit reads one cache line (four
+ * entries per line), not one line for the pointer and another for the id. */
+struct nsc_intern_entry {
+    const char *ptr;
+    uint16_t id;
+};
 struct nsc_intern_cache {
-    const char *ptr[NSC_INTERN_CACHE];
-    uint16_t id[NSC_INTERN_CACHE];
+    struct nsc_intern_entry e[NSC_INTERN_CACHE];
 };
 
 uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s);
@@ -51,8 +56,8 @@ static inline uint16_t nsc_intern(struct nsc_intern_cache *c, const char *s) {
     if (!s)
         return 0;
     unsigned i = nsc_intern_slot(s);
-    if (__builtin_expect(c->ptr[i] == s, 1)) {
-        uint16_t id = c->id[i];
+    if (__builtin_expect(c->e[i].ptr == s, 1)) {
+        uint16_t id = c->e[i].id;
         if (__builtin_expect(id == NSC_INTERN_OVERFLOW, 0))
             nsc_intern_count_overflow();
         return id;
