@@ -8,6 +8,7 @@
 #   P. nccl-bench --procs (one process per GPU), 64 B all_reduce
 #   R. the harness at a fixed rate per process (RATE callbacks/s, split over
 #      N writers) for each N of WRITERS: kept everything, and drained in time?
+#   K. (not by default) this tree's knee (--knee KNEE_S) for WRITERS and MIXES
 # Inputs (environment):
 #   BASE_TAR   git archive of the baseline tree (its plugin is built here);
 #              without it, only this tree's plugins run
@@ -148,5 +149,12 @@ if has R; then
     done
     echo "{}]" >>"$RES/rate.json"
     log "rates done"
+fi
+if has K; then
+    # the knee of this tree's plugin: max_zero_drop_rate per writer count
+    "$HARNESS" --plugin "$PLUGIN" --mix "$(echo $MIXES | tr ' ' ,)" \
+        --thread-counts "$(echo $WRITERS | tr ' ' ,)" --knee "${KNEE_S:-6}" \
+        --json "$RES/knee.json" 2>&1 | grep -v "^$" | tee "$RES/knee.txt" | tail -30
+    log "knee done"
 fi
 python3 "$here/perf_ab_report.py" "$RES"
