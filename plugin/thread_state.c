@@ -25,7 +25,6 @@ static int disabled;
 /* Bumped when a state becomes free to adopt: sentinel threads retry. */
 static _Atomic uint32_t registry_gen;
 /* Ids are taken in blocks from here, one atomic add per NSC_ID_BLOCK events. */
-_Atomic uint64_t nsc_next_id __attribute__((aligned(64))) = 1; /* own line: every stop reads it */
 #define next_id nsc_next_id
 
 static pthread_key_t exit_key;

@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hot_line.h"
 #include "intern.h"
 #include "ring.h"
 
@@ -71,8 +72,9 @@ static inline struct nsc_thread *nsc_thread_get(void) {
 
 uint64_t nsc_thread_refill_ids(struct nsc_thread *t);
 
-/* Ids below this have been handed out (blocks are taken ahead of use). */
-extern _Atomic uint64_t nsc_next_id;
+/* Ids below this have been handed out (blocks are taken ahead of use); on
+ * the callbacks' hot line (hot_line.h). */
+#define nsc_next_id (nsc_hot.next_id)
 
 /* A fresh event id, never 0, unique in the process. */
 /* The block [id_next, id_end) lives in the ring's producer line. */
