@@ -6,6 +6,9 @@
  * counter as its handle. No drainer, no file, no checks, no descriptor
  * fields beyond the type.
  *
+ * NCCLSCOPE_FLOOR=tsc: the timestamp alone (kept in a thread-local word, no
+ * record), to split the floor into its two parts.
+ *
  * It sits beside the empty plugin in the tables of docs/benchmarks.md:
  * empty -> floor is the price of one timestamp and one record line per
  * callback, floor -> ncclscope is what ncclscope adds to that (validation,
@@ -38,7 +41,9 @@ struct floor_thread {
 };
 
 static __thread struct floor_thread *tls __attribute__((tls_model("initial-exec")));
+static __thread uint64_t last_ticks __attribute__((tls_model("initial-exec")));
 static char context_token;
+static int tsc_only; /* NCCLSCOPE_FLOOR=tsc; set at init, before any event */
 
 static inline uint64_t ticks(void) {
 #if defined(__x86_64__)
@@ -86,6 +91,8 @@ static int mask_from_env(void) {
 }
 
 static nsc_abi_result init_any(void **ctx, int *mask) {
+    const char *mode = getenv("NCCLSCOPE_FLOOR");
+    tsc_only = mode && strcmp(mode, "tsc") == 0;
     *ctx = &context_token;
     *mask = mask_from_env();
     return NSC_ABI_SUCCESS;
@@ -106,6 +113,11 @@ static nsc_abi_result init_v5(void **ctx, uint64_t id, int *mask, const char *na
 static nsc_abi_result start_event(void *ctx, void **handle, void *descr) {
     (void)ctx;
     uint64_t ts = ticks();
+    if (tsc_only) {
+        last_ticks = ts;
+        *handle = &context_token;
+        return NSC_ABI_SUCCESS;
+    }
     struct floor_thread *t = thread_state();
     if (!t) {
         *handle = &context_token;
@@ -120,6 +132,10 @@ static nsc_abi_result start_event(void *ctx, void **handle, void *descr) {
 }
 static nsc_abi_result stop_event(void *handle) {
     uint64_t ts = ticks();
+    if (tsc_only) {
+        last_ticks = ts;
+        return NSC_ABI_SUCCESS;
+    }
     struct floor_thread *t = thread_state();
     if (t)
         put(t, 2, 0, 0, ts, (uint64_t)(uintptr_t)handle);
@@ -128,6 +144,10 @@ static nsc_abi_result stop_event(void *handle) {
 static nsc_abi_result record_state(void *handle, int state, void *args) {
     (void)args;
     uint64_t ts = ticks();
+    if (tsc_only) {
+        last_ticks = ts;
+        return NSC_ABI_SUCCESS;
+    }
     struct floor_thread *t = thread_state();
     if (t)
         put(t, 3, 0, (uint32_t)state, ts, (uint64_t)(uintptr_t)handle);

@@ -14,7 +14,7 @@ def plugin_of(path):
     if "empty" in base:
         return "empty"
     if "floor" in base:
-        return "floor"
+        return "tsc" if base.endswith("?tsc") else "floor"
     return "base" if path.startswith("/tmp/base-src") else "new"
 
 
@@ -29,15 +29,15 @@ def cost(d):
             continue
         vals.setdefault((f[0], f[1]), []).append(float(f[3]))
     phases = sorted({k[0] for k in vals})
-    configs = ["none", "empty", "floor", "base", "new"]
-    print("\n| phase | " + " | ".join(configs) + " | floor/empty | base/empty | new/empty | rounds |")
-    print("|---" * (len(configs) + 5) + "|")
+    configs = ["none", "empty", "tsc", "floor", "base", "new"]
+    print("\n| phase | " + " | ".join(configs) + " | tsc/empty | floor/empty | base/empty | new/empty | rounds |")
+    print("|---" * (len(configs) + 6) + "|")
     for ph in phases:
         med = {c: statistics.median(vals[(ph, c)]) for c in configs if (ph, c) in vals}
         n = max((len(vals[(ph, c)]) for c in configs if (ph, c) in vals), default=0)
         cells = [f"{med[c]:.2f}" if c in med else "-" for c in configs]
         ratio = [f"{med[c] / med['empty']:.3f}" if c in med and "empty" in med else "-"
-                 for c in ("floor", "base", "new")]
+                 for c in ("tsc", "floor", "base", "new")]
         print(f"| {ph} | " + " | ".join(cells) + " | " + " | ".join(ratio) + f" | {n} |")
     for ph in phases:
         for c in configs:
@@ -57,7 +57,7 @@ def cold(d):
     print("\n| cold KiB | plugin | start mean99 / p50 ns | stop | state |")
     print("|---|---|---|---|---|")
     for kib in sorted({k[0] for k in acc}):
-        for pl in ("empty", "floor", "base", "new"):
+        for pl in ("empty", "tsc", "floor", "base", "new"):
             cells = []
             for kind in ("start", "stop", "state"):
                 v = acc.get((kib, pl, kind))

@@ -79,15 +79,15 @@ fi
 export LD_LIBRARY_PATH="$CUDA_HOME/lib64:$LD_LIBRARY_PATH"
 { nvidia-smi -L; lscpu | grep -E "Model name|^CPU\(s\)|L2|L3"; } | tee "$RES/machine.txt"
 
-CONFIGS="none empty floor ${BASE:+base} new"
+CONFIGS=${CONFIGS:-none empty tsc floor ${BASE:+base} new}
 so_of() {
     case $1 in
-    empty) echo "$EMPTY" ;; floor) echo "$FLOOR" ;; base) echo "$BASE" ;; new) echo "$PLUGIN" ;;
+    empty) echo "$EMPTY" ;; floor | tsc) echo "$FLOOR" ;; base) echo "$BASE" ;; new) echo "$PLUGIN" ;;
     esac
 }
 cfg_env() {
     [ "$1" = none ] && { echo "NCCLSCOPE_EVENTS=all"; return; }
-    echo "NCCL_PROFILER_PLUGIN=$(so_of "$1") NCCLSCOPE_EVENTS=all"
+    echo "NCCL_PROFILER_PLUGIN=$(so_of "$1") NCCLSCOPE_EVENTS=all NCCLSCOPE_FLOOR=$1"
 }
 : >"$RES/cost.tsv"
 
@@ -100,6 +100,11 @@ if has C; then
             "$HARNESS" "${plugs[@]}" --thread-counts 1 --seconds 1 --mix allreduce64 --cold "$kib" \
                 --json /tmp/cold.json >/dev/null 2>&1
             sed '1d;$d' /tmp/cold.json | sed "s/\"cold_kib\"/\"round\": $r, \"cold_kib\"/" >>"$RES/cold.json"
+            echo "," >>"$RES/cold.json"
+            # the floor's timestamp alone
+            NCCLSCOPE_FLOOR=tsc "$HARNESS" --plugin "$FLOOR" --thread-counts 1 --seconds 1 --mix allreduce64 \
+                --cold "$kib" --json /tmp/cold.json >/dev/null 2>&1
+            sed '1d;$d' /tmp/cold.json | sed "s/\"cold_kib\"/\"round\": $r, \"cold_kib\"/; s/floor.so\"/floor.so?tsc\"/" >>"$RES/cold.json"
             echo "," >>"$RES/cold.json"
         done
         log "cold $kib KiB done"
@@ -139,7 +144,7 @@ if has R; then
     for mix in $MIXES; do
         for n in $WRITERS; do
             per=$(python3 -c "print(float('$RATE') / $n)")
-            for c in ${BASE:+base} new; do
+            for c in ${RATE_CONFIGS:-${BASE:+base} new}; do
                 "$HARNESS" --plugin "$(so_of "$c")" --thread-counts "$n" --seconds 2 --mix "$mix" \
                     --cb-rate "$per" --json /tmp/rate.json >/dev/null 2>&1
                 sed '1d;$d' /tmp/rate.json | sed "s/\"cold_kib\"/\"config\": \"$c\", \"cold_kib\"/" >>"$RES/rate.json"
