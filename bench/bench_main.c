@@ -4,7 +4,7 @@
  *   ncclscope-bench [--plugin SO]... [--mix NAME[,NAME]... | --replay DIR]
  *                   [--threads N] [--seconds S] [--version vN] [--events MASK]
  *                   [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]
- *                   [--knee BUDGET_S [--knee-start CB_PER_S]]
+ *                   [--knee BUDGET_S [--knee-start CB_PER_S]] [--cold KIB]
  *
  * Plugins default to the reference empty plugin and ncclscope from this
  * build, side by side. Thread counts run 1, 2, 4, ... up to N (default 16).
@@ -37,7 +37,7 @@ static void usage(FILE *f) {
             "usage: ncclscope-bench [--plugin SO]... [--mix NAME[,NAME...] | --replay DIR]\n"
             "                       [--threads N] [--seconds S] [--version vN] [--events MASK]\n"
             "                       [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]\n"
-            "                       [--knee BUDGET_S [--knee-start CB_PER_S]]\n"
+            "                       [--knee BUDGET_S [--knee-start CB_PER_S]] [--cold KIB]\n"
             "  --plugin SO     profiler plugin to load like NCCL does (repeatable;\n"
             "                  default: the empty reference plugin and ncclscope)\n"
             "  --mix NAME      allreduce64, allreduce1m, network (default: all three)\n"
