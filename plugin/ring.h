@@ -135,8 +135,7 @@ static inline uint64_t ring_reserve(struct nsc_ring *r, unsigned n) {
             if (n == 2)
                 nsc_prefetch_write(p + 1);
             /* (Prefetching the next record's line as well made cold calls
-             * slower in bench --cold: the locked add after the call waited
-             * for it. Not done.) */
+             * slower in bench --cold on the dev VM, 3 rounds of 4: not done.) */
         }
     }
     return head;
