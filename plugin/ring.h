@@ -53,8 +53,9 @@
 #define NSC_RING_PREFETCH 8 /* records ahead of the writer prefetched for writing */
 
 /* Asks for the line at p in a state this core may write (x86: PREFETCHW,
- * which every x86-64 CPU that runs CUDA executes; older Intel cores treat it
- * as a no-op). gcc's __builtin_prefetch(p, 1) emits a plain read prefetch
+ * CPUID PRFCHW: AMD since K8, Intel since Broadwell; Intel cores before it
+ * decode the opcode as a hint that does nothing, which Windows 8.1 relies
+ * on). gcc's __builtin_prefetch(p, 1) emits a plain read prefetch
  * unless -mprfchw is given: the line then arrives shared and the store
  * still waits for the other core (the drainer, which read it last) to let
  * go of it. */
