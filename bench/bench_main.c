@@ -4,7 +4,7 @@
  *   ncclscope-bench [--plugin SO]... [--mix NAME[,NAME]... | --replay DIR]
  *                   [--threads N] [--seconds S] [--version vN] [--events MASK]
  *                   [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]
- *                   [--knee BUDGET_S [--knee-start CB_PER_S]]
+ *                   [--knee BUDGET_S [--knee-start CB_PER_S]] [--cold KIB]
  *
  * Plugins default to the reference empty plugin and ncclscope from this
  * build, side by side. Thread counts run 1, 2, 4, ... up to N (default 16).
@@ -37,7 +37,7 @@ static void usage(FILE *f) {
             "usage: ncclscope-bench [--plugin SO]... [--mix NAME[,NAME...] | --replay DIR]\n"
             "                       [--threads N] [--seconds S] [--version vN] [--events MASK]\n"
             "                       [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]\n"
-            "                       [--knee BUDGET_S [--knee-start CB_PER_S]]\n"
+            "                       [--knee BUDGET_S [--knee-start CB_PER_S]] [--cold KIB]\n"
             "  --plugin SO     profiler plugin to load like NCCL does (repeatable;\n"
             "                  default: the empty reference plugin and ncclscope)\n"
             "  --mix NAME      allreduce64, allreduce1m, network (default: all three)\n"
@@ -55,7 +55,10 @@ static void usage(FILE *f) {
             "  --knee B        per (plugin, mix, threads): the highest callback rate kept\n"
             "                  with zero drops (max_zero_drop_rate), searched with paced\n"
             "                  probes of --seconds each (default 0.5) within B seconds\n"
-            "  --knee-start R  first paced rate of the search, callbacks/s per writer (1e6)\n");
+            "  --knee-start R  first paced rate of the search, callbacks/s per writer (1e6)\n"
+            "  --cold KIB      one call at a time in NCCL's order, KIB of other memory written\n"
+            "                  before each and a locked add after it (NCCL's next atomic):\n"
+            "                  what a call costs with cold caches; p50 is per call\n");
 }
 
 /* The plugins next to this executable in the build tree. */
@@ -146,6 +149,23 @@ static int load_scripts(const char *dir, int depth, struct script_entry *out, in
 
 static double q_ns(const struct lat_hist *h, double q) { return (double)lat_hist_quantile(h, q) / 16.0; }
 
+/* Mean of the samples up to the 99th percentile, in ns (bucket lower
+ * edges: within 1.6 %): the cost per call without the preemptions that
+ * dominate a plain mean. */
+static double trimmed_mean_ns(const struct lat_hist *h) {
+    uint64_t keep = h->count - h->count / 100, n = 0;
+    double sum = 0;
+    for (unsigned i = 0; i < LAT_HIST_BUCKETS && n < keep; i++) {
+        if (!h->b[i])
+            continue;
+        uint64_t lo = i < 128 ? i : (uint64_t)(64 + (i - 128) % 64) << ((i - 128) / 64 + 1);
+        uint64_t take = h->b[i] < keep - n ? h->b[i] : keep - n;
+        sum += (double)lo * (double)take;
+        n += take;
+    }
+    return n ? sum / (double)n / 16.0 : 0;
+}
+
 static void print_header(const char *workload, const struct bench_result *r) {
     printf("\n== %s ==  floor: rdtsc %.1f ns, clock_gettime %.1f ns, empty call through a table %.1f ns\n",
            workload, r->floor_tsc_ns, r->floor_clock_gettime_ns, r->floor_call_ns);
@@ -162,7 +182,7 @@ static void print_rows(const struct bench_config *cfg, const struct bench_result
             continue;
         /* Mixes: the median is the batch method's; replays have single-call
          * samples only. */
-        const struct lat_hist *med = cfg->script ? &r->single[k] : &r->batch[k];
+        const struct lat_hist *med = cfg->script || cfg->cold_kib ? &r->single[k] : &r->batch[k];
         double p50 = q_ns(med, 0.5), p99 = q_ns(&r->single[k], 0.99);
         char ratio[32];
         snprintf(ratio, sizeof(ratio), "%llu/%llu", (unsigned long long)kept,
@@ -174,7 +194,8 @@ static void print_rows(const struct bench_config *cfg, const struct bench_result
                r->plugin_name, r->version, cfg->script ? 0 : cfg->threads, mix_kind_name[k], p50,
                p50 / r->floor_tsc_ns, p99, p99 / r->floor_tsc_ns, q_ns(&r->single[k], 0.999),
                (double)r->single[k].max / 16.0 / 1000.0,
-               cfg->script ? p50 : r->worst_thread_p50_ns[k], mev, ratio, bpe,
+               cfg->cold_kib ? trimmed_mean_ns(&r->single[k])
+               : cfg->script ? p50 : r->worst_thread_p50_ns[k], mev, ratio, bpe,
                (double)r->rss_growth_kib / 1024.0, r->background_cores,
                bench_zero_drop(r) ? "" : "LOSS");
     }
@@ -188,7 +209,7 @@ static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const
     for (int k = 0; k < MIX_KINDS; k++) {
         if (!r->calls[k])
             continue;
-        const struct lat_hist *med = cfg->script ? &r->single[k] : &r->batch[k];
+        const struct lat_hist *med = cfg->script || cfg->cold_kib ? &r->single[k] : &r->batch[k];
         fprintf(f,
                 "%s\n  {\"plugin\": \"%s\", \"plugin_path\": \"%s\", \"version\": %d, \"workload\": \"%s\", "
                 "\"kind\": \"%s\", \"threads\": %d, \"p50_ns\": %.2f, \"p99_ns\": %.2f, "
@@ -199,12 +220,13 @@ static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const
                 "\"floor_call_ns\": %.2f, \"rss_growth_kib\": %ld, \"background_cores\": %.3f, "
                 "\"trace_bytes\": %llu, \"bytes_per_event\": %.3f, \"trace_damage\": %llu, "
                 "\"callbacks_per_s\": %.0f, \"callbacks_offered\": %llu, \"callbacks_kept\": %llu, "
-                "\"zero_drop\": %s, \"sustained\": %s, \"drain_ms\": %.1f, \"kept_seen_in\": \"%s\"}",
+                "\"zero_drop\": %s, \"sustained\": %s, \"drain_ms\": %.1f, \"kept_seen_in\": \"%s\", "
+                "\"cold_kib\": %u, \"single_mean99_ns\": %.2f}",
                 *first ? "" : ",", r->plugin_name, cfg->plugin, r->version, workload,
                 mix_kind_name[k], cfg->script ? 0 : cfg->threads, q_ns(med, 0.5),
                 q_ns(&r->single[k], 0.99), q_ns(&r->single[k], 0.999),
                 (double)r->single[k].max / 16.0, q_ns(&r->single[k], 0.5),
-                cfg->script ? q_ns(med, 0.5) : r->worst_thread_p50_ns[k],
+                cfg->script || cfg->cold_kib ? q_ns(med, 0.5) : r->worst_thread_p50_ns[k],
                 (unsigned long long)r->calls[k],
                 (double)r->events_offered / r->wall_s / (cfg->script ? 1 : cfg->threads),
                 (unsigned long long)r->events_offered, (unsigned long long)kept,
@@ -216,7 +238,8 @@ static void json_rows(FILE *f, int *first, const struct bench_config *cfg, const
                 (unsigned long long)bench_calls(r), (unsigned long long)bench_calls_kept(r),
                 bench_zero_drop(r) ? "true" : "false", bench_sustained(r) ? "true" : "false",
                 r->drain_s * 1e3,
-                r->have_trace ? "trace" : r->have_counts ? "counts" : "handles");
+                r->have_trace ? "trace" : r->have_counts ? "counts" : "handles", cfg->cold_kib,
+                trimmed_mean_ns(&r->single[k]));
         *first = 0;
     }
 }
@@ -285,6 +308,7 @@ int main(int argc, char **argv) {
     int max_threads = 16, version = 0, keep = 0;
     int counts[32], ncounts = 0;
     double seconds = 0, rate = 0, knee = 0, knee_start = 1e6;
+    unsigned cold_kib = 0;
     int rate_callbacks = 0;
     static char mixbuf[256];
     for (int i = 1; i < argc; i++) {
@@ -337,6 +361,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "ncclscope-bench: --knee needs a time budget in seconds > 0\n");
                 return 1;
             }
+        } else if (!strcmp(a, "--cold")) {
+            cold_kib = (unsigned)atoi(v);
         } else if (!strcmp(a, "--knee-start")) {
             knee_start = atof(v);
         } else if (!strcmp(a, "--json")) {
@@ -426,7 +452,7 @@ int main(int argc, char **argv) {
                 struct bench_config cfg = {
                     .plugin = plugins[p], .version = version, .threads = counts[c],
                     .seconds = seconds, .rate = rate, .rate_callbacks = rate_callbacks,
-                    .keep_traces = keep, .mix = replay_dir ? NULL : mixes[w],
+                    .keep_traces = keep, .cold_kib = cold_kib, .mix = replay_dir ? NULL : mixes[w],
                     .script = replay_dir ? &scripts[w].s : NULL};
                 char err[1024];
                 if (knee > 0) {

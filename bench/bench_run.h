@@ -22,6 +22,8 @@ struct bench_config {
     double rate;          /* per writer thread, 0 = as fast as possible: */
     int rate_callbacks;   /* 1: `rate` counts callbacks (start+stop+state), 0: events */
     int keep_traces;
+    unsigned cold_kib;    /* >0: calls one at a time in NCCL's order with caches
+                           * scrubbed before each (call_mix.h); no batches */
 };
 
 struct bench_result {

@@ -19,6 +19,8 @@
 #ifndef NSC_CALL_MIX_H
 #define NSC_CALL_MIX_H
 
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "host.h"
@@ -71,6 +73,14 @@ struct mix_runner {
     uint64_t calls[MIX_KINDS];
     uint64_t events_offered, events_null;
     void *h[MIX_BATCH_OPS][MIX_MAX_EVENTS];
+    /* --cold: before every call, this many bytes of `scratch` are written
+     * (NCCL's own work between two callbacks pushes the plugin's lines out
+     * of the near caches), and every timed call is followed by a locked
+     * add, as NCCL's next atomic would: it waits for the call's stores to
+     * reach the cache, so stores that miss count in the call's time. */
+    size_t cold_bytes;
+    unsigned char *scratch;
+    _Atomic uint64_t sync_word;
 };
 
 /* One operation in NCCL's order, each call timed with fenced reads. */

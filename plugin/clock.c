@@ -6,7 +6,8 @@
 #include <cpuid.h>
 #endif
 
-int nsc_clock_use_tsc;
+/* Ids start at 1: 0 is no event. */
+struct nsc_hot_line nsc_hot = {.next_id = 1};
 static uint64_t ticks_per_sec = 1000000000ull;
 
 static uint64_t realtime_ns(void) {

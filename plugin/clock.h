@@ -13,12 +13,13 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "hot_line.h"
 #include "trace_format.h"
 
 /* Set once by nsc_clock_init() before any recording starts, then only read:
- * a plain global is enough (published to other threads by the session mutex
- * and by thread creation). */
-extern int nsc_clock_use_tsc;
+ * a plain word is enough (published to other threads by the session mutex
+ * and by thread creation). It sits on the callbacks' hot line. */
+#define nsc_clock_use_tsc (nsc_hot.clock_use_tsc)
 
 static inline uint64_t nsc_clock_monotonic_ns(void) {
     struct timespec ts;

@@ -219,11 +219,21 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
         unsigned char *seg_at = j->raw + j->raw_len;
         unsigned char *p = seg_at + sizeof(struct nsc_packed_segment);
         nsc_pack_reset(&d->pack);
+        /* The page table is read once per page, not per record. */
+        const struct nsc_rec *page = NULL;
+        uint64_t page_end = 0;
         for (uint64_t k = 0; k < take; k++) {
+            uint64_t q = pos + k;
+            if (q >= page_end) {
+                page = ring_slot(&t->ring, q) - (q & (NSC_PAGE_RECORDS - 1));
+                page_end = (q | (NSC_PAGE_RECORDS - 1)) + 1;
+            }
             /* The lines were written by another core: ask for them ahead. */
             if (k + 8 < take)
-                __builtin_prefetch(ring_slot(&t->ring, pos + k + 8), 0, 0);
-            const struct nsc_rec *r = ring_slot(&t->ring, pos + k);
+                __builtin_prefetch(q + 8 < page_end ? page + ((q + 8) & (NSC_PAGE_RECORDS - 1))
+                                                    : ring_slot(&t->ring, q + 8),
+                                   0, 0);
+            const struct nsc_rec *r = page + (q & (NSC_PAGE_RECORDS - 1));
             p = nsc_pack_record(&d->pack, r, p);
             nsc_live_observe(r); /* hook: live metrics (one relaxed load when off) */
         }

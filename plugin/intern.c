@@ -63,8 +63,8 @@ uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s) {
     }
     /* Overflow ids are cached too: the fast path counts each later use. */
     unsigned slot = nsc_intern_slot(s);
-    c->ptr[slot] = s;
-    c->id[slot] = (uint16_t)id;
+    c->e[slot].ptr = s;
+    c->e[slot].id = (uint16_t)id;
     return (uint16_t)id;
 }
 

@@ -5,8 +5,10 @@
  *
  * Contract:
  *   - nsc_intern() is called by a writer thread with its own cache; the
- *     fast path is a direct-mapped lookup keyed by the string's address
- *     (NCCL passes pointers to static tables) and touches no shared memory;
+ *     fast path compares the address with the thread's six most recent
+ *     strings (one line), then looks in a direct-mapped cache keyed by the
+ *     address (NCCL passes pointers to static tables); it touches no shared
+ *     memory;
  *   - a miss takes the table's mutex (slow path, once per distinct pointer
  *     per thread) and looks the string up by content, so two addresses of
  *     equal text share an id;
@@ -33,10 +35,27 @@
 #define NSC_INTERN_OVERFLOW 1 /* id of "?" */
 #define NSC_INTERN_CACHE 64
 
-struct nsc_intern_cache {
-    const char *ptr[NSC_INTERN_CACHE];
-    uint16_t id[NSC_INTERN_CACHE];
+#define NSC_INTERN_RECENT 6
+
+/* A pointer and its id side by side: a hit reads one cache line (four
+ * entries per line), not one line for the pointer and another for the id. */
+struct nsc_intern_entry {
+    const char *ptr;
+    uint16_t id;
 };
+/* Two levels. `recent`: the last NSC_INTERN_RECENT strings the thread
+ * looked up, on one line, searched first: an operation's strings (func,
+ * datatype, algo, proto of a CollApi and its Coll) are found there without
+ * touching a line per string. `e`: direct-mapped by address, for the rest. */
+struct nsc_intern_cache {
+    struct {
+        const char *ptr[NSC_INTERN_RECENT];
+        uint16_t id[NSC_INTERN_RECENT];
+        uint16_t next; /* the entry replaced next (round robin) */
+    } __attribute__((aligned(64))) recent;
+    struct nsc_intern_entry e[NSC_INTERN_CACHE];
+};
+_Static_assert(sizeof(((struct nsc_intern_cache *)0)->recent) == 64, "recent strings: one line");
 
 uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s);
 /* Counts one more use of a string that did not fit (out of line: rare). */
@@ -50,14 +69,29 @@ static inline unsigned nsc_intern_slot(const char *s) {
 static inline uint16_t nsc_intern(struct nsc_intern_cache *c, const char *s) {
     if (!s)
         return 0;
+    uint16_t id;
+    for (unsigned k = 0; k < NSC_INTERN_RECENT; k++)
+        if (c->recent.ptr[k] == s) {
+            id = c->recent.id[k];
+            goto found;
+        }
     unsigned i = nsc_intern_slot(s);
-    if (__builtin_expect(c->ptr[i] == s, 1)) {
-        uint16_t id = c->id[i];
+    if (__builtin_expect(c->e[i].ptr == s, 1)) {
+        id = c->e[i].id;
         if (__builtin_expect(id == NSC_INTERN_OVERFLOW, 0))
             nsc_intern_count_overflow();
-        return id;
+    } else {
+        id = nsc_intern_slow(c, s); /* counts an overflow itself */
     }
-    return nsc_intern_slow(c, s);
+    unsigned k = c->recent.next;
+    c->recent.ptr[k] = s;
+    c->recent.id[k] = id;
+    c->recent.next = (uint16_t)(k + 1 < NSC_INTERN_RECENT ? k + 1 : 0);
+    return id;
+found:
+    if (__builtin_expect(id == NSC_INTERN_OVERFLOW, 0))
+        nsc_intern_count_overflow();
+    return id;
 }
 
 /* Number of published entries (ids 1..count-1 are valid). */

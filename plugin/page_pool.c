@@ -8,8 +8,13 @@
 struct nsc_rec *nsc_pool_base;
 static uint32_t npages;
 static _Atomic uint32_t *next_of; /* next_of[p]: page below p on the free stack */
-static _Atomic uint64_t top;      /* tag << 32 | page index (NSC_PAGE_NONE: empty) */
-static _Atomic uint32_t in_use, peak;
+/* Written by every get and put: a line of their own (the struct's
+ * alignment pads it to 64 bytes), away from what is only read. */
+static struct {
+    _Atomic uint64_t top; /* tag << 32 | page index (NSC_PAGE_NONE: empty) */
+    _Atomic uint32_t in_use, peak;
+} __attribute__((aligned(64))) hot;
+_Static_assert(sizeof(hot) == 64, "the pool's hot words fill one line");
 
 int page_pool_create(uint64_t bytes) {
     if (nsc_pool_base)
@@ -35,16 +40,16 @@ int page_pool_create(uint64_t bytes) {
     for (uint32_t p = 0; p < n; p++)
         atomic_store_explicit(&next_of[p], p + 1 < n ? p + 1 : NSC_PAGE_NONE, memory_order_relaxed);
     npages = (uint32_t)n;
-    atomic_store_explicit(&in_use, 0, memory_order_relaxed);
-    atomic_store_explicit(&peak, 0, memory_order_relaxed);
-    atomic_store_explicit(&top, 0, memory_order_release);
+    atomic_store_explicit(&hot.in_use, 0, memory_order_relaxed);
+    atomic_store_explicit(&hot.peak, 0, memory_order_relaxed);
+    atomic_store_explicit(&hot.top, 0, memory_order_release);
     nsc_pool_base = mem;
     return 0;
 }
 
 uint32_t page_pool_get(void) {
     /* ACQUIRE: pairs with put's RELEASE (the last owner is done with it). */
-    uint64_t old = atomic_load_explicit(&top, memory_order_acquire);
+    uint64_t old = atomic_load_explicit(&hot.top, memory_order_acquire);
     for (;;) {
         uint32_t p = (uint32_t)old;
         if (p == NSC_PAGE_NONE)
@@ -53,35 +58,35 @@ uint32_t page_pool_get(void) {
          * CAS below fail then. */
         uint32_t below = atomic_load_explicit(&next_of[p], memory_order_relaxed);
         uint64_t nw = ((old >> 32) + 1) << 32 | below;
-        if (atomic_compare_exchange_weak_explicit(&top, &old, nw, memory_order_acquire,
+        if (atomic_compare_exchange_weak_explicit(&hot.top, &old, nw, memory_order_acquire,
                                                   memory_order_acquire))
             break;
     }
-    uint32_t u = atomic_fetch_add_explicit(&in_use, 1, memory_order_relaxed) + 1;
-    uint32_t pk = atomic_load_explicit(&peak, memory_order_relaxed);
-    while (u > pk && !atomic_compare_exchange_weak_explicit(&peak, &pk, u, memory_order_relaxed,
+    uint32_t u = atomic_fetch_add_explicit(&hot.in_use, 1, memory_order_relaxed) + 1;
+    uint32_t pk = atomic_load_explicit(&hot.peak, memory_order_relaxed);
+    while (u > pk && !atomic_compare_exchange_weak_explicit(&hot.peak, &pk, u, memory_order_relaxed,
                                                             memory_order_relaxed))
         ;
     return (uint32_t)old;
 }
 
 void page_pool_put(uint32_t page) {
-    atomic_fetch_sub_explicit(&in_use, 1, memory_order_relaxed);
-    uint64_t old = atomic_load_explicit(&top, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&hot.in_use, 1, memory_order_relaxed);
+    uint64_t old = atomic_load_explicit(&hot.top, memory_order_relaxed);
     for (;;) {
         atomic_store_explicit(&next_of[page], (uint32_t)old, memory_order_relaxed);
         uint64_t nw = ((old >> 32) + 1) << 32 | page;
         /* RELEASE: our reads of the page and the next_of store happen
          * before a getter's ACQUIRE sees it on top. */
-        if (atomic_compare_exchange_weak_explicit(&top, &old, nw, memory_order_release,
+        if (atomic_compare_exchange_weak_explicit(&hot.top, &old, nw, memory_order_release,
                                                   memory_order_relaxed))
             return;
     }
 }
 
 uint32_t page_pool_pages(void) { return npages; }
-uint32_t page_pool_in_use(void) { return atomic_load_explicit(&in_use, memory_order_relaxed); }
-uint32_t page_pool_peak(void) { return atomic_load_explicit(&peak, memory_order_relaxed); }
+uint32_t page_pool_in_use(void) { return atomic_load_explicit(&hot.in_use, memory_order_relaxed); }
+uint32_t page_pool_peak(void) { return atomic_load_explicit(&hot.peak, memory_order_relaxed); }
 
 void page_pool_destroy(void) {
     if (!nsc_pool_base)

@@ -83,7 +83,7 @@ static inline int nsc_start_begin(struct nsc_start *s, struct nsc_comm *c, unsig
         *handle = (void *)(uintptr_t)(h | NSC_HANDLE_DROPPED);
         return -1;
     }
-    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    struct nsc_rec *r = ring_wslot(&t->ring, pos);
     memset(r, 0, sizeof(*r));
     r->h.kind = NSC_REC_START;
     r->h.etype = (uint8_t)etype;
@@ -95,7 +95,7 @@ static inline int nsc_start_begin(struct nsc_start *s, struct nsc_comm *c, unsig
     s->rec = r;
     s->ext = NULL;
     if (with_ext) {
-        struct nsc_rec *e = ring_slot(&t->ring, pos + 1);
+        struct nsc_rec *e = ring_wslot(&t->ring, pos + 1);
         memset(e, 0, sizeof(*e));
         e->h.kind = NSC_REC_EXT;
         e->h.etype = (uint8_t)etype;
@@ -121,7 +121,7 @@ static inline void nsc_record_one(struct nsc_thread *t, uint8_t kind, uint64_t h
         nsc_thread_count_drop(t, 1, 0);
         return;
     }
-    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    struct nsc_rec *r = ring_wslot(&t->ring, pos);
     memset(r, 0, sizeof(*r));
     r->h.kind = kind;
     r->h.etype = (uint8_t)((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf);

@@ -14,7 +14,9 @@ int ring_create(struct nsc_ring *r, uint64_t max_records) {
     r->pt_mask = size - 1;
     r->max_pages = (uint32_t)pages;
     r->limit = 0;
+    r->wpage = NULL;
     r->cached_tail = 0;
+    r->owner[0] = r->owner[1] = 0;
     atomic_store_explicit(&r->head, 0, memory_order_relaxed);
     atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
     return 0;
@@ -46,6 +48,11 @@ int ring_grow(struct nsc_ring *r, uint64_t need) {
         atomic_store_explicit(&r->pt[(r->limit >> NSC_PAGE_SHIFT) & r->pt_mask], page,
                               memory_order_relaxed);
         r->limit += NSC_PAGE_RECORDS;
+        r->wpage = page_pool_records(page);
+        /* The page's first lines, for writing (ring_reserve prefetches the
+         * rest as the writer advances). */
+        for (unsigned k = 0; k < NSC_RING_PREFETCH + 2; k++)
+            nsc_prefetch_write(r->wpage + k);
     }
     return 0;
 }
@@ -79,5 +86,6 @@ void ring_release_idle(struct nsc_ring *r) {
     /* The next owner starts with no page: its first reserve takes the page
      * that holds position head (== tail). */
     r->limit = tail & ~(uint64_t)(NSC_PAGE_RECORDS - 1);
+    r->wpage = NULL; /* no page: the next reserve grows first */
     r->cached_tail = tail;
 }

@@ -32,10 +32,11 @@
  *     pairs with the producer's load-ACQUIRE of `tail` in the slow path of
  *     ring_reserve, which counts the pages still held before taking another;
  *     drained pages go back to the pool with a RELEASE (page_pool.h);
- *   - `limit` and `cached_tail` are producer-private.
+ *   - `limit`, `wpage`, `cached_tail` and `owner` are producer-private.
  *
- * Layout: producer-hot and consumer-hot fields on separate cache lines
- * (_Static_assert below).
+ * Layout: producer-hot, read-only and consumer-hot fields on three separate
+ * cache lines (_Static_assert below): a line the producer writes is read
+ * by the consumer only for `head`, once per drain pass.
  */
 #ifndef NSC_RING_H
 #define NSC_RING_H
@@ -51,19 +52,45 @@
 #define NSC_CACHELINE 64
 #define NSC_RING_PREFETCH 8 /* records ahead of the writer prefetched for writing */
 
+/* Asks for the line at p in a state this core may write (x86: PREFETCHW,
+ * CPUID PRFCHW: AMD since K8, Intel since Broadwell; Intel cores before it
+ * decode the opcode as a hint that does nothing, which Windows 8.1 relies
+ * on). gcc's __builtin_prefetch(p, 1) emits a plain read prefetch
+ * unless -mprfchw is given: the line then arrives shared and the store
+ * still waits for the other core (the drainer, which read it last) to let
+ * go of it. */
+static inline void nsc_prefetch_write(const void *p) {
+#if defined(__x86_64__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 struct nsc_ring {
-    /* producer-hot */
+    /* producer-hot: everything ring_reserve/ring_wslot/ring_commit touch
+     * on their common path, and nothing the consumer reads but `head` */
     alignas(NSC_CACHELINE) _Atomic uint64_t head;
-    uint64_t limit;       /* positions below it have a page (producer-private) */
-    uint64_t cached_tail; /* producer-private copy of tail */
-    _Atomic uint32_t *pt; /* page of each position's page number (see above) */
+    uint64_t limit;        /* positions below it have a page (producer-private) */
+    struct nsc_rec *wpage; /* records of the page holding [limit - NSC_PAGE_RECORDS, limit) */
+    uint64_t cached_tail;  /* producer-private copy of tail */
+    /* The owner's own hot words (thread_state.h keeps its block of event
+     * ids here), so that a START touches one line of per-thread state. */
+    uint64_t owner[2];
+    /* set by ring_create, then only read, by both sides: away from head,
+     * which the producer stores on every commit (the consumer reads pt and
+     * pt_mask for every page it drains) */
+    alignas(NSC_CACHELINE) _Atomic uint32_t *pt; /* page of each position's page number (see above) */
     uint32_t pt_mask;
-    uint32_t max_pages;   /* most pages this ring may hold at once; 0: never records */
+    uint32_t max_pages;    /* most pages this ring may hold at once; 0: never records */
     /* consumer-hot */
     alignas(NSC_CACHELINE) _Atomic uint64_t tail;
 };
-_Static_assert(offsetof(struct nsc_ring, tail) - offsetof(struct nsc_ring, head) >= NSC_CACHELINE,
-               "head and tail on separate cache lines");
+_Static_assert(offsetof(struct nsc_ring, tail) - offsetof(struct nsc_ring, head) >= 2 * NSC_CACHELINE &&
+                   offsetof(struct nsc_ring, pt) - offsetof(struct nsc_ring, head) >= NSC_CACHELINE,
+               "head, the read-only fields and tail on separate cache lines");
+_Static_assert(offsetof(struct nsc_ring, owner) + sizeof(uint64_t[2]) <= NSC_CACHELINE,
+               "the producer's fields in one cache line");
 
 /* Sets up an empty ring that may hold up to max_records (rounded up to
  * whole pages). Returns 0, or -1 when its page table cannot be allocated.
@@ -80,6 +107,15 @@ static inline struct nsc_rec *ring_slot(const struct nsc_ring *r, uint64_t pos) 
     return page_pool_records(page) + (pos & (NSC_PAGE_RECORDS - 1));
 }
 
+/* Producer: the slot of a reserved position, without the page table (the
+ * only position outside the newest page is the first of a pair that
+ * straddles two pages). */
+static inline struct nsc_rec *ring_wslot(const struct nsc_ring *r, uint64_t pos) {
+    if (__builtin_expect(r->limit - pos <= NSC_PAGE_RECORDS, 1))
+        return r->wpage + (pos & (NSC_PAGE_RECORDS - 1));
+    return ring_slot(r, pos);
+}
+
 /* Producer: reserves n (1 or 2) positions. Returns the first, or UINT64_MAX
  * when no memory is left for them. */
 static inline uint64_t ring_reserve(struct nsc_ring *r, unsigned n) {
@@ -87,11 +123,21 @@ static inline uint64_t ring_reserve(struct nsc_ring *r, unsigned n) {
     if (__builtin_expect(head + n > r->limit, 0)) {
         if (ring_grow(r, head + n) != 0)
             return UINT64_MAX;
-    } else if (head + NSC_RING_PREFETCH < r->limit) {
-        /* The slots ahead were last read by the flusher on another core:
+    } else {
+        /* The slots ahead were last read by the drainer on another core:
          * ask for them in exclusive state now, so the stores of the records
-         * to come do not wait for that core to let go of the line. */
-        __builtin_prefetch(ring_slot(r, head + NSC_RING_PREFETCH), 1, 3);
+         * to come do not wait for that core to let go of the line (the
+         * records are 64-byte lines; a pair advances two, hence the second
+         * prefetch). ring_grow prefetches a new page's first lines. */
+        uint64_t ahead = head + NSC_RING_PREFETCH;
+        if (ahead + n <= r->limit) {
+            struct nsc_rec *p = r->wpage + (ahead & (NSC_PAGE_RECORDS - 1));
+            nsc_prefetch_write(p);
+            if (n == 2)
+                nsc_prefetch_write(p + 1);
+            /* (Prefetching the next record's line as well made cold calls
+             * slower in bench --cold on the dev VM, 3 rounds of 4: not done.) */
+        }
     }
     return head;
 }

@@ -25,7 +25,6 @@ static int disabled;
 /* Bumped when a state becomes free to adopt: sentinel threads retry. */
 static _Atomic uint32_t registry_gen;
 /* Ids are taken in blocks from here, one atomic add per NSC_ID_BLOCK events. */
-_Atomic uint64_t nsc_next_id = 1;
 #define next_id nsc_next_id
 
 static pthread_key_t exit_key;
@@ -34,7 +33,7 @@ static int key_ok;
 
 /* The sentinel's ring has no page and may take none: reserve always fails
  * without writing anything, so any number of threads may share it. */
-static struct nsc_thread sentinel = {
+struct nsc_thread nsc_thread_sentinel_state = {
     .ring = {.head = 0, .limit = 0, .max_pages = 0},
     .shared = 1,
     .index = UINT32_MAX,
@@ -45,7 +44,7 @@ static void on_thread_exit(void *p) {
     /* Any callback this thread makes from a later destructor goes to the
      * sentinel, so it can never write into a ring another thread adopted. */
     tls_exiting = 1;
-    nsc_tls_thread = &sentinel;
+    nsc_tls_thread = &nsc_thread_sentinel_state;
     /* RELEASE: the ring's last head store happens before an adopter's
      * ACQUIRE of dead; the adopter continues from that head. */
     atomic_store_explicit(&t->dead, 1, memory_order_release);
@@ -67,7 +66,7 @@ void nsc_thread_disable_after_fork(void) {
     /* Runs in the child right after fork(): only the forking thread exists,
      * and nothing drains rings here. Record nothing from now on. */
     disabled = 1;
-    nsc_tls_thread = &sentinel;
+    nsc_tls_thread = &nsc_thread_sentinel_state;
 }
 
 static struct nsc_thread *create(void) {
@@ -89,7 +88,7 @@ static void write_thread_record(struct nsc_thread *t) {
         nsc_thread_count_drop(t, 1, 0);
         return;
     }
-    struct nsc_rec *r = ring_slot(&t->ring, pos);
+    struct nsc_rec *r = ring_wslot(&t->ring, pos);
     memset(r, 0, sizeof(*r));
     r->h.kind = NSC_REC_THREAD;
     r->h.aux = atomic_load_explicit(&t->tid, memory_order_relaxed);
@@ -101,12 +100,12 @@ static void write_thread_record(struct nsc_thread *t) {
 struct nsc_thread *nsc_thread_attach(void) {
     struct nsc_thread *cur = nsc_tls_thread;
     if (disabled || tls_exiting) { /* forked child (the mutex may be unusable), or exiting */
-        nsc_tls_thread = &sentinel;
-        return &sentinel;
+        nsc_tls_thread = &nsc_thread_sentinel_state;
+        return &nsc_thread_sentinel_state;
     }
     uint32_t gen = atomic_load_explicit(&registry_gen, memory_order_acquire);
-    if (cur == &sentinel && gen == tls_gen_seen)
-        return &sentinel; /* nothing freed since the last try */
+    if (cur == &nsc_thread_sentinel_state && gen == tls_gen_seen)
+        return &nsc_thread_sentinel_state; /* nothing freed since the last try */
     pthread_once(&key_once, make_key);
     pthread_mutex_lock(&lock);
     struct nsc_thread *t = NULL;
@@ -133,7 +132,7 @@ struct nsc_thread *nsc_thread_attach(void) {
     pthread_mutex_unlock(&lock);
     if (!t) {
         tls_gen_seen = gen;
-        t = &sentinel;
+        t = &nsc_thread_sentinel_state;
     } else if (key_ok) {
         pthread_setspecific(exit_key, t);
     }
@@ -159,8 +158,8 @@ uint64_t nsc_thread_refill_ids(struct nsc_thread *t) {
     if (t->shared)
         return atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     uint64_t base = atomic_fetch_add_explicit(&next_id, NSC_ID_BLOCK, memory_order_relaxed);
-    t->id_next = base + 1;
-    t->id_end = base + NSC_ID_BLOCK;
+    nsc_thread_id_next(t) = base + 1;
+    nsc_thread_id_end(t) = base + NSC_ID_BLOCK;
     return base;
 }
 
@@ -168,7 +167,7 @@ uint32_t nsc_thread_count(void) { return atomic_load_explicit(&nthreads, memory_
 
 struct nsc_thread *nsc_thread_at(uint32_t i) { return threads[i]; }
 
-struct nsc_thread *nsc_thread_sentinel(void) { return &sentinel; }
+struct nsc_thread *nsc_thread_sentinel(void) { return &nsc_thread_sentinel_state; }
 
 void nsc_thread_free_all(int free_memory) {
     /* Deleting the key first means no thread-exit destructor can run code

@@ -30,6 +30,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hot_line.h"
 #include "intern.h"
 #include "ring.h"
 
@@ -37,12 +38,12 @@
 #define NSC_ID_BLOCK 4096
 
 struct nsc_thread {
-    struct nsc_ring ring; /* two cache lines: producer, consumer */
+    /* three cache lines: producer (with the id block, ring.owner[]),
+     * read-only, consumer */
+    struct nsc_ring ring;
 
     /* producer-private and producer-written */
-    alignas(NSC_CACHELINE) uint64_t id_next;
-    uint64_t id_end;
-    _Atomic uint64_t drops_ring;   /* records not written: ring full */
+    alignas(NSC_CACHELINE) _Atomic uint64_t drops_ring;   /* records not written: ring full */
     _Atomic uint64_t drops_events; /* events whose START was not written */
     uint32_t index;
     int shared;                    /* the sentinel: counters shared by many threads */
@@ -58,22 +59,31 @@ extern __thread struct nsc_thread *nsc_tls_thread __attribute__((tls_model("init
 
 struct nsc_thread *nsc_thread_attach(void);
 
+/* The sentinel (see the contract). Its address is a link-time constant, so
+ * telling it apart costs no load of its own. */
+extern struct nsc_thread nsc_thread_sentinel_state __attribute__((visibility("hidden")));
+
 static inline struct nsc_thread *nsc_thread_get(void) {
     struct nsc_thread *t = nsc_tls_thread;
-    if (__builtin_expect(t != 0 && !t->shared, 1))
+    if (__builtin_expect(t != 0 && t != &nsc_thread_sentinel_state, 1))
         return t;
     return nsc_thread_attach(); /* first call, or on the sentinel: maybe retry */
 }
 
 uint64_t nsc_thread_refill_ids(struct nsc_thread *t);
 
-/* Ids below this have been handed out (blocks are taken ahead of use). */
-extern _Atomic uint64_t nsc_next_id;
+/* Ids below this have been handed out (blocks are taken ahead of use); on
+ * the callbacks' hot line (hot_line.h). */
+#define nsc_next_id (nsc_hot.next_id)
 
 /* A fresh event id, never 0, unique in the process. */
+/* The block [id_next, id_end) lives in the ring's producer line. */
+#define nsc_thread_id_next(t) ((t)->ring.owner[0])
+#define nsc_thread_id_end(t) ((t)->ring.owner[1])
+
 static inline uint64_t nsc_thread_next_id(struct nsc_thread *t) {
-    if (__builtin_expect(t->id_next < t->id_end, 1))
-        return t->id_next++;
+    if (__builtin_expect(nsc_thread_id_next(t) < nsc_thread_id_end(t), 1))
+        return nsc_thread_id_next(t)++;
     return nsc_thread_refill_ids(t);
 }
 

@@ -1,0 +1,26 @@
+/*
+ * hot_line.h - the process-wide words that every callback reads, together
+ * on one cache line of their own: the record clock's choice (clock.h) and
+ * the event-id counter (thread_state.h), which a STOP or STATE compares the
+ * handle against. Inside NCCL the caches between two callbacks are cold;
+ * every distinct line a callback touches costs a trip to L2 or L3, so the
+ * words read on every call share one, and nothing written often shares it
+ * (the counter is written once per NSC_ID_BLOCK ids a thread takes).
+ * Defined in clock.c.
+ */
+#ifndef NSC_HOT_LINE_H
+#define NSC_HOT_LINE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Aligned, so padded to a whole line: nothing else lands on it. */
+struct nsc_hot_line {
+    _Atomic uint64_t next_id; /* ids below it have been handed out (thread_state.h) */
+    int clock_use_tsc;        /* set once before recording starts (clock.h) */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct nsc_hot_line) == 64, "one line");
+
+extern struct nsc_hot_line nsc_hot __attribute__((visibility("hidden")));
+
+#endif /* NSC_HOT_LINE_H */
