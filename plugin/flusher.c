@@ -90,7 +90,11 @@ struct flusher {
     uint64_t written_dseq[MAX_DRAINERS]; /* next job of each drainer to reach the file */
     int writing;        /* a compressor is writing: the file has one writer at a time */
     unsigned busy_jobs; /* jobs not FREE */
-    int stop, abandoned, io_done;
+    /* Written under mu, but threads also test them in loops without it (a
+     * drainer between passes, a compressor deciding to give up): atomic so
+     * those unlocked reads are defined; seq_cst, they are read rarely. */
+    _Atomic int stop, abandoned;
+    int io_done;
 
     /* used only by the compressor whose turn it is to write */
     uint32_t strings_written;
