@@ -1,0 +1,412 @@
+/*
+ * job.c - `ncclscope convert`: one pass per file, its records fanned out to
+ * the model (events, operations, Python calls) and from there to the
+ * timeline, which writes to the sink (docs/converter.md, "Pipeline").
+ *
+ * Before that pass, two short ones: the session block of every file (its
+ * pid and host, for parents across processes; the job's start, for --time)
+ * and, for files with KernelCh, the GPU clock scan (model/gpu_clock.h: the
+ * offset must be known before the first GPU slice is placed).
+ */
+#include "convert.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_track.h"
+#include "event_types.h"
+#include "events.h"
+#include "gpu_clock.h"
+#include "python_view.h"
+#include "result.h"
+#include "sink.h"
+#include "timeline.h"
+#include "trace_decode.h"
+
+/* The file's SESSION block (its first), or -1. */
+static int read_session(const char *path, struct nsc_session *s) {
+    struct nsc_decoder d;
+    int rc = -1;
+    if (nsc_decoder_open(&d, path) != NSC_OK)
+        return -1;
+    struct nsc_block b;
+    if (nsc_reader_next(&d.rd, &b) == 1 && b.type == NSC_BLK_SESSION &&
+        b.len == sizeof(struct nsc_session)) {
+        memcpy(s, b.data, sizeof(*s));
+        rc = 0;
+    }
+    nsc_decoder_close(&d);
+    return rc;
+}
+
+/* One file's pass: the model's state and where it goes. */
+struct file_pass {
+    struct job *j;
+    int index;
+    const char *path;
+    int64_t shift_ns;
+    struct nsc_decoder dec;
+    struct nsc_events ev;
+    struct nsc_coll_track *track; /* operations: enqueue to completion */
+    struct nsc_pyview *py;        /* Python slices; made at the first PY record */
+    uint64_t last_ns;
+};
+
+struct job {
+    const struct nsc_convert_opts *o;
+    struct nsc_timeline *tl;
+    struct nsc_sink *sink;
+    struct nsc_file_meta *meta;   /* per file, for the run's metadata */
+    struct nsc_convert_result res;
+    uint64_t orphans_by_type[16];
+    uint64_t records_seen;
+    double progress_t;
+};
+
+static void say_sink_error(struct job *j) {
+    const char *e = nsc_sink_error(j->sink);
+    if (e)
+        fprintf(stderr, "ncclscope convert: %s\n", e);
+}
+
+static void on_op_done(void *ud, const struct nsc_op_done *op) {
+    struct file_pass *p = ud;
+    nsc_timeline_op(p->j->tl, op);
+    say_sink_error(p->j);
+}
+
+static void on_py_slice(void *ud, const struct nsc_py_slice *s) {
+    struct file_pass *p = ud;
+    nsc_timeline_py_slice(p->j->tl, s);
+    say_sink_error(p->j);
+}
+
+/* Progress on stderr for long conversions: at most every 2 s. */
+static void progress(struct job *j, const struct file_pass *p) {
+    if ((++j->records_seen & 0xfffff) != 0 || j->o->quiet)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (!j->progress_t)
+        j->progress_t = now;
+    else if (now - j->progress_t >= 2.0) {
+        j->progress_t = now;
+        fprintf(stderr, "ncclscope convert: file %d/%d, %.1f M records read, %.0f MB written\n",
+                p->index + 1, j->o->nfiles, (double)j->records_seen / 1e6,
+                (double)nsc_sink_bytes(j->sink) / 1e6);
+    }
+}
+
+static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
+                      const struct nsc_rec *ext) {
+    struct file_pass *p = ud;
+    struct job *j = p->j;
+    progress(j, p);
+    uint64_t ns = nsc_shift_ns(nsc_decoder_mono_ns(d, r->h.ticks), p->shift_ns);
+    if (ns > p->last_ns && r->h.kind != NSC_REC_THREAD)
+        p->last_ns = ns;
+    /* The SESSION block came first, so the tracker knows the event mask. */
+    if (!p->track)
+        p->track = nsc_track_new(d, p->shift_ns, on_op_done, p);
+    if (p->track)
+        nsc_track_record(p->track, thread, r, ext);
+    if (r->h.kind == NSC_REC_PY && !p->py)
+        p->py = nsc_pyview_new(on_py_slice, p);
+    if (p->py)
+        nsc_pyview_record(p->py, d, thread, r, ns);
+    struct nsc_event *e;
+    switch (r->h.kind) {
+    case NSC_REC_START:
+        if ((e = nsc_events_start(&p->ev, thread, r, ext, ns))) {
+            nsc_timeline_started(j->tl, e);
+            if (e->has_stop)
+                nsc_timeline_event(j->tl, e, 0, 0);
+        }
+        break;
+    case NSC_REC_STOP:
+        if ((e = nsc_events_stop(&p->ev, thread, r, ns)))
+            nsc_timeline_event(j->tl, e, 0, 0);
+        break;
+    case NSC_REC_STATE:
+        nsc_events_state(&p->ev, r, ns);
+        break;
+    case NSC_REC_COMM_INIT:
+        nsc_timeline_marker(j->tl, thread, r->h.aux, ns, "ncclscope: comm init");
+        break;
+    case NSC_REC_COMM_FINALIZE:
+        nsc_timeline_marker(j->tl, thread, r->h.aux, ns, "ncclscope: comm finalize");
+        break;
+    case NSC_REC_MARK: { /* a user's mark (control API): an instant named by its text */
+        const char *text = nsc_decoder_str(d, r->h.aux);
+        uint32_t serial = nsc_decoder_comm(d, 1) ? 1 : 0; /* drawn in the first comm's process */
+        nsc_timeline_marker(j->tl, thread, serial, ns, text ? text : "mark");
+        break;
+    }
+    default:
+        break;
+    }
+    say_sink_error(j);
+}
+
+static void on_comm(void *ud, struct nsc_decoder *d, const struct nsc_comm_info *ci) {
+    (void)d;
+    struct file_pass *p = ud;
+    nsc_timeline_comm(p->j->tl, ci->serial);
+}
+
+static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
+                     const struct nsc_thread_stats *t) {
+    (void)d;
+    struct file_pass *p = ud;
+    struct nsc_file_meta *m = &p->j->meta[p->index];
+    free((void *)m->tstats);
+    struct nsc_thread_stats *c = malloc((h->nthreads + 1) * sizeof(*t));
+    if (c)
+        memcpy(c, t, h->nthreads * sizeof(*t));
+    m->tstats = c;
+    m->ntstats = c ? h->nthreads : 0;
+}
+
+static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
+    (void)d;
+    struct file_pass *p = ud;
+    p->j->res.damaged++;
+    fprintf(stderr, "ncclscope convert: %s\n", msg);
+}
+
+/* On stderr, what a file lost beyond ring drops (those are in the summary
+ * line): nothing lost goes unsaid. */
+static void losses_warning(const char *path, const struct nsc_decoder *d) {
+    const struct nsc_losses *l = &d->losses;
+    const struct nsc_stats_header *h = &d->stats;
+    if (l->write || h->write_errors) {
+        const char *en = nsc_errno_name(h->write_errno);
+        char last[160] = ", writing resumed after them";
+        if (h->write_errno)
+            snprintf(last, sizeof(last), ", the last: %s (%s)", en ? en : "errno",
+                     strerror(h->write_errno));
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu records lost to write errors (%u failed "
+                "writes%s)\n",
+                path, (unsigned long long)l->write, h->write_errors, last);
+    }
+    if (l->exit)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu records were still in memory when the "
+                "process stopped waiting for the writer at finalize/exit; they are not in the file\n",
+                path, (unsigned long long)l->exit);
+    if (h->string_overflow || d->unnamed_events)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu strings past the plugin's table; %llu "
+                "events show \"?\" for a name\n",
+                path, (unsigned long long)h->string_overflow,
+                (unsigned long long)d->unnamed_events);
+    if (h->comm_overflow)
+        fprintf(stderr,
+                "ncclscope convert: %s: WARNING: %llu comm descriptions were not kept; their "
+                "events have no rank or commHash\n",
+                path, (unsigned long long)h->comm_overflow);
+}
+
+/* The GPU clock of each comm of a file with KernelCh/KernelPhase. */
+static void gpu_clocks(struct job *j, struct nsc_file_meta *m, uint32_t mask) {
+    const struct nsc_convert_opts *o = j->o;
+    struct nsc_gpu_clock *gpu = NULL;
+    uint32_t ngpu = 0;
+    if (!(mask & ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_PHASE))) ||
+        nsc_gpu_clock_scan(m->path, m->shift_ns, &gpu, &ngpu) != 0)
+        return;
+    m->gpu = gpu;
+    m->ngpu = ngpu;
+    if (o->quiet || !o->verbose || m->replayed)
+        return;
+    for (uint32_t k = 0; k < ngpu; k++)
+        if (gpu[k].have)
+            fprintf(stderr,
+                    "ncclscope convert: %s comm #%u: host = GPU %%globaltimer %+.6f s "
+                    "(min over %llu KernelCh of host stop - GPU end; median "
+                    "notice delay %.2f us; %llu impossible intervals)\n",
+                    m->path, k, (double)gpu[k].offset_ns / 1e9,
+                    (unsigned long long)gpu[k].kernels,
+                    (double)gpu[k].median_delay_ns / 1e3, (unsigned long long)gpu[k].impossible);
+}
+
+/* One file, start to end. */
+static void convert_file(struct job *j, int i, uint32_t mask) {
+    const struct nsc_convert_opts *o = j->o;
+    struct nsc_file_meta *m = &j->meta[i];
+    struct file_pass p;
+    memset(&p, 0, sizeof(p));
+    p.j = j;
+    p.index = i;
+    p.path = o->files[i];
+    p.shift_ns = m->shift_ns;
+    if (nsc_decoder_open(&p.dec, p.path) != NSC_OK) {
+        fprintf(stderr, "ncclscope convert: %s\n", p.dec.rd.err);
+        j->res.damaged++;
+        m->path = NULL; /* no line in the metadata */
+        return;
+    }
+    gpu_clocks(j, m, mask);
+    nsc_events_init(&p.ev);
+    nsc_timeline_file_begin(j->tl, i, p.path, &p.dec, &p.ev, m->gpu, m->ngpu);
+    struct nsc_decode_ops ops = {
+        .record = on_record, .comm = on_comm, .stats = on_stats, .error = on_error};
+    nsc_decoder_run(&p.dec, &ops, &p);
+    nsc_track_finish(p.track);
+    p.track = NULL;
+    nsc_timeline_ops_done(j->tl);
+    say_sink_error(j);
+    struct nsc_timeline_counts n;
+    memset(&n, 0, sizeof(n));
+    /* Whatever is still open never stopped: shown up to the file's last
+     * timestamp, marked unfinished (what a hung job looks like). The
+     * messages below read the counts of the operations, final by now. */
+    nsc_timeline_file_counts(j->tl, &n);
+    if (!o->quiet && m->replayed && (mask & (1u << NSC_ET_KERNEL_CH)))
+        /* Host and GPU times of a replay do not relate: no check of the
+         * mapping (its GPU starts before their enqueue are no error). */
+        fprintf(stderr,
+                "ncclscope convert: %s: replayed by ncclscope replay (host calls re-timed, GPU "
+                "timers as recorded): GPU tracks are placed by the replay's clocks, not checked\n",
+                p.path);
+    else if (!o->quiet && o->verbose && (n.ops_async || n.gpu_before_enqueue || n.gpu_impossible))
+        fprintf(stderr,
+                "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
+                "in flight or completed out of order), "
+                "%llu GPU starts mapped before their enqueue, %llu impossible GPU intervals "
+                "flagged\n",
+                p.path, (unsigned long long)n.ops_async, NSC_GPU_LANES,
+                (unsigned long long)n.gpu_before_enqueue, (unsigned long long)n.gpu_impossible);
+    for (struct nsc_event *e; (e = nsc_events_next_open(&p.ev));) {
+        nsc_timeline_event(j->tl, e, 1, p.last_ns);
+        say_sink_error(j);
+    }
+    nsc_timeline_gpu_flush(j->tl);
+    if (p.py)
+        nsc_pyview_finish(p.py, &p.dec, p.last_ns);
+    nsc_timeline_file_end(j->tl, p.last_ns, &m->counts);
+    say_sink_error(j);
+    if (!o->quiet)
+        losses_warning(p.path, &p.dec);
+    /* what the metadata needs of the file, which is closed now */
+    m->session = p.dec.session;
+    m->records = p.dec.records;
+    m->dropped = p.dec.losses.dropped;
+    m->losses = p.dec.losses;
+    m->stats = p.dec.stats;
+    m->unnamed_events = p.dec.unnamed_events;
+    m->ended = p.dec.ended;
+    if (p.py) {
+        m->have_py = 1;
+        nsc_pyview_counts(p.py, &m->py_calls, &m->py_skipped, &m->py_unmatched);
+    }
+    if (!p.dec.have_session)
+        m->path = NULL; /* no line in the metadata */
+    j->res.drops += m->dropped;
+    j->res.lost += p.dec.losses.total;
+    j->res.lost_write += p.dec.losses.write;
+    j->res.lost_exit += p.dec.losses.exit;
+    j->res.unnamed += p.dec.unnamed_events;
+    j->res.orphan_records += p.ev.orphan_records;
+    for (int k = 0; k < 16; k++)
+        j->orphans_by_type[k] += p.ev.orphans_by_type[k];
+    nsc_pyview_free(p.py);
+    nsc_events_free(&p.ev);
+    nsc_decoder_close(&p.dec);
+}
+
+int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res) {
+    struct job j;
+    memset(&j, 0, sizeof(j));
+    j.o = o;
+    int out_err = 1;
+    size_t n1 = (size_t)o->nfiles + 1;
+    uint32_t *pids = calloc(n1, sizeof(*pids));
+    char(*hosts)[64] = calloc(n1, sizeof(*hosts));
+    uint32_t *masks = calloc(n1, sizeof(*masks));
+    j.meta = calloc(n1, sizeof(*j.meta));
+    if (!pids || !hosts || !masks || !j.meta) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        goto done;
+    }
+    char err[1300];
+    struct nsc_sink_opts so = {o->format == NSC_OUT_PERFETTO ? NSC_SINK_PERFETTO : NSC_SINK_JSON,
+                               o->out_path, o->split_bytes, o->files, o->nfiles};
+    j.sink = nsc_sink_open(&so, err, sizeof(err));
+    if (!j.sink) {
+        fprintf(stderr, "ncclscope convert: %s\n", err);
+        goto done;
+    }
+    /* First pass over headers only: which pid each file holds, so PXN
+     * parents from another process can be linked. */
+    uint64_t t_origin = UINT64_MAX;
+    for (int i = 0; i < o->nfiles; i++) {
+        j.meta[i].path = o->files[i];
+        j.meta[i].shift_ns = o->shift_ns ? o->shift_ns[i] : 0;
+        struct nsc_session s;
+        if (read_session(o->files[i], &s) == 0) {
+            pids[i] = s.pid;
+            masks[i] = s.event_mask;
+            j.meta[i].replayed = nsc_session_replayed(&s);
+            uint64_t t0 = nsc_shift_ns(s.start.mono_ns, j.meta[i].shift_ns);
+            if (t0 < t_origin)
+                t_origin = t0;
+            memcpy(hosts[i], s.host, 63);
+        }
+    }
+    struct nsc_timeline_opts to = {o->ranks, o->nranks, o->comm, o->t_from, o->t_to,
+                                   o->event_mask, o->flows, t_origin, o->nfiles,
+                                   pids, (const char(*)[64])hosts};
+    j.tl = nsc_timeline_new(&to, j.sink);
+    if (!j.tl) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        goto done;
+    }
+    for (int i = 0; i < o->nfiles; i++)
+        convert_file(&j, i, masks[i]);
+    struct nsc_timeline_totals tot;
+    nsc_timeline_totals(j.tl, &tot);
+    j.res.events = tot.events;
+    j.res.unfinished = tot.unfinished;
+    j.res.filtered = tot.filtered;
+    j.res.parts = (unsigned long long)nsc_sink_parts(j.sink);
+    /* The run's metadata: the JSON document's "metadata", or in the
+     * protobuf trace an instant on the first file's summary track. */
+    struct nsc_args meta;
+    if (nsc_args_init(&meta) != 0) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        goto done;
+    }
+    struct nsc_run_meta rm = {j.meta, o->nfiles, tot.unfinished, j.res.parts, tot.filtered,
+                              tot.flows, tot.chains_not_linked, j.orphans_by_type,
+                              j.res.lost, j.res.drops, j.res.lost_write, j.res.lost_exit,
+                              j.res.unnamed, j.res.orphan_records, j.res.damaged};
+    nsc_timeline_run_meta(&meta, &rm);
+    err[0] = '\0';
+    int rc = nsc_sink_finish(j.sink, &meta, t_origin == UINT64_MAX ? 0 : t_origin, err,
+                             sizeof(err));
+    j.sink = NULL;
+    nsc_args_free(&meta);
+    if (rc != 0 && err[0])
+        fprintf(stderr, "ncclscope convert: %s\n", err);
+    out_err = rc != 0;
+done:
+    nsc_sink_abort(j.sink);
+    nsc_timeline_free(j.tl);
+    for (int i = 0; j.meta && i < o->nfiles; i++) {
+        free((void *)j.meta[i].gpu);
+        free((void *)j.meta[i].tstats);
+    }
+    free(j.meta);
+    free(pids);
+    free(hosts);
+    free(masks);
+    if (res)
+        *res = j.res;
+    if (out_err)
+        return 3;
+    return j.res.damaged ? 2 : 0;
+}
