@@ -83,7 +83,7 @@ static const struct cmd_help {
      "  --comm HEXPREFIX|NAME     keep one communicator (commHash prefix or name)\n"
      "  --time FROM:TO            keep this window, seconds from the job's start\n"
      "  --events MASK             keep these event types (NCCLSCOPE_EVENTS syntax)\n"
-     "  --split MB                JSON only: a new file every MB (trace-000.json, ...)\n"
+     "  --split MB                a new file every MB (trace-000.json, trace-000.pftrace, ...)\n"
      "  --no-flows                no flow arrows (parent -> child, across ranks)\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
@@ -423,11 +423,6 @@ static int cmd_convert(int argc, char **argv) {
     }
     if (!out_path || nin == 0) {
         fprintf(stderr, "ncclscope convert: expected input files and -o <output.json>\n");
-        free(inputs);
-        return 1;
-    }
-    if (o.split_bytes && (ends_with(out_path, ".pftrace") || ends_with(out_path, ".pb"))) {
-        fprintf(stderr, "ncclscope convert: --split is for JSON; a .pftrace loads whole\n");
         free(inputs);
         return 1;
     }
