@@ -27,7 +27,7 @@
  *
  * Versions: ncclProfiler_v1 .. v7. The descriptor's first field is the
  * event type in every version (uint8_t up to v4, uint64_t from v5;
- * common/nccl_abi.h); v5's table layout holds for v6 and NCCL 2.31's v7, so
+ * nccl/nccl_abi.h); v5's table layout holds for v6 and NCCL 2.31's v7, so
  * v7 is one more COUNTING_V5 line below.
  */
 #include <errno.h>

@@ -7,7 +7,7 @@
  *   - Loading: at the first session, dlopen(RTLD_NOW | RTLD_LOCAL); its
  *     ncclProfiler_vN for the version NCCL chose for us, else the next older
  *     one, down to v1 (what NCCL does with a plugin); descriptors and state
- *     arguments are translated to that version by common/host.c, the same
+ *     arguments are translated to that version by nccl/host.c, the same
  *     code the replay tools use. Loaded once per process.
  *   - Contexts: one per communicator, from the chained plugin's own init
  *     (same arguments and logger); finalize is forwarded before ours.

@@ -5,7 +5,7 @@
  *            (packs)      (bounded set)   (zstd, in parallel)    (in order)
  *
  * - The drainer is the only consumer of every ring (ring.h). It packs what
- *   the rings hold (common/record_pack.h) into the chunk job being filled,
+ *   the rings hold (format/record_pack.h) into the chunk job being filled,
  *   and seals the job when it is full or NCCLSCOPE_FLUSH_MS has passed,
  *   together with what its records refer to: the strings and comm
  *   descriptions registered so far and a clock anchor taken at sealing.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "id_map.h"
 #include "intern.h"
 #include "log.h"
 #include "thread_state.h"
@@ -94,12 +95,10 @@ struct nsc_live {
     uint64_t pass, now_ns;
     int failing;          /* the last write failed (logged once) */
 
-    struct op *ops;       /* open addressing, 2 x NSC_LIVE_OPS */
+    struct nsc_id_map ops;  /* id -> struct op, at most NSC_LIVE_OPS */
     uint64_t *fifo;       /* op ids in start order */
     uint32_t fifo_head, fifo_len;
-    uint32_t nops;
-    struct kid *kids;     /* open addressing, 2 x NSC_LIVE_KIDS */
-    uint32_t nkids;
+    struct nsc_id_map kids; /* id -> struct kid, at most NSC_LIVE_KIDS */
     uint64_t *orphans;    /* kid ids waiting for their parent's START */
     uint32_t norphans;
     struct series *series; /* open addressing, 2 x NSC_LIVE_SERIES */
@@ -119,81 +118,39 @@ static __thread int in_pass;
 
 static inline uint64_t mix(uint64_t k) { return k * 0x9e3779b97f4a7c15ull; }
 
-/* ---- hash tables (linear probing, backward-shift deletion) ---- */
+/* ---- tables ---- */
 
-#define OPS_CAP (2u * NSC_LIVE_OPS)
-#define KIDS_CAP (2u * NSC_LIVE_KIDS)
 #define SERIES_CAP (2u * NSC_LIVE_SERIES)
 #define COMMS_CAP (2u * MAX_COMMS_KNOWN)
 
-static struct op *op_find(struct nsc_live *m, uint64_t id) {
-    for (uint32_t i = (uint32_t)(mix(id) >> 47) & (OPS_CAP - 1);; i = (i + 1) & (OPS_CAP - 1)) {
-        if (m->ops[i].id == id)
-            return &m->ops[i];
-        if (!m->ops[i].id)
-            return NULL;
-    }
-}
+/* Ops and kids live in fixed id maps (util/id_map.h), keyed by event id:
+ * all memory is taken at create, and removal moves neighbours, so a
+ * pointer from find/add is good until the next del. */
+static struct op *op_find(struct nsc_live *m, uint64_t id) { return nsc_id_map_find(&m->ops, id); }
 
+/* The fifo bounds the ops in flight to NSC_LIVE_OPS, the map's limit;
+ * NULL would mean that bound broke. */
 static struct op *op_add(struct nsc_live *m, uint64_t id) {
-    uint32_t i = (uint32_t)(mix(id) >> 47) & (OPS_CAP - 1);
-    while (m->ops[i].id)
-        i = (i + 1) & (OPS_CAP - 1);
-    memset(&m->ops[i], 0, sizeof(m->ops[i]));
-    m->ops[i].id = id;
-    m->nops++;
-    return &m->ops[i];
+    struct op *o = nsc_id_map_insert(&m->ops, id, NULL);
+    if (o)
+        o->id = id;
+    return o;
 }
 
-static void op_del(struct nsc_live *m, struct op *o) {
-    uint32_t i = (uint32_t)(o - m->ops);
-    m->ops[i].id = 0;
-    m->nops--;
-    for (uint32_t j = (i + 1) & (OPS_CAP - 1); m->ops[j].id; j = (j + 1) & (OPS_CAP - 1)) {
-        uint32_t h = (uint32_t)(mix(m->ops[j].id) >> 47) & (OPS_CAP - 1);
-        /* j's entry may move into the hole at i when i lies in [h, j) cyclically */
-        if (((j - h) & (OPS_CAP - 1)) >= ((j - i) & (OPS_CAP - 1))) {
-            m->ops[i] = m->ops[j];
-            m->ops[j].id = 0;
-            i = j;
-        }
-    }
-}
+static void op_del(struct nsc_live *m, struct op *o) { nsc_id_map_remove_value(&m->ops, o); }
 
 static struct kid *kid_find(struct nsc_live *m, uint64_t id) {
-    for (uint32_t i = (uint32_t)(mix(id) >> 45) & (KIDS_CAP - 1);; i = (i + 1) & (KIDS_CAP - 1)) {
-        if (m->kids[i].id == id)
-            return &m->kids[i];
-        if (!m->kids[i].id)
-            return NULL;
-    }
+    return nsc_id_map_find(&m->kids, id);
 }
 
 static struct kid *kid_add(struct nsc_live *m, uint64_t id) {
-    if (m->nkids >= NSC_LIVE_KIDS)
-        return NULL;
-    uint32_t i = (uint32_t)(mix(id) >> 45) & (KIDS_CAP - 1);
-    while (m->kids[i].id)
-        i = (i + 1) & (KIDS_CAP - 1);
-    memset(&m->kids[i], 0, sizeof(m->kids[i]));
-    m->kids[i].id = id;
-    m->nkids++;
-    return &m->kids[i];
+    struct kid *k = nsc_id_map_insert(&m->kids, id, NULL); /* NULL: NSC_LIVE_KIDS reached */
+    if (k)
+        k->id = id;
+    return k;
 }
 
-static void kid_del(struct nsc_live *m, struct kid *k) {
-    uint32_t i = (uint32_t)(k - m->kids);
-    m->kids[i].id = 0;
-    m->nkids--;
-    for (uint32_t j = (i + 1) & (KIDS_CAP - 1); m->kids[j].id; j = (j + 1) & (KIDS_CAP - 1)) {
-        uint32_t h = (uint32_t)(mix(m->kids[j].id) >> 45) & (KIDS_CAP - 1);
-        if (((j - h) & (KIDS_CAP - 1)) >= ((j - i) & (KIDS_CAP - 1))) {
-            m->kids[i] = m->kids[j];
-            m->kids[j].id = 0;
-            i = j;
-        }
-    }
-}
+static void kid_del(struct nsc_live *m, struct kid *k) { nsc_id_map_remove_value(&m->kids, k); }
 
 static struct comm *comm_get(struct nsc_live *m, uint32_t serial, int add) {
     uint32_t i = (uint32_t)(mix(serial) >> 40) & (COMMS_CAP - 1);
@@ -236,41 +193,39 @@ static uint32_t series_get(struct nsc_live *m, uint32_t serial, uint16_t func, u
 
 /* ---- life cycle ---- */
 
+static void free_live(struct nsc_live *m) {
+    nsc_id_map_destroy(&m->ops);
+    nsc_id_map_destroy(&m->kids);
+    free(m->fifo);
+    free(m->orphans);
+    free(m->series);
+    free(m->comms);
+    free(m);
+}
+
 int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, char *err,
                     unsigned errlen) {
     if (!cfg->metrics_dir[0])
         return 0;
     struct nsc_live *m = calloc(1, sizeof(*m));
-    if (m) {
-        m->ops = calloc(OPS_CAP, sizeof(*m->ops));
-        m->fifo = calloc(NSC_LIVE_OPS, sizeof(*m->fifo));
-        m->kids = calloc(KIDS_CAP, sizeof(*m->kids));
-        m->orphans = calloc(NSC_LIVE_KIDS, sizeof(*m->orphans));
-        m->series = calloc(SERIES_CAP, sizeof(*m->series));
-        m->comms = calloc(COMMS_CAP, sizeof(*m->comms));
+    if (!m) {
+        snprintf(err, errlen, "NCCLSCOPE_METRICS_DIR: out of memory for the metrics");
+        return -1;
     }
-    if (!m || !m->ops || !m->fifo || !m->kids || !m->orphans || !m->series || !m->comms) {
-        if (m) {
-            free(m->ops);
-            free(m->fifo);
-            free(m->kids);
-            free(m->orphans);
-            free(m->series);
-            free(m->comms);
-            free(m);
-        }
+    int ops_ok = nsc_id_map_init(&m->ops, NSC_LIVE_OPS, sizeof(struct op), NSC_ID_MAP_FIXED) == 0;
+    int kids_ok = nsc_id_map_init(&m->kids, NSC_LIVE_KIDS, sizeof(struct kid), NSC_ID_MAP_FIXED) == 0;
+    m->fifo = calloc(NSC_LIVE_OPS, sizeof(*m->fifo));
+    m->orphans = calloc(NSC_LIVE_KIDS, sizeof(*m->orphans));
+    m->series = calloc(SERIES_CAP, sizeof(*m->series));
+    m->comms = calloc(COMMS_CAP, sizeof(*m->comms));
+    if (!ops_ok || !kids_ok || !m->fifo || !m->orphans || !m->series || !m->comms) {
+        free_live(m);
         snprintf(err, errlen, "NCCLSCOPE_METRICS_DIR: out of memory for the metrics");
         return -1;
     }
     int n = snprintf(m->path, sizeof(m->path), "%s/%s-%u.prom", cfg->metrics_dir, s->host, s->pid);
     if (n < 0 || n >= (int)sizeof(m->path)) {
-        free(m->ops);
-        free(m->fifo);
-        free(m->kids);
-        free(m->orphans);
-        free(m->series);
-        free(m->comms);
-        free(m);
+        free_live(m);
         snprintf(err, errlen, "NCCLSCOPE_METRICS_DIR: path too long");
         return -1;
     }
@@ -292,13 +247,7 @@ void nsc_live_destroy(void) {
     L = NULL;
     atomic_store_explicit(&nsc_live_on, NULL, memory_order_relaxed);
     pthread_mutex_destroy(&m->mu);
-    free(m->ops);
-    free(m->fifo);
-    free(m->kids);
-    free(m->orphans);
-    free(m->series);
-    free(m->comms);
-    free(m);
+    free_live(m);
 }
 
 /* ---- operations ---- */
@@ -422,6 +371,12 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     if (c)
         c->in_flight++;
     struct op *o = op_add(m, r->h.id);
+    if (!o) { /* cannot happen: the fifo holds every op in the map */
+        m->overflow++;
+        if (c)
+            c->in_flight--;
+        return;
+    }
     m->fifo[(m->fifo_head + m->fifo_len) % NSC_LIVE_OPS] = r->h.id;
     m->fifo_len++;
     o->serial = r->h.aux;

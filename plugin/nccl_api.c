@@ -37,145 +37,126 @@ static inline int net_is_sock(int64_t id) {
            ((uint64_t)id & NSC_ABI_NET_VER_MASK) == 1;
 }
 
+/* A NetPlugin's fields depend on the net plugin that sent it. */
+static inline void fill_net(struct nsc_start *s, const nsc_abi_descr_v7 *d) {
+    union nsc_desc *o = &s->rec->u.start.d;
+    o->net.plugin_id = (uint64_t)d->netPlugin.id;
+    if (d->netPlugin.data && net_is_ib(d->netPlugin.id)) {
+        const nsc_abi_net_ib_v1 *ib = d->netPlugin.data;
+        o->net.kind = 1;
+        o->net.ev_type = ib->type;
+        o->net.a = ib->qp.device;
+        o->net.b = ib->qp.opcode;
+        o->net.length = ib->qp.length;
+        s->ext->u.ext.net_ib.wr_id = ib->qp.wr_id;
+        s->ext->u.ext.net_ib.qp = ib->qp.qpNum;
+    } else if (d->netPlugin.data && net_is_sock(d->netPlugin.id)) {
+        const nsc_abi_net_sock_v1 *sk = d->netPlugin.data;
+        o->net.kind = 2;
+        o->net.ev_type = sk->type;
+        o->net.a = sk->sock.fd;
+        o->net.b = sk->sock.op;
+        o->net.length = sk->sock.length;
+    } else {
+        o->net.kind = 0; /* unknown plugin: keep the pointer value only */
+        o->net.length = (uint64_t)(uintptr_t)d->netPlugin.data;
+    }
+}
+
+/* Whether a START of type `et` takes an EXT record (the EXT column of
+ * nccl/event_schema.def): a CollApi only for a user tag, most have none. */
+static inline int needs_ext(const nsc_abi_descr_v7 *d, unsigned et, int v7) {
+    switch (et) {
+#define EXT_NEVER 0
+#define EXT_ALWAYS 1
+#define EXT_NETIB (d->netPlugin.data && net_is_ib(d->netPlugin.id))
+#define EXT_TAG (v7 && d->collApi.userTag != 0)
+#define NSC_EVENT(ET, VMIN, EXT)                                                               \
+    case NSC_ET_##ET:                                                                          \
+        return EXT_##EXT;
+#include "event_schema.def"
+#undef EXT_NEVER
+#undef EXT_ALWAYS
+#undef EXT_NETIB
+#undef EXT_TAG
+    default:
+        return 0;
+    }
+}
+
+/* The descriptor's fields into the START (o) and its EXT, one statement per
+ * row of nccl/event_schema.def: PUT_<KIND>(where it goes, d's member).
+ * v7-only members (VMIN 7) are read only from v7 calls; an EXT that only
+ * some STARTs take (XC) is written when there is one. */
+#define DST_D(f) o->f
+#define DST_X(f) s->ext->u.ext.f
+#define DST_XC(f) s->ext->u.ext.f
+#define HAS_D 1
+#define HAS_X 1
+#define HAS_XC (s->ext != NULL)
+#define HAS_NIB 0 /* NetPlugin: fill_net */
+#define HAS_NIBX 0
+#define HAS_NSK 0
+#define HAS_NRAW 0
+#define PUT_U(dst, src) dst = src
+#define PUT_I(dst, src) dst = src
+#define PUT_B(dst, src) dst = src
+#define PUT_STR(dst, src) dst = nsc_intern(sc, src)
+#define PUT_PTR(dst, src) dst = (uint64_t)(uintptr_t)(src)
+#define PUT_PARENT(dst, src) dst = nsc_parent_id(src, &s->rec->h.flags)
+#define PUT_CETAG(dst, src)                                                                    \
+    do {                                                                                       \
+        dst = (uint32_t)((src) >> 32);                                                         \
+        s->ext->u.ext.ce_coll.user_tag_lo = (uint32_t)(src);                                   \
+    } while (0)
+#define PUT_PY(dst, src) dst = nsc_py_caller(&s->rec->h.flags)
+#define PUT_NETID(dst, src)
+#define PUT_NETU(dst, src)
+#define PUT_NETI(dst, src)
+#define PUT_NETPTR(dst, src)
+#define PUT_LIT(dst, src)
 static inline void fill(struct nsc_start *s, const nsc_abi_descr_v7 *d, unsigned et, int v7) {
     union nsc_desc *o = &s->rec->u.start.d;
     struct nsc_intern_cache *sc = &s->t->strings;
+    if (et == NSC_ET_NET_PLUGIN) {
+        fill_net(s, d);
+        return;
+    }
     switch (et) {
-    case NSC_ET_GROUP_API:
-        o->group_api.depth = d->groupApi.groupDepth;
-        o->group_api.graph = d->groupApi.graphCaptured;
-        o->group_api.py_stack = nsc_py_caller(&s->rec->h.flags);
-        break;
-    case NSC_ET_COLL_API:
-        o->coll_api.count = d->collApi.count;
-        o->coll_api.stream = (uint64_t)(uintptr_t)d->collApi.stream;
-        o->coll_api.root = d->collApi.root;
-        o->coll_api.func = nsc_intern(sc, d->collApi.func);
-        o->coll_api.dtype = nsc_intern(sc, d->collApi.datatype);
-        o->coll_api.graph = d->collApi.graphCaptured;
-        o->coll_api.py_stack = nsc_py_caller(&s->rec->h.flags);
-        if (s->ext) /* v7 with a tag: see start_event */
-            s->ext->u.ext.coll_api.user_tag = d->collApi.userTag;
-        break;
-    case NSC_ET_P2P_API:
-        o->p2p_api.count = d->p2pApi.count;
-        o->p2p_api.stream = (uint64_t)(uintptr_t)d->p2pApi.stream;
-        o->p2p_api.func = nsc_intern(sc, d->p2pApi.func);
-        o->p2p_api.dtype = nsc_intern(sc, d->p2pApi.datatype);
-        o->p2p_api.graph = d->p2pApi.graphCaptured;
-        o->p2p_api.py_stack = nsc_py_caller(&s->rec->h.flags);
-        if (v7)
-            o->p2p_api.user_tag = d->p2pApi.userTag;
-        break;
-    case NSC_ET_KERNEL_LAUNCH:
-        o->kernel_launch.stream = (uint64_t)(uintptr_t)d->kernelLaunch.stream;
-        break;
-    case NSC_ET_COLL:
-        o->coll.seq = d->coll.seqNumber;
-        o->coll.count = d->coll.count;
-        o->coll.root = d->coll.root;
-        o->coll.func = nsc_intern(sc, d->coll.func);
-        o->coll.dtype = nsc_intern(sc, d->coll.datatype);
-        o->coll.algo = nsc_intern(sc, d->coll.algo);
-        o->coll.proto = nsc_intern(sc, d->coll.proto);
-        o->coll.nch = d->coll.nChannels;
-        o->coll.nwarps = d->coll.nWarps;
-        s->ext->u.ext.coll.parent_group = nsc_parent_id(d->coll.parentGroup, &s->rec->h.flags);
-        s->ext->u.ext.coll.send_buff = (uint64_t)(uintptr_t)d->coll.sendBuff;
-        s->ext->u.ext.coll.recv_buff = (uint64_t)(uintptr_t)d->coll.recvBuff;
-        if (v7) {
-            s->ext->u.ext.coll.user_tag = d->coll.userTag;
-            s->ext->u.ext.coll.variant = nsc_intern(sc, d->coll.kernelVariant);
-            s->ext->u.ext.coll.is_sym = d->coll.isSymColl;
-        }
-        break;
-    case NSC_ET_P2P:
-        o->p2p.count = d->p2p.count;
-        o->p2p.peer = d->p2p.peer;
-        o->p2p.func = nsc_intern(sc, d->p2p.func);
-        o->p2p.dtype = nsc_intern(sc, d->p2p.datatype);
-        o->p2p.nch = d->p2p.nChannels;
-        s->ext->u.ext.p2p.parent_group = nsc_parent_id(d->p2p.parentGroup, &s->rec->h.flags);
-        s->ext->u.ext.p2p.buff = (uint64_t)(uintptr_t)d->p2p.buff;
-        if (v7)
-            s->ext->u.ext.p2p.user_tag = d->p2p.userTag;
-        break;
-    case NSC_ET_PROXY_OP:
-        o->proxy_op.pid = d->proxyOp.pid;
-        o->proxy_op.peer = d->proxyOp.peer;
-        o->proxy_op.nsteps = d->proxyOp.nSteps;
-        o->proxy_op.chunk = d->proxyOp.chunkSize;
-        o->proxy_op.ch = d->proxyOp.channelId;
-        o->proxy_op.is_send = (uint8_t)d->proxyOp.isSend;
-        break;
-    case NSC_ET_PROXY_STEP:
-        o->proxy_step.step = d->proxyStep.step;
-        break;
-    case NSC_ET_KERNEL_CH:
-        o->kernel_ch.ptimer = d->kernelCh.pTimer;
-        o->kernel_ch.ch = d->kernelCh.channelId;
-        break;
-    case NSC_ET_NET_PLUGIN:
-        o->net.plugin_id = (uint64_t)d->netPlugin.id;
-        if (d->netPlugin.data && net_is_ib(d->netPlugin.id)) {
-            const nsc_abi_net_ib_v1 *ib = d->netPlugin.data;
-            o->net.kind = 1;
-            o->net.ev_type = ib->type;
-            o->net.a = ib->qp.device;
-            o->net.b = ib->qp.opcode;
-            o->net.length = ib->qp.length;
-            s->ext->u.ext.net_ib.wr_id = ib->qp.wr_id;
-            s->ext->u.ext.net_ib.qp = ib->qp.qpNum;
-        } else if (d->netPlugin.data && net_is_sock(d->netPlugin.id)) {
-            const nsc_abi_net_sock_v1 *sk = d->netPlugin.data;
-            o->net.kind = 2;
-            o->net.ev_type = sk->type;
-            o->net.a = sk->sock.fd;
-            o->net.b = sk->sock.op;
-            o->net.length = sk->sock.length;
-        } else {
-            o->net.kind = 0; /* unknown plugin: keep the pointer value only */
-            o->net.length = (uint64_t)(uintptr_t)d->netPlugin.data;
-        }
-        break;
-    case NSC_ET_CE_COLL:
-        o->ce_coll.seq = d->ceColl.seqNumber;
-        o->ce_coll.count = d->ceColl.count;
-        o->ce_coll.root = d->ceColl.root;
-        o->ce_coll.func = nsc_intern(sc, d->ceColl.func);
-        o->ce_coll.dtype = nsc_intern(sc, d->ceColl.datatype);
-        o->ce_coll.sync = nsc_intern(sc, d->ceColl.syncStrategy);
-        o->ce_coll.intra = d->ceColl.intraBatchSync;
-        s->ext->u.ext.ce_coll.send_buff = (uint64_t)(uintptr_t)d->ceColl.sendBuff;
-        s->ext->u.ext.ce_coll.recv_buff = (uint64_t)(uintptr_t)d->ceColl.recvBuff;
-        s->ext->u.ext.ce_coll.stream = (uint64_t)(uintptr_t)d->ceColl.stream;
-        s->ext->u.ext.ce_coll.batch_size = d->ceColl.batchSize;
-        s->ext->u.ext.ce_coll.num_batches = d->ceColl.numBatches;
-        s->ext->u.ext.ce_coll.ce_seq = d->ceColl.ceSeqNum;
-        if (v7) {
-            o->ce_coll.user_tag_hi = (uint32_t)(d->ceColl.userTag >> 32);
-            s->ext->u.ext.ce_coll.user_tag_lo = (uint32_t)d->ceColl.userTag;
-        }
-        break;
-    case NSC_ET_CE_SYNC:
-        o->ce_sync.complete = d->ceCollSync.isComplete;
-        o->ce_sync.nranks = d->ceCollSync.nRanks;
-        break;
-    case NSC_ET_CE_BATCH:
-        o->ce_batch.num_ops = d->ceCollBatch.numOps;
-        o->ce_batch.total_bytes = d->ceCollBatch.totalBytes;
-        o->ce_batch.intra = d->ceCollBatch.useIntraSync;
-        break;
-    case NSC_ET_KERNEL_PHASE: /* v7 only: start_event refuses it from older versions */
-        o->kernel_phase.ptimer = d->kernelPhase.pTimer;
-        o->kernel_phase.name = nsc_intern(sc, d->kernelPhase.phaseName);
-        o->kernel_phase.ch = d->kernelPhase.channelId;
-        o->kernel_phase.phase = d->kernelPhase.phaseId;
-        break;
-    default: /* Group, ProxyCtrl: nothing but the header */
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ET_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_FIELD(ET, NAME, KIND, ABI, WHERE, OURS, TSV, VMIN, SHOW)                           \
+    if (((VMIN) < 7 || v7) && HAS_##WHERE) {                                                   \
+        PUT_##KIND(DST_##WHERE(OURS), d->ABI);                                                 \
+    }
+#include "event_schema.def"
+    default:
         break;
     }
 }
+#undef DST_D
+#undef DST_X
+#undef DST_XC
+#undef HAS_D
+#undef HAS_X
+#undef HAS_XC
+#undef HAS_NIB
+#undef HAS_NIBX
+#undef HAS_NSK
+#undef HAS_NRAW
+#undef PUT_U
+#undef PUT_I
+#undef PUT_B
+#undef PUT_STR
+#undef PUT_PTR
+#undef PUT_PARENT
+#undef PUT_CETAG
+#undef PUT_PY
+#undef PUT_NETID
+#undef PUT_NETU
+#undef PUT_NETI
+#undef PUT_NETPTR
+#undef PUT_LIT
 
 /* An event we do not record but a chained plugin wants: a handle with an
  * id (its children and its stop find the chained plugin's handle through
@@ -230,9 +211,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
         parent = nsc_parent_id(d->parentObj, &flags);
     }
     /* A CollApi takes an EXT only for a user tag (most calls have none). */
-    int with_ext = et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_CE_COLL ||
-                   (et == NSC_ET_NET_PLUGIN && d->netPlugin.data && net_is_ib(d->netPlugin.id)) ||
-                   (v7 && et == NSC_ET_COLL_API && d->collApi.userTag != 0);
+    int with_ext = needs_ext(d, (unsigned)et, v7);
     struct nsc_start s;
     s.t = nsc_thread_get();
     if (nsc_start_begin(&s, c, (unsigned)et, parent, flags, with_ext, ticks, eHandle) == 0) {
@@ -350,50 +329,33 @@ static nsc_abi_result init_v5(void **ctx, uint64_t commId, int *mask, const char
     return init_common(5, ctx, mask, commId, commName, nNodes, nranks, rank, logfn);
 }
 
-/* ---- v4 ---- */
+/* ---- v1..v4: lifted into a v7 descriptor, member by member as the
+ * NSC_LIFT_* rows of nccl/event_schema.def say; the header by hand (a
+ * Coll's/P2p's parentObj is its Group there, which nsc_parent_id takes as
+ * it comes) ---- */
+#define UP_SAME(dst, src) dst = src
+#define UP_COPY(dst, src) memcpy(&(dst), &(src), sizeof(src))
+#define UP_V1FUNC(dst, src) dst = nsc_v1_name(NSC_V1_FUNC, src)
+#define UP_V1DTYPE(dst, src) dst = nsc_v1_name(NSC_V1_DTYPE, src)
+#define UP_V1ALGO(dst, src) dst = nsc_v1_name(NSC_V1_ALGO, src)
+#define UP_V1PROTO(dst, src) dst = nsc_v1_name(NSC_V1_PROTO, src)
+#define LIFT_HEADER(o, d)                                                                      \
+    do {                                                                                       \
+        memset(&(d), 0, sizeof(d));                                                            \
+        (d).type = (o)->type;                                                                  \
+        (d).parentObj = (o)->parentObj;                                                        \
+        (d).rank = (o)->rank;                                                                  \
+    } while (0)
+
 static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v4 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    d.type = o->type;
-    d.parentObj = o->parentObj; /* v4: a Coll's/P2p's parent is its Group */
-    d.rank = o->rank;
-    switch (o->type) {
-    case NSC_ABI_COLL:
-        d.coll.seqNumber = o->coll.seqNumber;
-        d.coll.func = o->coll.func;
-        d.coll.sendBuff = o->coll.sendBuff;
-        d.coll.recvBuff = o->coll.recvBuff;
-        d.coll.count = o->coll.count;
-        d.coll.root = o->coll.root;
-        d.coll.datatype = o->coll.datatype;
-        d.coll.nChannels = o->coll.nChannels;
-        d.coll.nWarps = o->coll.nWarps;
-        d.coll.algo = o->coll.algo;
-        d.coll.proto = o->coll.proto;
-        break;
-    case NSC_ABI_P2P:
-        d.p2p.func = o->p2p.func;
-        d.p2p.buff = o->p2p.buff;
-        d.p2p.datatype = o->p2p.datatype;
-        d.p2p.count = o->p2p.count;
-        d.p2p.peer = o->p2p.peer;
-        d.p2p.nChannels = o->p2p.nChannels;
-        break;
-    case NSC_ABI_PROXY_OP:
-        memcpy(&d.proxyOp, &o->proxyOp, sizeof(o->proxyOp));
-        break;
-    case NSC_ABI_PROXY_STEP:
-        d.proxyStep.step = o->proxyStep.step;
-        break;
-    case NSC_ABI_KERNEL_CH:
-        d.kernelCh.channelId = o->kernelCh.channelId;
-        d.kernelCh.pTimer = o->kernelCh.pTimer;
-        break;
-    case NSC_ABI_NET_PLUGIN:
-        d.netPlugin.id = o->netPlugin.id;
-        d.netPlugin.data = o->netPlugin.data;
-        break;
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V4(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
     default:
         break;
     }
@@ -407,76 +369,35 @@ static nsc_abi_result init_v4(void **ctx, int *mask, const char *commName, uint6
 }
 
 /* ---- v1..v3: no comm information at init; rank from descriptors ---- */
-/* Fields common to v1..v3 besides coll/p2p. */
-#define LIFT_COMMON(o, d)                                                                      \
-    do {                                                                                       \
-        (d).type = (o)->type;                                                                  \
-        (d).parentObj = (o)->parentObj;                                                        \
-        (d).rank = (o)->rank;                                                                  \
-        if ((o)->type == NSC_ABI_PROXY_OP)                                                     \
-            memcpy(&(d).proxyOp, &(o)->proxyOp, sizeof((o)->proxyOp));                         \
-        else if ((o)->type == NSC_ABI_PROXY_STEP)                                              \
-            (d).proxyStep.step = (o)->proxyStep.step;                                          \
-    } while (0)
-
 static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v1 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    LIFT_COMMON(o, d);
-    if (o->type == NSC_ABI_COLL) {
-        d.coll.seqNumber = o->coll.seqNumber;
-        d.coll.func = nsc_v1_name(NSC_V1_FUNC, o->coll.func);
-        d.coll.sendBuff = o->coll.sendBuff;
-        d.coll.recvBuff = o->coll.recvBuff;
-        d.coll.count = o->coll.count;
-        d.coll.root = o->coll.root;
-        d.coll.datatype = nsc_v1_name(NSC_V1_DTYPE, o->coll.datatype);
-        d.coll.nChannels = o->coll.nMaxChannels;
-        d.coll.nWarps = o->coll.nWarps;
-        d.coll.algo = nsc_v1_name(NSC_V1_ALGO, o->coll.algo);
-        d.coll.proto = nsc_v1_name(NSC_V1_PROTO, o->coll.proto);
-    } else if (o->type == NSC_ABI_P2P) {
-        d.p2p.func = nsc_v1_name(NSC_V1_FUNC, o->p2p.func);
-        d.p2p.buff = o->p2p.buff;
-        d.p2p.datatype = nsc_v1_name(NSC_V1_DTYPE, o->p2p.datatype);
-        d.p2p.count = o->p2p.count;
-        d.p2p.peer = o->p2p.peer;
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V1(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
+    default:
+        break;
     }
     start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 1);
     return NSC_ABI_SUCCESS;
 }
 
 /* v2 and v3 name their fields alike; only offsets differ. */
-#define LIFT_V2V3(o, d)                                                                        \
-    do {                                                                                       \
-        LIFT_COMMON(o, d);                                                                     \
-        if ((o)->type == NSC_ABI_COLL) {                                                       \
-            (d).coll.seqNumber = (o)->coll.seqNumber;                                          \
-            (d).coll.func = (o)->coll.func;                                                    \
-            (d).coll.sendBuff = (o)->coll.sendBuff;                                            \
-            (d).coll.recvBuff = (o)->coll.recvBuff;                                            \
-            (d).coll.count = (o)->coll.count;                                                  \
-            (d).coll.root = (o)->coll.root;                                                    \
-            (d).coll.datatype = (o)->coll.datatype;                                            \
-            (d).coll.nChannels = (o)->coll.nMaxChannels;                                       \
-            (d).coll.nWarps = (o)->coll.nWarps;                                                \
-            (d).coll.algo = (o)->coll.algo;                                                    \
-            (d).coll.proto = (o)->coll.proto;                                                  \
-        } else if ((o)->type == NSC_ABI_P2P) {                                                 \
-            (d).p2p.func = (o)->p2p.func;                                                      \
-            (d).p2p.buff = (o)->p2p.buff;                                                      \
-            (d).p2p.datatype = (o)->p2p.datatype;                                              \
-            (d).p2p.count = (o)->p2p.count;                                                    \
-            (d).p2p.peer = (o)->p2p.peer;                                                      \
-        }                                                                                      \
-    } while (0)
-
 static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v2 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    LIFT_V2V3(o, d);
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V23(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
+    default:
+        break;
+    }
     start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 2);
     return NSC_ABI_SUCCESS;
 }
@@ -484,17 +405,26 @@ static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
 static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v3 *o = eDescr;
     nsc_abi_descr_v7 d;
-    memset(&d, 0, sizeof(d));
-    LIFT_V2V3(o, d);
-    if (o->type == NSC_ABI_KERNEL_CH) {
-        d.kernelCh.channelId = o->kernelCh.channelId;
-    } else if (o->type == NSC_ABI_NET_PLUGIN) {
-        d.netPlugin.id = o->netPlugin.id;
-        d.netPlugin.data = o->netPlugin.data;
+    LIFT_HEADER(o, d);
+    switch ((unsigned)o->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V23(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#define NSC_LIFT_V3(ET, OLD, NEW, CONV) UP_##CONV(d.NEW, o->OLD);
+#include "event_schema.def"
+    default:
+        break;
     }
     start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 3);
     return NSC_ABI_SUCCESS;
 }
+#undef UP_SAME
+#undef UP_COPY
+#undef UP_V1FUNC
+#undef UP_V1DTYPE
+#undef UP_V1ALGO
+#undef UP_V1PROTO
+#undef LIFT_HEADER
 
 static nsc_abi_result init_v1(void **ctx, int *mask) {
     return init_common(1, ctx, mask, 0, "", -1, -1, -1, NULL);

@@ -1,6 +1,6 @@
 /*
  * fake_nccl.c - an NCCL stand-in for tests: loads a profiler plugin the way
- * NCCL does (common/host.c) and either replays a recording or generates a
+ * NCCL does (nccl/host.c) and either replays a recording or generates a
  * synthetic stream that follows NCCL 2.28's call order:
  *   GroupApi -> CollApi (stopped before its Coll starts) -> Group -> Coll
  *   (parent CollApi, parentGroup Group) -> KernelCh and ProxyOp (parent

@@ -1,7 +1,7 @@
 /*
  * comm_churn.c - communicators created and destroyed the way long jobs
  * and elastic restarts do, through a profiler plugin loaded as NCCL loads
- * it (common/host.c):
+ * it (nccl/host.c):
  *
  *   comm_churn --plugin SO --comms N [--open-at-once K] [--stale-finalize]
  *

@@ -1,6 +1,6 @@
 /*
  * hang_rank.c - one rank of a job that hangs, through a profiler plugin
- * loaded as NCCL loads it (common/host.c). Run one process per rank, then
+ * loaded as NCCL loads it (nccl/host.c). Run one process per rank, then
  * kill them all with SIGKILL:
  *
  *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p

@@ -1,7 +1,7 @@
 /*
  * fake_nccl_lib.c - a tiny NCCL stand-in as a shared library, for Python
  * tests through ctypes: it loads a profiler plugin the way NCCL does
- * (common/host.c) and issues what NCCL 2.28 issues for a collective
+ * (nccl/host.c) and issues what NCCL 2.28 issues for a collective
  * (GroupApi > CollApi, Group > Coll, KernelCh with GPU timers) on the
  * calling thread, or on a thread of its own (as PyTorch's autograd threads
  * and XLA's threads do).

@@ -1,6 +1,6 @@
 /*
  * thread_churn.c - writer threads that come and go, through the real plugin
- * loaded the way NCCL loads it (common/host.h).
+ * loaded the way NCCL loads it (nccl/host.h).
  *
  *   thread_churn --plugin SO [--churn N] [--events E]
  *

@@ -1,7 +1,7 @@
 /*
  * block_payload.h - the payloads of the small blocks (docs/format.md):
  * each encoder beside its decoder, so the writer (plugin/flusher.c) and the
- * readers (common/trace_decode.c) share one definition of the bytes.
+ * readers (reader/trace_decode.c) share one definition of the bytes.
  *
  *   STRINGS  (u32 id, u16 len, len bytes)*      ids 1..65535, no terminator
  *   COMMS    struct nsc_comm_info[]             128 bytes each

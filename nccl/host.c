@@ -90,37 +90,23 @@ int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, c
     return ((const nsc_abi_profiler_v1 *)h->table)->init(ctx, mask);
 }
 
-/* Fields v2 and v3 share by name. */
-#define DOWN_V2V3(o, d)                                                                        \
+/* v1..v4 descriptors from a v7 one, member by member as the NSC_LIFT_*
+ * rows of nccl/event_schema.def say (the plugin's lift up, reversed). The
+ * header by hand: v4 and older take a Coll's/P2p's Group as parent. */
+#define DOWN_SAME(dst, src) dst = src
+#define DOWN_COPY(dst, src) memcpy(&(dst), &(src), sizeof(dst))
+#define DOWN_V1FUNC(dst, src) dst = nsc_v1_value(NSC_V1_FUNC, src, 6)
+#define DOWN_V1DTYPE(dst, src) dst = nsc_v1_value(NSC_V1_DTYPE, src, 8)
+#define DOWN_V1ALGO(dst, src) dst = nsc_v1_value(NSC_V1_ALGO, src, 6)
+#define DOWN_V1PROTO(dst, src) dst = nsc_v1_value(NSC_V1_PROTO, src, 2)
+#define LOWER_HEADER(o, d)                                                                     \
     do {                                                                                       \
+        memset(&(o), 0, sizeof(o));                                                            \
         (o).type = (uint8_t)(d)->type;                                                         \
-        (o).parentObj = (d)->parentObj;                                                        \
+        (o).parentObj = (d)->type == NSC_ABI_COLL  ? (d)->coll.parentGroup                     \
+                        : (d)->type == NSC_ABI_P2P ? (d)->p2p.parentGroup                      \
+                                                   : (d)->parentObj;                           \
         (o).rank = (d)->rank;                                                                  \
-        if ((d)->type == NSC_ABI_COLL) {                                                       \
-            (o).parentObj = (d)->coll.parentGroup;                                             \
-            (o).coll.seqNumber = (d)->coll.seqNumber;                                          \
-            (o).coll.func = (d)->coll.func;                                                    \
-            (o).coll.sendBuff = (d)->coll.sendBuff;                                            \
-            (o).coll.recvBuff = (d)->coll.recvBuff;                                            \
-            (o).coll.count = (d)->coll.count;                                                  \
-            (o).coll.root = (d)->coll.root;                                                    \
-            (o).coll.datatype = (d)->coll.datatype;                                            \
-            (o).coll.nMaxChannels = (d)->coll.nChannels;                                       \
-            (o).coll.nWarps = (d)->coll.nWarps;                                                \
-            (o).coll.algo = (d)->coll.algo;                                                    \
-            (o).coll.proto = (d)->coll.proto;                                                  \
-        } else if ((d)->type == NSC_ABI_P2P) {                                                 \
-            (o).parentObj = (d)->p2p.parentGroup;                                              \
-            (o).p2p.func = (d)->p2p.func;                                                      \
-            (o).p2p.buff = (d)->p2p.buff;                                                      \
-            (o).p2p.datatype = (d)->p2p.datatype;                                              \
-            (o).p2p.count = (d)->p2p.count;                                                    \
-            (o).p2p.peer = (d)->p2p.peer;                                                      \
-        } else if ((d)->type == NSC_ABI_PROXY_OP) {                                            \
-            memcpy(&(o).proxyOp, &(d)->proxyOp, sizeof((o).proxyOp));                          \
-        } else if ((d)->type == NSC_ABI_PROXY_STEP) {                                          \
-            (o).proxyStep.step = (d)->proxyStep.step;                                          \
-        }                                                                                      \
     } while (0)
 
 int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc_abi_descr_v7 *d) {
@@ -142,47 +128,13 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
         return 1;
     case 4: {
         nsc_abi_descr_v4 o;
-        memset(&o, 0, sizeof(o));
-        o.type = (uint8_t)d->type;
-        o.parentObj = d->parentObj;
-        o.rank = d->rank;
-        switch (d->type) {
-        case NSC_ABI_COLL:
-            o.parentObj = d->coll.parentGroup;
-            o.coll.seqNumber = d->coll.seqNumber;
-            o.coll.func = d->coll.func;
-            o.coll.sendBuff = d->coll.sendBuff;
-            o.coll.recvBuff = d->coll.recvBuff;
-            o.coll.count = d->coll.count;
-            o.coll.root = d->coll.root;
-            o.coll.datatype = d->coll.datatype;
-            o.coll.nChannels = d->coll.nChannels;
-            o.coll.nWarps = d->coll.nWarps;
-            o.coll.algo = d->coll.algo;
-            o.coll.proto = d->coll.proto;
-            break;
-        case NSC_ABI_P2P:
-            o.parentObj = d->p2p.parentGroup;
-            o.p2p.func = d->p2p.func;
-            o.p2p.buff = d->p2p.buff;
-            o.p2p.datatype = d->p2p.datatype;
-            o.p2p.count = d->p2p.count;
-            o.p2p.peer = d->p2p.peer;
-            o.p2p.nChannels = d->p2p.nChannels;
-            break;
-        case NSC_ABI_PROXY_OP:
-            memcpy(&o.proxyOp, &d->proxyOp, sizeof(o.proxyOp));
-            break;
-        case NSC_ABI_PROXY_STEP:
-            o.proxyStep.step = d->proxyStep.step;
-            break;
-        case NSC_ABI_KERNEL_CH:
-            o.kernelCh.channelId = d->kernelCh.channelId;
-            o.kernelCh.pTimer = d->kernelCh.pTimer;
-            break;
-        case NSC_ABI_NET_PLUGIN:
-            o.netPlugin.id = d->netPlugin.id;
-            o.netPlugin.data = d->netPlugin.data;
+        LOWER_HEADER(o, d);
+        switch ((unsigned)d->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V4(ET, OLD, NEW, CONV) DOWN_##CONV(o.OLD, d->NEW);
+#include "event_schema.def"
+        default:
             break;
         }
         t->startEvent(ctx, handle, &o);
@@ -190,54 +142,43 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
     }
     case 3: {
         nsc_abi_descr_v3 o;
-        memset(&o, 0, sizeof(o));
-        DOWN_V2V3(o, d);
-        if (d->type == NSC_ABI_KERNEL_CH)
-            o.kernelCh.channelId = d->kernelCh.channelId;
-        else if (d->type == NSC_ABI_NET_PLUGIN) {
-            o.netPlugin.id = d->netPlugin.id;
-            o.netPlugin.data = d->netPlugin.data;
+        LOWER_HEADER(o, d);
+        switch ((unsigned)d->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V23(ET, OLD, NEW, CONV) DOWN_##CONV(o.OLD, d->NEW);
+#define NSC_LIFT_V3(ET, OLD, NEW, CONV) DOWN_##CONV(o.OLD, d->NEW);
+#include "event_schema.def"
+        default:
+            break;
         }
         t->startEvent(ctx, handle, &o);
         return 1;
     }
     case 2: {
         nsc_abi_descr_v2 o;
-        memset(&o, 0, sizeof(o));
-        DOWN_V2V3(o, d);
+        LOWER_HEADER(o, d);
+        switch ((unsigned)d->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V23(ET, OLD, NEW, CONV) DOWN_##CONV(o.OLD, d->NEW);
+#include "event_schema.def"
+        default:
+            break;
+        }
         t->startEvent(ctx, handle, &o);
         return 1;
     }
     default: {
         nsc_abi_descr_v1 o;
-        memset(&o, 0, sizeof(o));
-        o.type = (uint8_t)d->type;
-        o.parentObj = d->parentObj;
-        o.rank = d->rank;
-        if (d->type == NSC_ABI_COLL) {
-            o.parentObj = d->coll.parentGroup;
-            o.coll.seqNumber = d->coll.seqNumber;
-            o.coll.func = nsc_v1_value(NSC_V1_FUNC, d->coll.func, 6);
-            o.coll.sendBuff = d->coll.sendBuff;
-            o.coll.recvBuff = d->coll.recvBuff;
-            o.coll.count = d->coll.count;
-            o.coll.root = d->coll.root;
-            o.coll.datatype = nsc_v1_value(NSC_V1_DTYPE, d->coll.datatype, 8);
-            o.coll.nMaxChannels = d->coll.nChannels;
-            o.coll.nWarps = d->coll.nWarps;
-            o.coll.algo = nsc_v1_value(NSC_V1_ALGO, d->coll.algo, 6);
-            o.coll.proto = nsc_v1_value(NSC_V1_PROTO, d->coll.proto, 2);
-        } else if (d->type == NSC_ABI_P2P) {
-            o.parentObj = d->p2p.parentGroup;
-            o.p2p.func = nsc_v1_value(NSC_V1_FUNC, d->p2p.func, 6);
-            o.p2p.buff = d->p2p.buff;
-            o.p2p.datatype = nsc_v1_value(NSC_V1_DTYPE, d->p2p.datatype, 8);
-            o.p2p.count = d->p2p.count;
-            o.p2p.peer = d->p2p.peer;
-        } else if (d->type == NSC_ABI_PROXY_OP) {
-            memcpy(&o.proxyOp, &d->proxyOp, sizeof(o.proxyOp));
-        } else if (d->type == NSC_ABI_PROXY_STEP) {
-            o.proxyStep.step = d->proxyStep.step;
+        LOWER_HEADER(o, d);
+        switch ((unsigned)d->type) {
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ABI_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_LIFT_V1(ET, OLD, NEW, CONV) DOWN_##CONV(o.OLD, d->NEW);
+#include "event_schema.def"
+        default:
+            break;
         }
         t->startEvent(ctx, handle, &o);
         return 1;
