@@ -250,8 +250,15 @@ static void convert_file(struct job *j, int i, uint32_t mask) {
         return;
     }
     gpu_clocks(j, m, mask);
-    nsc_events_init(&p.ev);
-    nsc_timeline_file_begin(j->tl, i, p.path, &p.dec, &p.ev, m->gpu, m->ngpu);
+    if (nsc_events_init(&p.ev) != 0) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        j->res.damaged++;
+        m->path = NULL;
+        nsc_decoder_close(&p.dec);
+        return;
+    }
+    if (nsc_timeline_file_begin(j->tl, i, p.path, &p.dec, &p.ev, m->gpu, m->ngpu) != 0)
+        fprintf(stderr, "ncclscope convert: %s: out of memory: its events have no tracks\n", p.path);
     struct nsc_decode_ops ops = {
         .record = on_record, .comm = on_comm, .stats = on_stats, .error = on_error};
     nsc_decoder_run(&p.dec, &ops, &p);

@@ -5,49 +5,27 @@
 #include <string.h>
 
 #include "event_types.h"
+#include "id_map.h"
 #include "nccl_abi.h"
 
-void nsc_events_init(struct nsc_events *m) { memset(m, 0, sizeof(*m)); }
-
-static size_t hidx(uint64_t id, size_t cap) {
-    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+int nsc_events_init(struct nsc_events *m) {
+    memset(m, 0, sizeof(*m));
+    return nsc_id_map_init(&m->map, 1024, sizeof(struct nsc_event *), NSC_ID_MAP_GROW);
 }
 
 struct nsc_event *nsc_events_find(const struct nsc_events *m, uint64_t id) {
-    if (!m->cap)
-        return NULL;
-    for (size_t i = hidx(id, m->cap);; i = (i + 1) & (m->cap - 1)) {
-        if (!m->slots[i])
-            return NULL;
-        if (m->slots[i]->id == id)
-            return m->slots[i];
-    }
-}
-
-static int map_grow(struct nsc_events *m) {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
-    struct nsc_event **s = calloc(cap, sizeof(*s));
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i]) {
-            size_t j = hidx(m->slots[i]->id, cap);
-            while (s[j])
-                j = (j + 1) & (cap - 1);
-            s[j] = m->slots[i];
-        }
-    free(m->slots);
-    m->slots = s;
-    m->cap = cap;
-    return 0;
+    struct nsc_event **v = nsc_id_map_find(&m->map, id);
+    return v ? *v : NULL;
 }
 
 static struct nsc_event *get_or_add(struct nsc_events *m, uint64_t id) {
-    struct nsc_event *e = nsc_events_find(m, id);
-    if (e)
-        return e;
-    if ((m->n + 1) * 2 > m->cap && map_grow(m) != 0)
+    int added;
+    struct nsc_event **v = nsc_id_map_insert(&m->map, id, &added);
+    if (!v)
         return NULL;
+    if (!added)
+        return *v;
+    struct nsc_event *e;
     if (m->spare) {
         /* reuse a finished event and its states array: no malloc per event */
         e = m->spare;
@@ -58,33 +36,17 @@ static struct nsc_event *get_or_add(struct nsc_events *m, uint64_t id) {
         e->states = st;
     } else {
         e = calloc(1, sizeof(*e));
-        if (!e)
+        if (!e) {
+            nsc_id_map_remove(&m->map, id);
             return NULL;
+        }
     }
     e->id = id;
-    size_t i = hidx(id, m->cap);
-    while (m->slots[i])
-        i = (i + 1) & (m->cap - 1);
-    m->slots[i] = e;
-    m->n++;
+    *v = e;
     return e;
 }
 
-void nsc_events_remove(struct nsc_events *m, struct nsc_event *e) {
-    size_t i = hidx(e->id, m->cap);
-    while (m->slots[i] != e)
-        i = (i + 1) & (m->cap - 1);
-    m->slots[i] = NULL;
-    m->n--;
-    /* re-insert the rest of the cluster (linear probing deletion) */
-    for (size_t j = (i + 1) & (m->cap - 1); m->slots[j]; j = (j + 1) & (m->cap - 1)) {
-        struct nsc_event *x = m->slots[j];
-        m->slots[j] = NULL;
-        size_t k = hidx(x->id, m->cap);
-        while (m->slots[k])
-            k = (k + 1) & (m->cap - 1);
-        m->slots[k] = x;
-    }
+static void recycle(struct nsc_events *m, struct nsc_event *e) {
     if (m->nspare < 4096) {
         e->next = m->spare;
         m->spare = e;
@@ -95,18 +57,27 @@ void nsc_events_remove(struct nsc_events *m, struct nsc_event *e) {
     free(e);
 }
 
+void nsc_events_remove(struct nsc_events *m, struct nsc_event *e) {
+    nsc_id_map_remove(&m->map, e->id);
+    recycle(m, e);
+}
+
 void nsc_events_free(struct nsc_events *m) {
     for (struct nsc_event *e = m->spare, *n; e; e = n) {
         n = e->next;
         free(e->states);
         free(e);
     }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i]) {
-            free(m->slots[i]->states);
-            free(m->slots[i]);
-        }
-    free(m->slots);
+    struct nsc_id_map_iter it;
+    uint64_t k;
+    void *v;
+    for (nsc_id_map_iter_init(&m->map, &it); nsc_id_map_next(&m->map, &it, &k, &v);) {
+        struct nsc_event *e = *(struct nsc_event **)v;
+        free(e->states);
+        free(e);
+    }
+    nsc_id_map_destroy(&m->map);
+    free(m->drain);
     memset(m, 0, sizeof(*m));
 }
 
@@ -184,17 +155,39 @@ void nsc_events_state(struct nsc_events *m, const struct nsc_rec *r, uint64_t ns
     e->nstates++;
 }
 
+static int cmp_id(const void *x, const void *y) {
+    uint64_t a = (*(struct nsc_event *const *)x)->id, b = (*(struct nsc_event *const *)y)->id;
+    return a < b ? -1 : a > b;
+}
+
+/* At the first call, the open events in id order (their order in the
+ * output, whatever the map's layout); records without a START are counted
+ * and forgotten then. */
 struct nsc_event *nsc_events_next_open(struct nsc_events *m) {
-    for (size_t k = 0; k < m->cap; k++) {
-        struct nsc_event *e = m->slots[k];
-        if (!e)
-            continue;
-        if (e->has_start)
+    if (!m->drain) {
+        m->drain = malloc((nsc_id_map_count(&m->map) + 1) * sizeof(*m->drain));
+        if (!m->drain)
+            return NULL;
+        struct nsc_id_map_iter it;
+        uint64_t k;
+        void *v;
+        for (nsc_id_map_iter_init(&m->map, &it); nsc_id_map_next(&m->map, &it, &k, &v);) {
+            struct nsc_event *e = *(struct nsc_event **)v;
+            if (e->has_start) {
+                m->drain[m->ndrain++] = e;
+                continue;
+            }
+            m->orphan_records++;
+            m->orphans_by_type[e->start.h.etype & 15]++;
+            nsc_id_map_iter_remove(&m->map, &it);
+            recycle(m, e);
+        }
+        qsort(m->drain, m->ndrain, sizeof(*m->drain), cmp_id);
+    }
+    while (m->idrain < m->ndrain) {
+        struct nsc_event *e = m->drain[m->idrain++];
+        if (nsc_events_find(m, e->id) == e)
             return e;
-        m->orphan_records++;
-        m->orphans_by_type[e->start.h.etype & 15]++;
-        nsc_events_remove(m, e);
-        k = (size_t)-1; /* the table was rearranged: rescan */
     }
     return NULL;
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "id_map.h"
 #include "trace_decode.h"
 
 #define NSC_EVENT_MAX_STATES 32 /* per event; more are counted, not kept */
@@ -42,17 +43,20 @@ struct nsc_event {
     struct nsc_event *prev, *next;
 };
 
-/* Events in flight of one file, by id: open addressing with pointers. */
+/* Events in flight of one file: id -> struct nsc_event * (util/id_map.h;
+ * the events themselves stay put, the timeline links them). */
 struct nsc_events {
-    struct nsc_event **slots;
-    size_t cap, n;
+    struct nsc_id_map map;
+    struct nsc_event **drain;     /* at the file's end: the open events, by id */
+    size_t ndrain, idrain;
     struct nsc_event *spare; /* finished events kept for reuse (with their states array) */
     size_t nspare;
     uint64_t orphan_records;      /* records that belong to no event */
     uint64_t orphans_by_type[16]; /* STOP/STATE records whose START never came, by type */
 };
 
-void nsc_events_init(struct nsc_events *m);
+/* Returns 0, or -1 when memory is short. */
+int nsc_events_init(struct nsc_events *m);
 void nsc_events_free(struct nsc_events *m);
 
 struct nsc_event *nsc_events_find(const struct nsc_events *m, uint64_t id);
@@ -68,9 +72,10 @@ struct nsc_event *nsc_events_stop(struct nsc_events *m, uint32_t thread, const s
 void nsc_events_state(struct nsc_events *m, const struct nsc_rec *r, uint64_t ns);
 /* Forgets a complete (or abandoned) event. */
 void nsc_events_remove(struct nsc_events *m, struct nsc_event *e);
-/* At the file's end: an event still open (started, never stopped), or NULL
- * when none is left; records that never had a START are counted as
- * orphans and forgotten on the way. The caller removes what it gets. */
+/* At the file's end: an event still open (started, never stopped), lowest
+ * id first, or NULL when none is left; records that never had a START are
+ * counted as orphans and forgotten at the first call. The caller removes
+ * what it gets, and feeds no more records. */
 struct nsc_event *nsc_events_next_open(struct nsc_events *m);
 
 /* The GPU end of a KernelCh (its KernelChStop pTimer) or KernelPhase (its

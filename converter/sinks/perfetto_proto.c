@@ -27,6 +27,7 @@
 #include "perfetto_proto.h"
 
 #include "hash.h"
+#include "id_map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +37,7 @@
 #define LANES 32
 
 struct lanes {
-    uint64_t key;            /* track uuid of the thread, 0 = free */
-    uint64_t end[LANES];
+    uint64_t end[LANES];     /* when each lane's last slice ends */
 };
 
 /* Interned strings: names, categories and argument names are sent once per
@@ -58,10 +58,8 @@ struct pf_writer {
     int first;
     struct itab intern[3]; /* categories, event names, annotation names */
     uint64_t next_iid;
-    uint64_t *known;          /* described track uuids (open addressing) */
-    size_t known_cap, known_n;
-    struct lanes *lanes;      /* async lanes per thread track */
-    size_t lanes_cap, lanes_n;
+    struct nsc_id_map known;  /* described track uuids */
+    struct nsc_id_map lanes;  /* thread track uuid -> struct lanes, its async lanes */
     uint64_t overflow;        /* async slices past LANES: own tracks */
     unsigned char pkt[1 << 16], ev[1 << 16], tmp[4096];
 };
@@ -154,32 +152,11 @@ static uint64_t mix(uint64_t x) {
 static uint64_t process_uuid(uint64_t pid) { return mix(pid * 4 + 1); }
 static uint64_t thread_uuid(uint64_t pid, uint64_t tid) { return mix((pid << 32 ^ tid) * 4 + 2); }
 
-/* Returns 1 if uuid was already described, else records it. */
+/* Returns 1 if uuid was already described, else records it (out of
+ * memory: 1, the track goes undescribed rather than described twice). */
 static int known(struct pf_writer *p, uint64_t uuid) {
-    if ((p->known_n + 1) * 2 > p->known_cap) {
-        size_t cap = p->known_cap ? p->known_cap * 2 : 1024;
-        uint64_t *n = calloc(cap, sizeof(*n));
-        if (!n)
-            return 1;
-        for (size_t i = 0; i < p->known_cap; i++)
-            if (p->known[i]) {
-                size_t s = (size_t)(p->known[i] & (cap - 1));
-                while (n[s])
-                    s = (s + 1) & (cap - 1);
-                n[s] = p->known[i];
-            }
-        free(p->known);
-        p->known = n;
-        p->known_cap = cap;
-    }
-    size_t s = (size_t)(uuid & (p->known_cap - 1));
-    while (p->known[s] && p->known[s] != uuid)
-        s = (s + 1) & (p->known_cap - 1);
-    if (p->known[s])
-        return 1;
-    p->known[s] = uuid;
-    p->known_n++;
-    return 0;
+    int added = 0;
+    return !nsc_id_map_insert(&p->known, uuid, &added) || !added;
 }
 
 static void descriptor(struct pf_writer *p, uint64_t uuid, uint64_t parent, const char *name,
@@ -237,30 +214,9 @@ static void pf_thread(struct pf_writer *p, uint64_t pid, uint64_t tid, const cha
 /* A lane of thread track `t` free at ts (its last slice ended), described
  * when first used. */
 static uint64_t lane_track(struct pf_writer *p, uint64_t t, uint64_t ts, uint64_t end) {
-    if ((p->lanes_n + 1) * 2 > p->lanes_cap) {
-        size_t cap = p->lanes_cap ? p->lanes_cap * 2 : 256;
-        struct lanes *n = calloc(cap, sizeof(*n));
-        if (!n)
-            return t;
-        for (size_t i = 0; i < p->lanes_cap; i++)
-            if (p->lanes[i].key) {
-                size_t s = (size_t)(p->lanes[i].key & (cap - 1));
-                while (n[s].key)
-                    s = (s + 1) & (cap - 1);
-                n[s] = p->lanes[i];
-            }
-        free(p->lanes);
-        p->lanes = n;
-        p->lanes_cap = cap;
-    }
-    size_t s = (size_t)(t & (p->lanes_cap - 1));
-    while (p->lanes[s].key && p->lanes[s].key != t)
-        s = (s + 1) & (p->lanes_cap - 1);
-    if (!p->lanes[s].key) {
-        p->lanes[s].key = t;
-        p->lanes_n++;
-    }
-    struct lanes *l = &p->lanes[s];
+    struct lanes *l = nsc_id_map_insert(&p->lanes, t, NULL);
+    if (!l)
+        return t;
     for (unsigned k = 0; k < LANES; k++)
         if (l->end[k] <= ts) {
             l->end[k] = end;
@@ -495,6 +451,11 @@ struct pf_writer *pf_open(struct jw *w) {
     struct pf_writer *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
+    if (nsc_id_map_init(&p->known, 1024, 1, NSC_ID_MAP_GROW) != 0 ||
+        nsc_id_map_init(&p->lanes, 256, sizeof(struct lanes), NSC_ID_MAP_GROW) != 0) {
+        pf_close(p);
+        return NULL;
+    }
     p->w = w;
     p->first = 1;
     return p;
@@ -508,7 +469,7 @@ void pf_close(struct pf_writer *p) {
             free(p->intern[k].e[i].s);
         free(p->intern[k].e);
     }
-    free(p->known);
-    free(p->lanes);
+    nsc_id_map_destroy(&p->known);
+    nsc_id_map_destroy(&p->lanes);
     free(p);
 }

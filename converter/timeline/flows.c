@@ -3,6 +3,7 @@
 #include "timeline_int.h"
 
 #include "hash.h"
+#include "id_map.h"
 
 static void flow_point(struct nsc_timeline *t, int out, uint64_t id, const char *name,
                        uint64_t pid, uint64_t tid, uint64_t ts) {
@@ -31,26 +32,16 @@ static uint64_t coll_key(const struct nsc_op_done *op) {
     return h ? h : 1;
 }
 
-static struct placed *chain_slot(struct nsc_timeline *t, uint64_t key, int *found) {
-    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 44) & (CHAIN_CAP - 1);
-    while (t->chain[i].key && t->chain[i].key != key)
-        i = (i + 1) & (CHAIN_CAP - 1);
-    *found = t->chain[i].key == key;
-    return &t->chain[i];
-}
-
 void tl_chain(struct nsc_timeline *t, const struct nsc_op_done *op, uint64_t pid, uint32_t tid) {
-    int found;
     uint64_t key = coll_key(op);
-    struct placed *p = chain_slot(t, key, &found);
-    if (found)
+    struct placed *p = nsc_id_map_find(&t->chain, key);
+    if (p) {
         tl_flow(t, tl_out_id(t, t->f.index, op->id) | (1ull << 62) /* apart from parent arrows */,
                 op->func ? op->func : "collective", p, pid, tid, op->start_ns);
-    else if (t->chain_n * 2 >= CHAIN_CAP) {
+    } else if (nsc_id_map_count(&t->chain) >= CHAIN_MAX ||
+               !(p = nsc_id_map_insert(&t->chain, key, NULL))) {
         t->tot.chains_not_linked++;
         return;
-    } else {
-        t->chain_n++;
     }
     *p = (struct placed){key, pid, tid, op->start_ns};
 }

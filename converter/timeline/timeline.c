@@ -15,20 +15,31 @@ struct nsc_timeline *nsc_timeline_new(const struct nsc_timeline_opts *o, struct 
     t->o = *o;
     t->sink = sink;
     t->recent = calloc(PLACED_CAP, sizeof(*t->recent));
-    t->chain = o->flows ? calloc(CHAIN_CAP, sizeof(*t->chain)) : NULL;
-    if (nsc_args_init(&t->args) != 0 || !t->recent || (o->flows && !t->chain)) {
+    if (nsc_args_init(&t->args) != 0 || !t->recent ||
+        nsc_id_map_init(&t->chain, o->flows ? 4096 : 8, sizeof(struct placed), NSC_ID_MAP_GROW) != 0) {
         nsc_timeline_free(t);
         return NULL;
     }
     return t;
 }
 
+/* Calls fn on every track of the file. */
+static void each_track(struct tl_file *f, void (*fn)(struct track *)) {
+    struct nsc_id_map_iter it;
+    uint64_t key;
+    void *v;
+    for (nsc_id_map_iter_init(&f->tracks, &it); nsc_id_map_next(&f->tracks, &it, &key, &v);)
+        fn(*(struct track **)v);
+}
+
+static void track_free(struct track *k) { free(k); }
+static void track_unname(struct track *k) { k->named = 0; }
+
 static void file_free(struct tl_file *f) {
-    for (int b = 0; b < 256; b++)
-        for (struct track *k = f->tracks[b], *n; k; k = n) {
-            n = k->hnext;
-            free(k);
-        }
+    if (f->tracks.keys) {
+        each_track(f, track_free);
+        nsc_id_map_destroy(&f->tracks);
+    }
     free(f->comm_named);
     for (uint32_t k = 0; k < f->nviews; k++)
         free(f->views[k]);
@@ -42,7 +53,7 @@ void nsc_timeline_free(struct nsc_timeline *t) {
         return;
     file_free(&t->f);
     free(t->recent);
-    free(t->chain);
+    nsc_id_map_destroy(&t->chain);
     nsc_args_free(&t->args);
     free(t);
 }
@@ -59,7 +70,7 @@ int nsc_timeline_file_begin(struct nsc_timeline *t, int index, const char *path,
     f->gpu = gpu;
     f->ngpu = ngpu;
     t->have_file = 1;
-    return 0;
+    return nsc_id_map_init(&f->tracks, 64, sizeof(struct track *), NSC_ID_MAP_GROW);
 }
 
 void nsc_timeline_totals(const struct nsc_timeline *t, struct nsc_timeline_totals *out) {
@@ -74,9 +85,7 @@ static void reset_names(struct nsc_timeline *t) {
     struct tl_file *f = &t->f;
     if (!t->have_file)
         return;
-    for (int b = 0; b < 256; b++)
-        for (struct track *k = f->tracks[b]; k; k = k->hnext)
-            k->named = 0;
+    each_track(f, track_unname);
     if (f->comm_named)
         memset(f->comm_named, 0, f->ncomm_named * sizeof(*f->comm_named));
     for (uint32_t i = 0; i < f->nviews; i++)
@@ -195,20 +204,18 @@ static struct track *track_of(struct nsc_timeline *t, uint32_t thread, uint32_t 
     struct tl_file *f = &t->f;
     const struct nsc_decoder *d = f->dec;
     uint64_t key = ((uint64_t)thread << 32) | serial;
-    unsigned b = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 56);
-    struct track *k;
-    for (k = f->tracks[b]; k; k = k->hnext)
-        if (k->key == key)
-            break;
+    struct track **slot = nsc_id_map_find(&f->tracks, key);
+    struct track *k = slot ? *slot : NULL;
     uint32_t tid = thread < d->nthreads && d->threads[thread].known ? d->threads[thread].tid
                                                                     : 1000000 + thread;
     if (!k) {
         k = calloc(1, sizeof(*k));
-        if (!k)
+        if (!k || !(slot = nsc_id_map_insert(&f->tracks, key, NULL))) {
+            free(k);
             return NULL;
+        }
         k->key = key;
-        k->hnext = f->tracks[b];
-        f->tracks[b] = k;
+        *slot = k;
     }
     if (!k->named || k->tid != tid) {
         k->tid = tid;

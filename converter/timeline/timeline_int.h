@@ -5,6 +5,7 @@
 #ifndef NSC_TIMELINE_INT_H
 #define NSC_TIMELINE_INT_H
 
+#include "id_map.h"
 #include "timeline.h"
 
 #define INFLIGHT_HEAP 256
@@ -25,7 +26,7 @@ struct placed {
     uint64_t pid, tid, ts;
 };
 #define PLACED_CAP (1u << 16)
-#define CHAIN_CAP (1u << 20)
+#define CHAIN_MAX (1u << 19) /* collectives chained at once; more are counted */
 
 /* A KernelPhase's GPU interval, drawn after (and inside) its KernelCh's. */
 struct gpu_phase {
@@ -41,7 +42,6 @@ struct track {
     uint32_t tid;
     int named;
     struct nsc_event *head, *tail; /* open events placed on it, in start order */
-    struct track *hnext;
 };
 
 /* The file being laid out. */
@@ -52,7 +52,7 @@ struct tl_file {
     struct nsc_events *open;
     const struct nsc_gpu_clock *gpu; /* per comm serial: GPU clock offset */
     uint32_t ngpu;
-    struct track *tracks[256];
+    struct nsc_id_map tracks;     /* key -> struct track * (events point at their track) */
     struct rank_view **views;     /* per comm serial, made when first used */
     uint32_t nviews;
     uint32_t *comm_named;         /* per serial: process_name written */
@@ -67,8 +67,7 @@ struct nsc_timeline {
     struct nsc_sink *sink;
     struct nsc_args args;      /* arguments of the event being written */
     struct placed *recent;     /* recently written events of the current file */
-    struct placed *chain;      /* last completion written per (comm, func, seq) */
-    uint64_t chain_n;
+    struct nsc_id_map chain;   /* collective key -> struct placed: its last completion written */
     struct nsc_timeline_totals tot;
     struct tl_file f;
     int have_file;
