@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "event_types.h"
+#include "nccl_abi.h"
 #include "trace_decode.h"
 
 #define KCH_CAP 65536 /* KernelCh in flight tracked (direct-mapped by id) */
@@ -64,7 +65,7 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         *k = (struct kch){r->h.id, r->u.start.d.kernel_ch.ptimer, 0, r->h.aux};
         break;
     case NSC_REC_STATE:
-        if (k->id == r->h.id && r->h.aux == 22 /* KernelChStop */)
+        if (k->id == r->h.id && r->h.aux == NSC_ABI_KERNEL_CH_STOP)
             k->gpu_end = r->u.state.arg;
         break;
     case NSC_REC_STOP: {
