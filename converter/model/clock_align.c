@@ -6,6 +6,7 @@
 
 #include "coll_track.h"
 #include "hash.h"
+#include "ops.h"
 #include "trace_decode.h"
 
 /* Completions sampled per file: collectives whose (commHash, seq) hash is
@@ -33,23 +34,6 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     fs->s[fs->n++] = (struct sample){key, op->end_ns};
 }
 
-struct run {
-    struct nsc_coll_track *t;
-    struct file_samples *fs;
-    int64_t shift;
-    int want;
-};
-
-static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
-                      const struct nsc_rec *ext) {
-    struct run *ru = ud;
-    if (!ru->want)
-        return;
-    if (!ru->t)
-        ru->t = nsc_track_new(d, ru->shift, on_op, ru->fs);
-    if (ru->t)
-        nsc_track_record(ru->t, thread, r, ext);
-}
 
 static int cmp_sample(const void *a, const void *b) {
     uint64_t x = ((const struct sample *)a)->key, y = ((const struct sample *)b)->key;
@@ -144,14 +128,10 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
                 if (al->host_of[i] < 0)
                     continue;
                 fs[i].s = malloc(SAMPLE_MAX * sizeof(struct sample));
-                struct nsc_decoder d;
-                if (!fs[i].s || nsc_decoder_open(&d, files[i]) != NSC_OK)
+                if (!fs[i].s)
                     continue;
-                struct run ru = {NULL, &fs[i], al->shift_ns[i], 1};
-                struct nsc_decode_ops ops = {.record = on_record};
-                nsc_decoder_run(&d, &ops, &ru);
-                nsc_track_finish(ru.t);
-                nsc_decoder_close(&d);
+                struct nsc_ops_hooks h = {.op = on_op};
+                nsc_ops_pass(files[i], al->shift_ns[i], &h, &fs[i]);
                 qsort(fs[i].s, fs[i].n, sizeof(struct sample), cmp_sample);
             }
             /* Per host: differences against every reference-host file. */

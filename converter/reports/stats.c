@@ -11,6 +11,7 @@
 #include "gpu_clock.h"
 #include "hash.h"
 #include "latency_hist.h"
+#include "ops.h"
 #include "python_callers.h"
 #include "result.h"
 
@@ -86,14 +87,6 @@ static unsigned bucket_of(uint64_t bytes) {
     return b;
 }
 
-/* nccl-tests' "size": the whole buffer for all_gather/reduce_scatter. */
-static uint64_t op_bytes(const struct nsc_op_done *op) {
-    uint64_t b = op->count * (uint64_t)nsc_dtype_size(op->dtype);
-    if (!op->is_p2p && op->func && op->nranks > 0 &&
-        (!strcmp(op->func, "AllGather") || !strcmp(op->func, "ReduceScatter")))
-        b *= (uint64_t)op->nranks;
-    return b;
-}
 
 static double bus_factor(const char *func, int n) {
     if (!func || n <= 0)
@@ -137,9 +130,7 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
  * SESSION block (always first) has told which event types were recorded. */
 struct file_run {
     struct agg *a;
-    struct nsc_coll_track *t;
     int64_t shift;
-    int oom;
     struct nsc_gpu_clock *gpu; /* per comm serial (NULL: no KernelCh recorded) */
     uint32_t ngpu;
     const char *path;
@@ -149,7 +140,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     struct file_run *fr = ud;
     struct agg *a = fr->a;
     a->ops++;
-    uint64_t bytes = op_bytes(op);
+    uint64_t bytes = nsc_op_bytes(op); /* nccl-tests' size */
     if (a->pc)
         nsc_py_callers_op(a->pc, op, bytes);
     unsigned b = bucket_of(bytes);
@@ -225,34 +216,37 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     }
 }
 
-static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
-                      const struct nsc_rec *ext) {
+/* The GPU clock offsets, as convert maps them: a pre-pass over the file's
+ * KernelCh, once the SESSION block said they exist. A replay re-timed the
+ * host calls and kept the recorded GPU timers: GPU time stands, queue time
+ * and GPU starts do not. */
+static void on_session(void *ud, const struct nsc_decoder *d) {
     struct file_run *fr = ud;
-    if (!fr->t && !fr->oom) {
-        if (!(fr->t = nsc_track_new(d, fr->shift, on_op, fr)))
-            fr->oom = 1;
-        /* The GPU clock offsets, as convert maps them: a pre-pass over the
-         * file's first KernelCh, once the SESSION block said they exist. */
-        /* A replay re-timed the host calls and kept the recorded GPU
-         * timers: GPU time stands, queue time and GPU starts do not. */
-        else if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 &&
-                 !nsc_session_replayed(&d->session) &&
-                 nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
-            fr->gpu = NULL;
-            fr->ngpu = 0;
-        }
+    if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(&d->session) &&
+        nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
+        fr->gpu = NULL;
+        fr->ngpu = 0;
     }
-    if (fr->a->pc) /* before the tracker: an operation's API call is known when it completes */
-        nsc_py_callers_record(fr->a->pc, d, thread, r);
-    if (fr->t)
-        nsc_track_record(fr->t, thread, r, ext);
 }
 
-static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
-    (void)d;
+/* before the tracker: an operation's API call is known when it completes */
+static void on_record(void *ud, const struct nsc_decoder *d, uint32_t thread,
+                      const struct nsc_rec *r) {
+    struct file_run *fr = ud;
+    nsc_py_callers_record(fr->a->pc, d, thread, r);
+}
+
+static void on_error(void *ud, const char *msg) {
     struct file_run *fr = ud;
     fr->a->damaged = 1;
     fprintf(stderr, "ncclscope stats: %s\n", msg);
+}
+
+static void add_losses(struct lost *l, const struct nsc_decoder *d);
+
+static void on_done(void *ud, const struct nsc_decoder *d) {
+    struct file_run *fr = ud;
+    add_losses(&fr->a->lost, d);
 }
 
 /* ---- output ---- */
@@ -788,21 +782,13 @@ int nsc_stats(const struct nsc_stats_opts *o) {
     for (int i = 0; i < o->nfiles; i++) {
         if (a.pc)
             nsc_py_callers_file(a.pc);
-        struct nsc_decoder d;
         a.path = o->files[i];
-        if (nsc_decoder_open(&d, o->files[i]) != NSC_OK) {
-            fprintf(stderr, "ncclscope stats: %s\n", d.rd.err);
-            a.damaged = 1;
-            continue;
-        }
-        struct file_run fr = {&a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0, NULL, 0, o->files[i]};
-        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
-        nsc_decoder_run(&d, &ops, &fr);
-        nsc_track_finish(fr.t);
+        struct file_run fr = {&a, o->shift_ns ? o->shift_ns[i] : 0, NULL, 0, o->files[i]};
+        struct nsc_ops_hooks h = {.session = on_session, .record = a.pc ? on_record : NULL,
+                                  .op = on_op, .error = on_error, .done = on_done};
+        int rc = nsc_ops_pass(o->files[i], fr.shift, &h, &fr);
         free(fr.gpu);
-        add_losses(&a.lost, &d);
-        nsc_decoder_close(&d);
-        if (fr.oom) {
+        if (rc < 0) {
             fprintf(stderr, "ncclscope stats: out of memory\n");
             return 3;
         }
