@@ -18,6 +18,7 @@
 #include "event_types.h"
 #include "events.h"
 #include "gpu_clock.h"
+#include "parallel.h"
 #include "python_view.h"
 #include "result.h"
 #include "sink.h"
@@ -210,27 +211,53 @@ static void losses_warning(const char *path, const struct nsc_decoder *d) {
                 path, (unsigned long long)h->comm_overflow);
 }
 
-/* The GPU clock of each comm of a file with KernelCh/KernelPhase. */
-static void gpu_clocks(struct job *j, struct nsc_file_meta *m, uint32_t mask) {
+/* Said with -v: each comm's GPU clock mapping. */
+static void gpu_clocks_say(const struct job *j, const struct nsc_file_meta *m) {
     const struct nsc_convert_opts *o = j->o;
-    struct nsc_gpu_clock *gpu = NULL;
-    uint32_t ngpu = 0;
-    if (!(mask & ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_PHASE))) ||
-        nsc_gpu_clock_scan(m->path, m->shift_ns, &gpu, &ngpu) != 0)
-        return;
-    m->gpu = gpu;
-    m->ngpu = ngpu;
     if (o->quiet || !o->verbose || m->replayed)
         return;
-    for (uint32_t k = 0; k < ngpu; k++)
-        if (gpu[k].have)
+    for (uint32_t k = 0; k < m->ngpu; k++)
+        if (m->gpu[k].have)
             fprintf(stderr,
                     "ncclscope convert: %s comm #%u: host = GPU %%globaltimer %+.6f s "
                     "(min over %llu KernelCh of host stop - GPU end; median "
                     "notice delay %.2f us; %llu impossible intervals)\n",
-                    m->path, k, (double)gpu[k].offset_ns / 1e9,
-                    (unsigned long long)gpu[k].kernels,
-                    (double)gpu[k].median_delay_ns / 1e3, (unsigned long long)gpu[k].impossible);
+                    m->path, k, (double)m->gpu[k].offset_ns / 1e9,
+                    (unsigned long long)m->gpu[k].kernels,
+                    (double)m->gpu[k].median_delay_ns / 1e3,
+                    (unsigned long long)m->gpu[k].impossible);
+}
+
+/* The short passes before the main one, per file (files several at a time:
+ * -j): its SESSION block, and for files with KernelCh/KernelPhase the GPU
+ * clock of each comm (the offset must be known before the first GPU slice
+ * is placed). */
+struct prepass {
+    struct job *j;
+    uint32_t *pids, *masks;
+    char (*hosts)[64];
+    uint64_t *t0;
+};
+
+static void prepass_file(void *ud, int i) {
+    struct prepass *p = ud;
+    struct nsc_file_meta *m = &p->j->meta[i];
+    struct nsc_session s;
+    p->t0[i] = UINT64_MAX;
+    if (read_session(m->path, &s) != 0)
+        return;
+    p->pids[i] = s.pid;
+    p->masks[i] = s.event_mask;
+    m->replayed = nsc_session_replayed(&s);
+    p->t0[i] = nsc_shift_ns(s.start.mono_ns, m->shift_ns);
+    memcpy(p->hosts[i], s.host, 63);
+    struct nsc_gpu_clock *gpu = NULL;
+    uint32_t ngpu = 0;
+    if (s.event_mask & ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_PHASE)) &&
+        nsc_gpu_clock_scan(m->path, m->shift_ns, &gpu, &ngpu) == 0) {
+        m->gpu = gpu;
+        m->ngpu = ngpu;
+    }
 }
 
 /* One file, start to end. */
@@ -249,7 +276,7 @@ static void convert_file(struct job *j, int i, uint32_t mask) {
         m->path = NULL; /* no line in the metadata */
         return;
     }
-    gpu_clocks(j, m, mask);
+    gpu_clocks_say(j, m);
     if (nsc_events_init(&p.ev) != 0) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
         j->res.damaged++;
@@ -347,23 +374,26 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
         fprintf(stderr, "ncclscope convert: %s\n", err);
         goto done;
     }
-    /* First pass over headers only: which pid each file holds, so PXN
-     * parents from another process can be linked. */
+    /* Before the main pass: which pid each file holds, so PXN parents from
+     * another process can be linked; the job's start; the GPU clocks. */
     uint64_t t_origin = UINT64_MAX;
+    uint64_t *t0 = calloc(n1, sizeof(*t0));
+    if (!t0) {
+        fprintf(stderr, "ncclscope convert: out of memory\n");
+        goto done;
+    }
     for (int i = 0; i < o->nfiles; i++) {
         j.meta[i].path = o->files[i];
         j.meta[i].shift_ns = o->shift_ns ? o->shift_ns[i] : 0;
-        struct nsc_session s;
-        if (read_session(o->files[i], &s) == 0) {
-            pids[i] = s.pid;
-            masks[i] = s.event_mask;
-            j.meta[i].replayed = nsc_session_replayed(&s);
-            uint64_t t0 = nsc_shift_ns(s.start.mono_ns, j.meta[i].shift_ns);
-            if (t0 < t_origin)
-                t_origin = t0;
-            memcpy(hosts[i], s.host, 63);
-        }
     }
+    struct prepass pp = {&j, pids, masks, hosts, t0};
+    int jobs = o->jobs > 0 ? o->jobs : nsc_jobs_default();
+    if (nsc_parallel(o->nfiles, jobs, prepass_file, NULL, &pp) != 0)
+        nsc_parallel(o->nfiles, 1, prepass_file, NULL, &pp);
+    for (int i = 0; i < o->nfiles; i++)
+        if (t0[i] < t_origin)
+            t_origin = t0[i];
+    free(t0);
     struct nsc_timeline_opts to = {o->ranks, o->nranks, o->comm, o->t_from, o->t_to,
                                    o->event_mask, o->flows, t_origin, o->nfiles,
                                    pids, (const char(*)[64])hosts};

@@ -17,6 +17,7 @@
 
 #include "clock_align.h"
 #include "convert.h"
+#include "parallel.h"
 #include "hang.h"
 #include "event_types.h"
 #include "report.h"
@@ -51,7 +52,8 @@ static void usage(FILE *f) {
             "      one self-contained HTML page: per-rank timeline, stats tables,\n"
             "      latency-by-size chart, stragglers (no scripts, no network).\n"
             "  convert, stats and report take --align auto|realtime and --max-uncertainty-us U (default\n"
-            "      1000) for files from several hosts (see docs/converter.md).\n"
+            "      1000) for files from several hosts (see docs/converter.md), and -j N:\n"
+            "      files read at once (default: one per processor; the output is the same).\n"
             "  ncclscope hang <files or directories...> [--json]\n"
             "      where a hung (killed) job's ranks diverge: exit 4 when a hang is found.\n"
             "  ncclscope info <file>\n"
@@ -87,6 +89,7 @@ static const struct cmd_help {
      "  --no-flows                no flow arrows (parent -> child, across ranks)\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (GPU clock mapping, alignment)\n"
      "  -h, --help                this text\n"
      "\n"
@@ -110,6 +113,7 @@ static const struct cmd_help {
      "  -o FILE                   write there instead of standard output\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (alignment)\n"
      "  -h, --help                this text\n"},
     {"report",
@@ -122,6 +126,7 @@ static const struct cmd_help {
      "  -o FILE                   where to write (required)\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (alignment)\n"
      "  -h, --help                this text\n"},
     {"hang",
@@ -263,6 +268,7 @@ static int expand(char **in, int n, char ***out, int *nout) {
 /* Options every multi-file command shares. Returns 1 when argv[*i] was one. */
 struct align_opts {
     int mode;          /* 0 auto, 1 realtime */
+    int jobs;          /* -j N: files read at once (0: one per processor) */
     double max_unc_ns;
     int verbose;       /* -v: per-file and per-host diagnostics */
 };
@@ -286,6 +292,20 @@ static int align_option(int argc, char **argv, int *i, struct align_opts *a, int
     }
     if (strcmp(argv[*i], "--max-uncertainty-us") == 0 && *i + 1 < argc) {
         a->max_unc_ns = atof(argv[++*i]) * 1e3;
+        return 1;
+    }
+    /* -j N or -jN: the output is the same whatever N (parallel.h) */
+    if (strncmp(argv[*i], "-j", 2) == 0 && (argv[*i][2] || *i + 1 < argc)) {
+        const char *v = argv[*i][2] ? argv[*i] + 2 : argv[++*i];
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 1 || n > 1024) {
+            fprintf(stderr, "ncclscope: -j takes a number of files at once (1-1024), not %s\n", v);
+            *bad = 1;
+        } else {
+            a->jobs = (int)n;
+            nsc_jobs_set_default(a->jobs);
+        }
         return 1;
     }
     return 0;

@@ -7,6 +7,7 @@
 #include "coll_track.h"
 #include "hash.h"
 #include "ops.h"
+#include "parallel.h"
 #include "trace_decode.h"
 
 /* Completions sampled per file: collectives whose (commHash, seq) hash is
@@ -38,6 +39,25 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
 static int cmp_sample(const void *a, const void *b) {
     uint64_t x = ((const struct sample *)a)->key, y = ((const struct sample *)b)->key;
     return x < y ? -1 : x > y;
+}
+
+struct pass2 {
+    const char *const *files;
+    struct nsc_align *al;
+    struct file_samples *fs;
+};
+
+static void sample_file(void *ud, int i) {
+    struct pass2 *p = ud;
+    if (p->al->host_of[i] < 0)
+        return;
+    struct file_samples *fs = &p->fs[i];
+    fs->s = malloc(SAMPLE_MAX * sizeof(struct sample));
+    if (!fs->s)
+        return;
+    struct nsc_ops_hooks h = {.op = on_op};
+    nsc_ops_pass(p->files[i], p->al->shift_ns[i], &h, fs);
+    qsort(fs->s, fs->n, sizeof(struct sample), cmp_sample);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -123,17 +143,12 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
             al->hosts[h].realtime_shift_ns = al->shift_ns[i];
         }
         if (mode == 0) {
-            /* Pass 2: sampled completions of every file, on the realtime placement. */
-            for (int i = 0; i < nfiles; i++) {
-                if (al->host_of[i] < 0)
-                    continue;
-                fs[i].s = malloc(SAMPLE_MAX * sizeof(struct sample));
-                if (!fs[i].s)
-                    continue;
-                struct nsc_ops_hooks h = {.op = on_op};
-                nsc_ops_pass(files[i], al->shift_ns[i], &h, &fs[i]);
-                qsort(fs[i].s, fs[i].n, sizeof(struct sample), cmp_sample);
-            }
+            /* Pass 2: sampled completions of every file, on the realtime
+             * placement; files several at a time (-j), each into its own
+             * samples. */
+            struct pass2 p2 = {files, al, fs};
+            if (nsc_parallel(nfiles, nsc_jobs_default(), sample_file, NULL, &p2) != 0)
+                nsc_parallel(nfiles, 1, sample_file, NULL, &p2);
             /* Per host: differences against every reference-host file. */
             for (int h = 1; h < al->nhosts && rc == 0; h++) {
                 size_t cap = 1 << 16, n = 0;

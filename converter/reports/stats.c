@@ -12,6 +12,7 @@
 #include "hash.h"
 #include "latency_hist.h"
 #include "ops.h"
+#include "parallel.h"
 #include "python_callers.h"
 #include "result.h"
 
@@ -74,6 +75,9 @@ struct agg {
     struct row *rows;
     struct entry *ent;
     size_t ent_cap, ent_n;
+    uint64_t (*ekeys)[2];   /* a file's partial (-j): its entries' keys in insertion order */
+    size_t nekeys, ekeys_cap;
+    int keep_order;
     uint64_t ops;
     int damaged;
     const char *path;
@@ -119,6 +123,19 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
     while (a->ent[s].seq && !(a->ent[s].comm_id == comm && a->ent[s].seq == seq + 1))
         s = (s + 1) & (a->ent_cap - 1);
     if (!a->ent[s].seq) {
+        if (a->keep_order && a->nekeys == a->ekeys_cap) {
+            size_t cap = a->ekeys_cap ? a->ekeys_cap * 2 : 1024;
+            uint64_t(*k)[2] = realloc(a->ekeys, cap * sizeof(*k));
+            if (!k)
+                return NULL;
+            a->ekeys = k;
+            a->ekeys_cap = cap;
+        }
+        if (a->keep_order) {
+            a->ekeys[a->nekeys][0] = comm;
+            a->ekeys[a->nekeys][1] = seq;
+            a->nekeys++;
+        }
         a->ent[s].comm_id = comm;
         a->ent[s].seq = seq + 1;
         a->ent_n++;
@@ -131,6 +148,7 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
 struct file_run {
     struct agg *a;
     int64_t shift;
+    FILE *err;                 /* messages, when not straight to stderr (-j) */
     struct nsc_gpu_clock *gpu; /* per comm serial (NULL: no KernelCh recorded) */
     uint32_t ngpu;
     const char *path;
@@ -239,7 +257,7 @@ static void on_record(void *ud, const struct nsc_decoder *d, uint32_t thread,
 static void on_error(void *ud, const char *msg) {
     struct file_run *fr = ud;
     fr->a->damaged = 1;
-    fprintf(stderr, "ncclscope stats: %s\n", msg);
+    fprintf(fr->err ? fr->err : stderr, "ncclscope stats: %s\n", msg);
 }
 
 static void add_losses(struct lost *l, const struct nsc_decoder *d);
@@ -772,6 +790,174 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     free(v);
 }
 
+/* ---- several files at a time (-j): a partial aggregate per file, merged
+ * in file order into the same tables a sequential read makes ---- */
+
+static void free_agg(struct agg *a) {
+    for (struct row *r = a->rows, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    free(a->ent);
+    free(a->ekeys);
+}
+
+static void merge_losses(struct lost *into, const struct lost *l) {
+    into->records += l->records;
+    into->dropped += l->dropped;
+    into->write += l->write;
+    into->exit += l->exit;
+    into->events += l->events;
+    into->failed_writes += l->failed_writes;
+    into->string_overflow += l->string_overflow;
+    into->unnamed += l->unnamed;
+    into->comm_overflow += l->comm_overflow;
+    if (l->write_errno)
+        into->write_errno = l->write_errno;
+    if (l->memory_peak > into->memory_peak) {
+        into->memory_peak = l->memory_peak;
+        into->memory_budget = l->memory_budget;
+    }
+}
+
+/* The partial of a later file into the whole: rows in the order the file
+ * made them, entries in the order it met them, and ties decided as a
+ * sequential read decides them (an earlier file's value stays unless a
+ * later one is strictly smaller / larger). */
+static int merge_agg(struct agg *into, struct agg *p) {
+    into->ops += p->ops;
+    into->damaged |= p->damaged;
+    merge_losses(&into->lost, &p->lost);
+    size_t nrows = 0;
+    for (struct row *r = p->rows; r; r = r->next)
+        nrows++;
+    struct row **made = malloc((nrows + 1) * sizeof(*made));
+    if (!made)
+        return -1;
+    size_t k = nrows;
+    for (struct row *r = p->rows; r; r = r->next)
+        made[--k] = r; /* the list is newest first */
+    for (k = 0; k < nrows; k++) {
+        struct row *r = made[k], *g;
+        for (g = into->rows; g; g = g->next)
+            if (g->comm_id == r->comm_id && g->bucket == r->bucket && g->is_p2p == r->is_p2p &&
+                !strcmp(g->func, r->func) && !strcmp(g->dtype, r->dtype))
+                break;
+        if (!g) {
+            if (!(g = calloc(1, sizeof(*g)))) {
+                free(made);
+                return -1;
+            }
+            g->comm_id = r->comm_id;
+            g->is_p2p = r->is_p2p;
+            g->bucket = r->bucket;
+            memcpy(g->func, r->func, sizeof(g->func));
+            memcpy(g->dtype, r->dtype, sizeof(g->dtype));
+            g->next = into->rows;
+            into->rows = g;
+        }
+        if (r->nranks > g->nranks)
+            g->nranks = r->nranks;
+        g->enqueue_only += r->enqueue_only;
+        lat_hist_merge(&g->lat, &r->lat);
+        lat_hist_merge(&g->gpu, &r->gpu);
+        lat_hist_merge(&g->queue, &r->queue);
+        g->ops += r->ops;
+        g->bytes_sum += r->bytes_sum;
+        g->gpu_ops += r->gpu_ops;
+        g->queue_ops += r->queue_ops;
+    }
+    free(made);
+    for (size_t i = 0; i < p->nekeys; i++) {
+        struct entry *e = entry_get(p, p->ekeys[i][0], p->ekeys[i][1]);
+        struct entry *g = entry_get(into, p->ekeys[i][0], p->ekeys[i][1]);
+        if (!e || !g)
+            return -1;
+        if (!g->ranks) {
+            uint64_t c = g->comm_id, q = g->seq;
+            *g = *e;
+            g->comm_id = c;
+            g->seq = q;
+            continue;
+        }
+        if (e->ranks && e->first_ns < g->first_ns) {
+            g->first_ns = e->first_ns;
+            g->first_rank = e->first_rank;
+        }
+        if (e->ranks && e->last_ns > g->last_ns) {
+            g->last_ns = e->last_ns;
+            g->last_rank = e->last_rank;
+        }
+        g->ranks += e->ranks;
+        if (e->gpu_ranks) {
+            if (!g->gpu_ranks || e->gpu_first < g->gpu_first)
+                g->gpu_first = e->gpu_first;
+            if (!g->gpu_ranks || e->gpu_last > g->gpu_last) {
+                g->gpu_last = e->gpu_last;
+                g->gpu_last_rank = e->gpu_last_rank;
+                g->gpu_last_enq = e->gpu_last_enq;
+            }
+            g->gpu_ranks += e->gpu_ranks;
+        }
+        if (e->ranks) {
+            g->real_comm = e->real_comm;
+            memcpy(g->func, e->func, sizeof(g->func));
+        }
+    }
+    return 0;
+}
+
+struct par {
+    const struct nsc_stats_opts *o;
+    struct agg *whole;
+    struct agg *part;   /* per file */
+    char **msg;         /* per file: its messages */
+    size_t *msglen;
+    int *rc;
+    int failed;
+};
+
+static void par_work(void *ud, int i) {
+    struct par *p = ud;
+    struct agg *a = &p->part[i];
+    a->keep_order = 1;
+    a->path = p->o->files[i];
+    FILE *err = open_memstream(&p->msg[i], &p->msglen[i]);
+    struct file_run fr = {a, p->o->shift_ns ? p->o->shift_ns[i] : 0, err, NULL, 0, p->o->files[i]};
+    struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .error = on_error, .done = on_done};
+    p->rc[i] = nsc_ops_pass(p->o->files[i], fr.shift, &h, &fr);
+    free(fr.gpu);
+    if (err)
+        fclose(err);
+}
+
+static void par_in_order(void *ud, int i) {
+    struct par *p = ud;
+    if (p->msg[i])
+        fputs(p->msg[i], stderr);
+    free(p->msg[i]);
+    p->msg[i] = NULL;
+    if (p->rc[i] < 0 || merge_agg(p->whole, &p->part[i]) != 0)
+        p->failed = 1;
+    free_agg(&p->part[i]);
+    memset(&p->part[i], 0, sizeof(p->part[i]));
+}
+
+static int stats_parallel(const struct nsc_stats_opts *o, struct agg *a, int jobs) {
+    struct par p = {o, a, calloc((size_t)o->nfiles, sizeof(struct agg)),
+                    calloc((size_t)o->nfiles, sizeof(char *)), calloc((size_t)o->nfiles, sizeof(size_t)),
+                    calloc((size_t)o->nfiles, sizeof(int)), 0};
+    int rc = -1;
+    if (p.part && p.msg && p.msglen && p.rc &&
+        nsc_parallel(o->nfiles, jobs, par_work, par_in_order, &p) == 0)
+        rc = p.failed ? -1 : 0;
+    free(p.part);
+    free(p.msg);
+    free(p.msglen);
+    free(p.rc);
+    return rc;
+}
+
 int nsc_stats(const struct nsc_stats_opts *o) {
     struct agg a;
     memset(&a, 0, sizeof(a));
@@ -779,11 +965,20 @@ int nsc_stats(const struct nsc_stats_opts *o) {
         fprintf(stderr, "ncclscope stats: out of memory\n");
         return 3;
     }
-    for (int i = 0; i < o->nfiles; i++) {
+    int jobs = o->jobs > 0 ? o->jobs : nsc_jobs_default();
+    /* --by-caller follows API calls across a file's records: one file at a time */
+    if (!a.pc && jobs > 1 && o->nfiles > 1) {
+        if (stats_parallel(o, &a, jobs) != 0) {
+            fprintf(stderr, "ncclscope stats: out of memory\n");
+            free_agg(&a);
+            return 3;
+        }
+    }
+    for (int i = 0; i < o->nfiles && (a.pc || jobs <= 1 || o->nfiles <= 1); i++) {
         if (a.pc)
             nsc_py_callers_file(a.pc);
         a.path = o->files[i];
-        struct file_run fr = {&a, o->shift_ns ? o->shift_ns[i] : 0, NULL, 0, o->files[i]};
+        struct file_run fr = {&a, o->shift_ns ? o->shift_ns[i] : 0, NULL, NULL, 0, o->files[i]};
         struct nsc_ops_hooks h = {.session = on_session, .record = a.pc ? on_record : NULL,
                                   .op = on_op, .error = on_error, .done = on_done};
         int rc = nsc_ops_pass(o->files[i], fr.shift, &h, &fr);

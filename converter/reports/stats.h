@@ -31,6 +31,7 @@ struct nsc_stats_opts {
     int top;                 /* straggler rows to print */
     FILE *out;
     int by_caller;           /* the Python call-site table instead (python_callers.h) */
+    int jobs;                /* files read at once (0: one per processor); same output */
 };
 
 /* Returns 0, 2 when some input was damaged (the rest is still counted). */
