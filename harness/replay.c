@@ -339,6 +339,55 @@ static const char *str(struct from_trace *ft, struct nsc_decoder *d, uint32_t id
     return nsc_script_intern(ft->s, nsc_decoder_str(d, id));
 }
 
+/* A NetPlugin's data as the plugin kept it (plugin/nccl_api.c, fill_net). */
+static void rebuild_net(struct nsc_call *c, const struct nsc_rec *r, const struct nsc_rec *ext) {
+    nsc_abi_descr_v7 *d = &c->d;
+    const union nsc_desc *o = &r->u.start.d;
+    d->netPlugin.id = (int64_t)o->net.plugin_id;
+    if (o->net.kind == 1) {
+        c->net.ib.type = o->net.ev_type;
+        c->net.ib.qp.device = o->net.a;
+        c->net.ib.qp.opcode = o->net.b;
+        c->net.ib.qp.length = o->net.length;
+        if (ext) {
+            c->net.ib.qp.wr_id = ext->u.ext.net_ib.wr_id;
+            c->net.ib.qp.qpNum = ext->u.ext.net_ib.qp;
+        }
+        d->netPlugin.data = &c->net;
+    } else if (o->net.kind == 2) {
+        c->net.sock.type = o->net.ev_type;
+        c->net.sock.sock.fd = o->net.a;
+        c->net.sock.sock.op = o->net.b;
+        c->net.sock.sock.length = o->net.length;
+        d->netPlugin.data = &c->net;
+    }
+}
+
+/* The v7 descriptor from a START and its EXT, one statement per row of
+ * nccl/event_schema.def: GET_<KIND>(d's member, where the record keeps it). */
+#define SRC_D(f) o->f
+#define SRC_X(f) ext->u.ext.f
+#define SRC_XC(f) ext->u.ext.f
+#define HAS_D 1
+#define HAS_X (ext != NULL)
+#define HAS_XC (ext != NULL)
+#define HAS_NIB 0 /* NetPlugin: rebuild_net */
+#define HAS_NIBX 0
+#define HAS_NSK 0
+#define HAS_NRAW 0
+#define GET_U(dst, src) dst = src
+#define GET_I(dst, src) dst = src
+#define GET_B(dst, src) dst = src
+#define GET_STR(dst, src) dst = str(ft, dec, src)
+#define GET_PTR(dst, src) dst = (void *)(uintptr_t)(src)
+#define GET_PARENT(dst, src) c->parent_group = src
+#define GET_CETAG(dst, src) dst = nsc_ce_coll_user_tag(o, ext ? &ext->u.ext : NULL)
+#define GET_PY(dst, src)
+#define GET_NETID(dst, src)
+#define GET_NETU(dst, src)
+#define GET_NETI(dst, src)
+#define GET_NETPTR(dst, src)
+#define GET_LIT(dst, src)
 static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_call *c,
                     const struct nsc_rec *r, const struct nsc_rec *ext) {
     nsc_abi_descr_v7 *d = &c->d;
@@ -347,133 +396,45 @@ static void rebuild(struct from_trace *ft, struct nsc_decoder *dec, struct nsc_c
     const struct nsc_comm_info *ci = nsc_decoder_comm(dec, r->h.aux);
     d->rank = ci && ci->rank >= 0 ? ci->rank : 0;
     c->parent = (r->h.flags & NSC_RF_FOREIGN_PARENT) ? NSC_FOREIGN_PARENT : r->u.start.parent;
+    if (r->h.etype == NSC_ET_NET_PLUGIN) {
+        rebuild_net(c, r, ext);
+        return;
+    }
     switch (r->h.etype) {
-    case NSC_ET_GROUP_API:
-        d->groupApi.groupDepth = o->group_api.depth;
-        d->groupApi.graphCaptured = o->group_api.graph;
-        break;
-    case NSC_ET_COLL_API:
-        d->collApi.func = str(ft, dec, o->coll_api.func);
-        d->collApi.count = o->coll_api.count;
-        d->collApi.datatype = str(ft, dec, o->coll_api.dtype);
-        d->collApi.root = o->coll_api.root;
-        d->collApi.stream = (void *)(uintptr_t)o->coll_api.stream;
-        d->collApi.graphCaptured = o->coll_api.graph;
-        if (ext)
-            d->collApi.userTag = ext->u.ext.coll_api.user_tag;
-        break;
-    case NSC_ET_P2P_API:
-        d->p2pApi.func = str(ft, dec, o->p2p_api.func);
-        d->p2pApi.count = o->p2p_api.count;
-        d->p2pApi.datatype = str(ft, dec, o->p2p_api.dtype);
-        d->p2pApi.stream = (void *)(uintptr_t)o->p2p_api.stream;
-        d->p2pApi.graphCaptured = o->p2p_api.graph;
-        d->p2pApi.userTag = o->p2p_api.user_tag;
-        break;
-    case NSC_ET_KERNEL_LAUNCH:
-        d->kernelLaunch.stream = (void *)(uintptr_t)o->kernel_launch.stream;
-        break;
-    case NSC_ET_COLL:
-        d->coll.seqNumber = o->coll.seq;
-        d->coll.func = str(ft, dec, o->coll.func);
-        d->coll.count = o->coll.count;
-        d->coll.root = o->coll.root;
-        d->coll.datatype = str(ft, dec, o->coll.dtype);
-        d->coll.nChannels = o->coll.nch;
-        d->coll.nWarps = o->coll.nwarps;
-        d->coll.algo = str(ft, dec, o->coll.algo);
-        d->coll.proto = str(ft, dec, o->coll.proto);
-        if (ext) {
-            c->parent_group = ext->u.ext.coll.parent_group;
-            d->coll.sendBuff = (const void *)(uintptr_t)ext->u.ext.coll.send_buff;
-            d->coll.recvBuff = (void *)(uintptr_t)ext->u.ext.coll.recv_buff;
-            d->coll.userTag = ext->u.ext.coll.user_tag;
-            d->coll.kernelVariant = str(ft, dec, ext->u.ext.coll.variant);
-            d->coll.isSymColl = ext->u.ext.coll.is_sym != 0;
-        }
-        break;
-    case NSC_ET_P2P:
-        d->p2p.func = str(ft, dec, o->p2p.func);
-        d->p2p.count = o->p2p.count;
-        d->p2p.datatype = str(ft, dec, o->p2p.dtype);
-        d->p2p.peer = o->p2p.peer;
-        d->p2p.nChannels = o->p2p.nch;
-        if (ext) {
-            c->parent_group = ext->u.ext.p2p.parent_group;
-            d->p2p.buff = (void *)(uintptr_t)ext->u.ext.p2p.buff;
-            d->p2p.userTag = ext->u.ext.p2p.user_tag;
-        }
-        break;
-    case NSC_ET_PROXY_OP:
-        d->proxyOp.pid = o->proxy_op.pid;
-        d->proxyOp.channelId = o->proxy_op.ch;
-        d->proxyOp.peer = o->proxy_op.peer;
-        d->proxyOp.nSteps = o->proxy_op.nsteps;
-        d->proxyOp.chunkSize = o->proxy_op.chunk;
-        d->proxyOp.isSend = o->proxy_op.is_send;
-        break;
-    case NSC_ET_PROXY_STEP:
-        d->proxyStep.step = o->proxy_step.step;
-        break;
-    case NSC_ET_KERNEL_CH:
-        d->kernelCh.channelId = o->kernel_ch.ch;
-        d->kernelCh.pTimer = o->kernel_ch.ptimer;
-        break;
-    case NSC_ET_NET_PLUGIN:
-        d->netPlugin.id = (int64_t)o->net.plugin_id;
-        if (o->net.kind == 1) {
-            c->net.ib.type = o->net.ev_type;
-            c->net.ib.qp.device = o->net.a;
-            c->net.ib.qp.opcode = o->net.b;
-            c->net.ib.qp.length = o->net.length;
-            if (ext) {
-                c->net.ib.qp.wr_id = ext->u.ext.net_ib.wr_id;
-                c->net.ib.qp.qpNum = ext->u.ext.net_ib.qp;
-            }
-            d->netPlugin.data = &c->net;
-        } else if (o->net.kind == 2) {
-            c->net.sock.type = o->net.ev_type;
-            c->net.sock.sock.fd = o->net.a;
-            c->net.sock.sock.op = o->net.b;
-            c->net.sock.sock.length = o->net.length;
-            d->netPlugin.data = &c->net;
-        }
-        break;
-    case NSC_ET_CE_COLL:
-        d->ceColl.seqNumber = o->ce_coll.seq;
-        d->ceColl.func = str(ft, dec, o->ce_coll.func);
-        d->ceColl.count = o->ce_coll.count;
-        d->ceColl.root = o->ce_coll.root;
-        d->ceColl.datatype = str(ft, dec, o->ce_coll.dtype);
-        d->ceColl.syncStrategy = str(ft, dec, o->ce_coll.sync);
-        d->ceColl.intraBatchSync = o->ce_coll.intra;
-        if (ext) {
-            d->ceColl.sendBuff = (const void *)(uintptr_t)ext->u.ext.ce_coll.send_buff;
-            d->ceColl.recvBuff = (void *)(uintptr_t)ext->u.ext.ce_coll.recv_buff;
-            d->ceColl.stream = (void *)(uintptr_t)ext->u.ext.ce_coll.stream;
-            d->ceColl.batchSize = ext->u.ext.ce_coll.batch_size;
-            d->ceColl.numBatches = ext->u.ext.ce_coll.num_batches;
-            d->ceColl.ceSeqNum = ext->u.ext.ce_coll.ce_seq;
-        }
-        d->ceColl.userTag = nsc_ce_coll_user_tag(o, ext ? &ext->u.ext : NULL);
-        break;
-    case NSC_ET_CE_SYNC:
-        d->ceCollSync.isComplete = o->ce_sync.complete;
-        d->ceCollSync.nRanks = o->ce_sync.nranks;
-        break;
-    case NSC_ET_CE_BATCH:
-        d->ceCollBatch.numOps = o->ce_batch.num_ops;
-        d->ceCollBatch.totalBytes = o->ce_batch.total_bytes;
-        d->ceCollBatch.useIntraSync = o->ce_batch.intra;
-        break;
-    case NSC_ET_KERNEL_PHASE:
-        d->kernelPhase.channelId = o->kernel_phase.ch;
-        d->kernelPhase.phaseId = o->kernel_phase.phase;
-        d->kernelPhase.phaseName = str(ft, dec, o->kernel_phase.name);
-        d->kernelPhase.pTimer = o->kernel_phase.ptimer;
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ET_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_FIELD(ET, NAME, KIND, ABI, WHERE, OURS, TSV, VMIN, SHOW)                           \
+    if (HAS_##WHERE) {                                                                         \
+        GET_##KIND(d->ABI, SRC_##WHERE(OURS));                                                 \
+    }
+#include "event_schema.def"
+    default:
         break;
     }
 }
+#undef SRC_D
+#undef SRC_X
+#undef SRC_XC
+#undef HAS_D
+#undef HAS_X
+#undef HAS_XC
+#undef HAS_NIB
+#undef HAS_NIBX
+#undef HAS_NSK
+#undef HAS_NRAW
+#undef GET_U
+#undef GET_I
+#undef GET_B
+#undef GET_STR
+#undef GET_PTR
+#undef GET_PARENT
+#undef GET_CETAG
+#undef GET_PY
+#undef GET_NETID
+#undef GET_NETU
+#undef GET_NETI
+#undef GET_NETPTR
+#undef GET_LIT
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
                       const struct nsc_rec *ext) {

@@ -45,105 +45,48 @@ static int type_from_name(const char *name) {
     return -1;
 }
 
+/* The v7 descriptor from a recording's key=value fields, one statement per
+ * row of nccl/event_schema.def with a TSV key (NetPlugin has none). */
+#define TSV_U(dst, key) dst = u64(kv, n, key)
+#define TSV_I(dst, key) dst = i64(kv, n, key)
+#define TSV_B(dst, key) dst = u64(kv, n, key) != 0
+#define TSV_STR(dst, key) dst = sv(s, kv, n, key)
+#define TSV_PTR(dst, key) dst = (void *)(uintptr_t)u64(kv, n, key)
+#define TSV_PARENT(dst, key) c->parent_group = u64(kv, n, key)
+#define TSV_CETAG(dst, key) dst = u64(kv, n, key)
+#define TSV_PY(dst, key)
+#define TSV_NETID(dst, key)
+#define TSV_NETU(dst, key)
+#define TSV_NETI(dst, key)
+#define TSV_NETPTR(dst, key)
+#define TSV_LIT(dst, key)
 static void fill(struct nsc_script *s, struct nsc_call *c, int et, const struct kv *kv, int n) {
     nsc_abi_descr_v7 *d = &c->d;
     switch (et) {
-    case NSC_ET_GROUP_API:
-        d->groupApi.graphCaptured = u64(kv, n, "graph") != 0;
-        d->groupApi.groupDepth = (int)i64(kv, n, "depth");
-        break;
-    case NSC_ET_COLL_API:
-        d->collApi.func = sv(s, kv, n, "func");
-        d->collApi.count = u64(kv, n, "count");
-        d->collApi.datatype = sv(s, kv, n, "dtype");
-        d->collApi.root = (int)i64(kv, n, "root");
-        d->collApi.stream = (void *)(uintptr_t)u64(kv, n, "stream");
-        d->collApi.graphCaptured = u64(kv, n, "graph") != 0;
-        d->collApi.userTag = u64(kv, n, "userTag");
-        break;
-    case NSC_ET_P2P_API:
-        d->p2pApi.func = sv(s, kv, n, "func");
-        d->p2pApi.count = u64(kv, n, "count");
-        d->p2pApi.datatype = sv(s, kv, n, "dtype");
-        d->p2pApi.stream = (void *)(uintptr_t)u64(kv, n, "stream");
-        d->p2pApi.graphCaptured = u64(kv, n, "graph") != 0;
-        d->p2pApi.userTag = u64(kv, n, "userTag");
-        break;
-    case NSC_ET_KERNEL_LAUNCH:
-        d->kernelLaunch.stream = (void *)(uintptr_t)u64(kv, n, "stream");
-        break;
-    case NSC_ET_COLL:
-        d->coll.seqNumber = u64(kv, n, "seq");
-        d->coll.func = sv(s, kv, n, "func");
-        d->coll.count = u64(kv, n, "count");
-        d->coll.root = (int)i64(kv, n, "root");
-        d->coll.datatype = sv(s, kv, n, "dtype");
-        d->coll.nChannels = (uint8_t)u64(kv, n, "nCh");
-        d->coll.nWarps = (uint8_t)u64(kv, n, "nWarps");
-        d->coll.algo = sv(s, kv, n, "algo");
-        d->coll.proto = sv(s, kv, n, "proto");
-        d->coll.kernelVariant = sv(s, kv, n, "kernelVariant");
-        d->coll.isSymColl = u64(kv, n, "isSymColl") != 0;
-        d->coll.userTag = u64(kv, n, "userTag");
-        c->parent_group = u64(kv, n, "parentGroup");
-        break;
-    case NSC_ET_P2P:
-        d->p2p.func = sv(s, kv, n, "func");
-        d->p2p.count = u64(kv, n, "count");
-        d->p2p.datatype = sv(s, kv, n, "dtype");
-        d->p2p.peer = (int)i64(kv, n, "peer");
-        d->p2p.nChannels = (uint8_t)u64(kv, n, "nCh");
-        d->p2p.userTag = u64(kv, n, "userTag");
-        c->parent_group = u64(kv, n, "parentGroup");
-        break;
-    case NSC_ET_PROXY_OP:
-        d->proxyOp.pid = (pid_t)i64(kv, n, "pid");
-        d->proxyOp.channelId = (uint8_t)u64(kv, n, "ch");
-        d->proxyOp.peer = (int)i64(kv, n, "peer");
-        d->proxyOp.nSteps = (int)i64(kv, n, "nSteps");
-        d->proxyOp.chunkSize = (int)i64(kv, n, "chunk");
-        d->proxyOp.isSend = (int)i64(kv, n, "isSend");
-        break;
-    case NSC_ET_PROXY_STEP:
-        d->proxyStep.step = (int)i64(kv, n, "step");
-        break;
-    case NSC_ET_KERNEL_CH:
-        d->kernelCh.channelId = (uint8_t)u64(kv, n, "ch");
-        d->kernelCh.pTimer = u64(kv, n, "ptimer");
-        break;
-    case NSC_ET_CE_COLL:
-        d->ceColl.seqNumber = u64(kv, n, "seq");
-        d->ceColl.func = sv(s, kv, n, "func");
-        d->ceColl.count = u64(kv, n, "count");
-        d->ceColl.root = (int)i64(kv, n, "root");
-        d->ceColl.datatype = sv(s, kv, n, "dtype");
-        d->ceColl.syncStrategy = sv(s, kv, n, "sync");
-        d->ceColl.intraBatchSync = u64(kv, n, "intraSync") != 0;
-        d->ceColl.batchSize = (uint32_t)u64(kv, n, "batchSize");
-        d->ceColl.numBatches = (uint32_t)u64(kv, n, "numBatches");
-        d->ceColl.ceSeqNum = (uint32_t)u64(kv, n, "ceSeq");
-        d->ceColl.stream = (void *)(uintptr_t)u64(kv, n, "stream");
-        d->ceColl.userTag = u64(kv, n, "userTag");
-        break;
-    case NSC_ET_CE_SYNC:
-        d->ceCollSync.isComplete = u64(kv, n, "complete") != 0;
-        d->ceCollSync.nRanks = (int)i64(kv, n, "nRanks");
-        break;
-    case NSC_ET_CE_BATCH:
-        d->ceCollBatch.numOps = (int)i64(kv, n, "numOps");
-        d->ceCollBatch.totalBytes = u64(kv, n, "totalBytes");
-        d->ceCollBatch.useIntraSync = u64(kv, n, "intraSync") != 0;
-        break;
-    case NSC_ET_KERNEL_PHASE:
-        d->kernelPhase.channelId = (uint8_t)u64(kv, n, "ch");
-        d->kernelPhase.phaseId = (uint8_t)u64(kv, n, "phaseId");
-        d->kernelPhase.phaseName = sv(s, kv, n, "phaseName");
-        d->kernelPhase.pTimer = u64(kv, n, "ptimer");
-        break;
+#define NSC_EVENT(ET, VMIN, EXT) case NSC_ET_##ET:
+#define NSC_EVENT_END(ET) break;
+#define NSC_FIELD(ET, NAME, KIND, ABI, WHERE, OURS, TSV, VMIN, SHOW)                           \
+    if (TSV) {                                                                                 \
+        TSV_##KIND(d->ABI, TSV);                                                               \
+    }
+#include "event_schema.def"
     default:
         break;
     }
 }
+#undef TSV_U
+#undef TSV_I
+#undef TSV_B
+#undef TSV_STR
+#undef TSV_PTR
+#undef TSV_PARENT
+#undef TSV_CETAG
+#undef TSV_PY
+#undef TSV_NETID
+#undef TSV_NETU
+#undef TSV_NETI
+#undef TSV_NETPTR
+#undef TSV_LIT
 
 static int comm_index(struct nsc_script *s, uint64_t *ctx_ids, uint64_t ctx) {
     for (size_t i = 0; i < s->ncomms; i++)

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "id_map.h"
+#include "nccl_abi.h"
 #include "intern.h"
 #include "log.h"
 #include "thread_state.h"
@@ -421,7 +422,7 @@ void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r) {
         }
         return;
     case NSC_REC_STATE:
-        if (et == NSC_ET_KERNEL_CH && r->h.aux == 22 /* KernelChStop */) {
+        if (et == NSC_ET_KERNEL_CH && r->h.aux == NSC_ABI_KERNEL_CH_STOP) {
             struct kid *k = kid_find(m, r->h.id);
             if (!k)
                 return;

@@ -385,100 +385,146 @@ static void on_comms(struct nsc_decoder *d, const struct nsc_decode_ops *ops, vo
     }
 }
 
-int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud) {
+int nsc_decoder_step(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud) {
+    if (d->done)
+        return 0;
     struct nsc_block b;
-    while (!d->stop) {
-        int before = d->rd.errors;
-        int rc = nsc_reader_next(&d->rd, &b);
-        if (d->rd.errors != before)
-            report(d, ops, ud, d->rd.err);
-        if (rc == 0)
-            break;
-        if (rc < 0)
-            continue;
-        d->blocks++;
-        switch (b.type) {
-        case NSC_BLK_SESSION:
-            if (b.len != sizeof(struct nsc_session)) {
-                bad_payload(d, ops, ud, &b, "session block has the wrong size");
-                break;
-            }
-            memcpy(&d->session, b.data, sizeof(d->session));
-            const char *sd = session_damage(d, &d->session);
-            if (sd)
-                bad_payload(d, ops, ud, &b, sd);
-            d->session.host[sizeof(d->session.host) - 1] = '\0';
-            d->session.plugin_version[sizeof(d->session.plugin_version) - 1] = '\0';
-            d->have_session = 1;
-            d->lo = d->hi = d->session.start;
-            if (d->session.ticks_per_sec)
-                d->ns_per_tick = 1e9 / (double)d->session.ticks_per_sec;
-            break;
-        case NSC_BLK_ANCHOR:
-            if (b.len != sizeof(struct nsc_anchor)) {
-                bad_payload(d, ops, ud, &b, "anchor block has the wrong size");
-                break;
-            }
-            struct nsc_anchor a;
-            memcpy(&a, b.data, sizeof(a));
-            const char *ad = anchor_damage(d, &a);
-            if (ad) {
-                bad_payload(d, ops, ud, &b, ad);
-                break;
-            }
-            on_anchor(d, &a);
-            break;
-        case NSC_BLK_STRINGS:
-            on_strings(d, ops, ud, &b);
-            break;
-        case NSC_BLK_COMMS:
-            on_comms(d, ops, ud, &b);
-            break;
-        case NSC_BLK_CHUNK:
-            on_chunk(d, ops, ud, &b);
-            break;
-        case NSC_BLK_PACKED:
-            on_packed(d, ops, ud, &b);
-            break;
-        case NSC_BLK_STATS: {
-            /* v1/v2 headers are 40 bytes with header_size 0; v3 says its
-             * size, so a later version may append fields we skip. */
-            struct nsc_stats_header h;
-            memset(&h, 0, sizeof(h));
-            if (b.len < NSC_STATS_HEADER_V2) {
-                bad_payload(d, ops, ud, &b, "stats block too short");
-                break;
-            }
-            memcpy(&h, b.data, NSC_STATS_HEADER_V2);
-            size_t hsize = h.header_size ? h.header_size : NSC_STATS_HEADER_V2;
-            if (hsize < NSC_STATS_HEADER_V2 || hsize > b.len) {
-                bad_payload(d, ops, ud, &b, "stats header size out of range");
-                break;
-            }
-            memcpy(&h, b.data, hsize < sizeof(h) ? hsize : sizeof(h));
-            h.header_size = (uint32_t)hsize;
-            if ((b.len - hsize) / sizeof(struct nsc_thread_stats) < h.nthreads) {
-                bad_payload(d, ops, ud, &b, "stats block shorter than its thread count");
-                break;
-            }
-            struct nsc_thread_stats *ts = malloc(h.nthreads * sizeof(*ts) + 1);
-            if (!ts)
-                break;
-            memcpy(ts, (const char *)b.data + hsize, h.nthreads * sizeof(*ts));
-            d->stats = h;
-            d->have_stats = 1;
-            nsc_losses_sum(&h, ts, &d->losses);
-            if (ops->stats)
-                ops->stats(ud, d, &h, ts);
-            free(ts);
-            break;
-        }
-        case NSC_BLK_END:
-            d->ended = 1;
-            break;
-        }
+    int before = d->rd.errors;
+    int rc = nsc_reader_next(&d->rd, &b);
+    if (d->rd.errors != before)
+        report(d, ops, ud, d->rd.err);
+    if (rc == 0) {
+        d->done = 1;
+        for (uint32_t i = 0; i < d->nthreads; i++)
+            flush_held(d, ops, ud, i, &d->threads[i]);
+        return 0;
     }
+    if (rc < 0)
+        return 1;
+    d->blocks++;
+    switch (b.type) {
+    case NSC_BLK_SESSION:
+        if (b.len != sizeof(struct nsc_session)) {
+            bad_payload(d, ops, ud, &b, "session block has the wrong size");
+            break;
+        }
+        memcpy(&d->session, b.data, sizeof(d->session));
+        const char *sd = session_damage(d, &d->session);
+        if (sd)
+            bad_payload(d, ops, ud, &b, sd);
+        d->session.host[sizeof(d->session.host) - 1] = '\0';
+        d->session.plugin_version[sizeof(d->session.plugin_version) - 1] = '\0';
+        d->have_session = 1;
+        d->lo = d->hi = d->session.start;
+        if (d->session.ticks_per_sec)
+            d->ns_per_tick = 1e9 / (double)d->session.ticks_per_sec;
+        break;
+    case NSC_BLK_ANCHOR:
+        if (b.len != sizeof(struct nsc_anchor)) {
+            bad_payload(d, ops, ud, &b, "anchor block has the wrong size");
+            break;
+        }
+        struct nsc_anchor a;
+        memcpy(&a, b.data, sizeof(a));
+        const char *ad = anchor_damage(d, &a);
+        if (ad) {
+            bad_payload(d, ops, ud, &b, ad);
+            break;
+        }
+        on_anchor(d, &a);
+        break;
+    case NSC_BLK_STRINGS:
+        on_strings(d, ops, ud, &b);
+        break;
+    case NSC_BLK_COMMS:
+        on_comms(d, ops, ud, &b);
+        break;
+    case NSC_BLK_CHUNK:
+        on_chunk(d, ops, ud, &b);
+        break;
+    case NSC_BLK_PACKED:
+        on_packed(d, ops, ud, &b);
+        break;
+    case NSC_BLK_STATS: {
+        /* v1/v2 headers are 40 bytes with header_size 0; v3 says its
+         * size, so a later version may append fields we skip. */
+        struct nsc_stats_header h;
+        memset(&h, 0, sizeof(h));
+        if (b.len < NSC_STATS_HEADER_V2) {
+            bad_payload(d, ops, ud, &b, "stats block too short");
+            break;
+        }
+        memcpy(&h, b.data, NSC_STATS_HEADER_V2);
+        size_t hsize = h.header_size ? h.header_size : NSC_STATS_HEADER_V2;
+        if (hsize < NSC_STATS_HEADER_V2 || hsize > b.len) {
+            bad_payload(d, ops, ud, &b, "stats header size out of range");
+            break;
+        }
+        memcpy(&h, b.data, hsize < sizeof(h) ? hsize : sizeof(h));
+        h.header_size = (uint32_t)hsize;
+        if ((b.len - hsize) / sizeof(struct nsc_thread_stats) < h.nthreads) {
+            bad_payload(d, ops, ud, &b, "stats block shorter than its thread count");
+            break;
+        }
+        struct nsc_thread_stats *ts = malloc(h.nthreads * sizeof(*ts) + 1);
+        if (!ts)
+            break;
+        memcpy(ts, (const char *)b.data + hsize, h.nthreads * sizeof(*ts));
+        d->stats = h;
+        d->have_stats = 1;
+        nsc_losses_sum(&h, ts, &d->losses);
+        if (ops->stats)
+            ops->stats(ud, d, &h, ts);
+        free(ts);
+        break;
+    }
+    case NSC_BLK_END:
+        d->ended = 1;
+        break;
+    }
+    return 1;
+}
+
+int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud) {
+    while (!d->stop && nsc_decoder_step(d, ops, ud))
+        ;
+    /* A stopped run delivers the STARTs still waiting for their EXT. */
     for (uint32_t i = 0; i < d->nthreads; i++)
         flush_held(d, ops, ud, i, &d->threads[i]);
     return d->rd.errors;
+}
+
+const struct nsc_session *nsc_decoder_session(const struct nsc_decoder *d) {
+    return d->have_session ? &d->session : NULL;
+}
+
+const struct nsc_losses *nsc_decoder_losses(const struct nsc_decoder *d) {
+    return d->have_stats ? &d->losses : NULL;
+}
+
+const struct nsc_stats_header *nsc_decoder_stats(const struct nsc_decoder *d) {
+    return d->have_stats ? &d->stats : NULL;
+}
+
+uint32_t nsc_decoder_nthreads(const struct nsc_decoder *d) { return d->nthreads; }
+
+const struct nsc_dthread *nsc_decoder_thread(const struct nsc_decoder *d, uint32_t i) {
+    return i < d->nthreads ? &d->threads[i] : NULL;
+}
+
+const char *nsc_decoder_error(const struct nsc_decoder *d) { return d->rd.err; }
+
+const char *nsc_decoder_path(const struct nsc_decoder *d) { return d->rd.path; }
+
+int nsc_decoder_ended(const struct nsc_decoder *d) { return d->ended; }
+
+void nsc_decoder_counts(const struct nsc_decoder *d, struct nsc_decode_counts *c) {
+    c->blocks = d->blocks;
+    c->chunks = d->chunks;
+    c->records = d->records;
+    c->unnamed_events = d->unnamed_events;
+    c->damage = (uint64_t)d->rd.errors;
+    c->first_ticks = d->first_ticks;
+    c->last_ticks = d->last_ticks;
+    c->have_ticks = d->have_ticks;
 }

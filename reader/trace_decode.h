@@ -74,6 +74,7 @@ struct nsc_decoder {
     uint64_t first_ticks, last_ticks;
     int have_ticks;
     int stop;            /* set by a callback: nsc_decoder_run returns after this block */
+    int done;            /* the end of the file was reached (nsc_decoder_step) */
 };
 
 /* Opens path. Returns NSC_OK or an error (message in d->rd.err). */
@@ -85,7 +86,39 @@ enum nsc_result nsc_decoder_open_memory(struct nsc_decoder *d, const void *data,
  * (0 = the file is intact). */
 int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud);
 
+/* One block (or one damage report): calls ops for what it holds and
+ * returns 1, or returns 0 at the end of the file (after delivering the
+ * STARTs still waiting for an EXT). For readers that pull records as they
+ * need them (reader/ncclscope_reader.c): memory stays one block's. */
+int nsc_decoder_step(struct nsc_decoder *d, const struct nsc_decode_ops *ops, void *ud);
+
 void nsc_decoder_close(struct nsc_decoder *d);
+
+/* ---- accessors: what callers read of a decoder. The struct above is
+ * still public for the converter, which reads its fields directly today;
+ * new code uses these, and once converter/ does too the struct moves into
+ * a private header (docs/design.md, "Source map"). ---- */
+
+/* The SESSION block, or NULL before it was read (or when it is missing). */
+const struct nsc_session *nsc_decoder_session(const struct nsc_decoder *d);
+/* What the last STATS block read so far says was lost, or NULL: none yet. */
+const struct nsc_losses *nsc_decoder_losses(const struct nsc_decoder *d);
+const struct nsc_stats_header *nsc_decoder_stats(const struct nsc_decoder *d);
+/* Writer threads seen so far (index = a record's thread). */
+uint32_t nsc_decoder_nthreads(const struct nsc_decoder *d);
+const struct nsc_dthread *nsc_decoder_thread(const struct nsc_decoder *d, uint32_t i);
+/* The last error, "<path>: offset N: ..." ("" when none). */
+const char *nsc_decoder_error(const struct nsc_decoder *d);
+const char *nsc_decoder_path(const struct nsc_decoder *d);
+/* An END block was read: the session closed cleanly. */
+int nsc_decoder_ended(const struct nsc_decoder *d);
+
+struct nsc_decode_counts {
+    uint64_t blocks, chunks, records, unnamed_events, damage;
+    uint64_t first_ticks, last_ticks; /* record clock range (have_ticks) */
+    int have_ticks;
+};
+void nsc_decoder_counts(const struct nsc_decoder *d, struct nsc_decode_counts *c);
 
 /* Record clock -> CLOCK_MONOTONIC ns, with the anchors read so far. Any
  * input gives a defined result (0 and UINT64_MAX bound what damaged anchors
