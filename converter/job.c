@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "coll_track.h"
+#include "decoded.h"
 #include "event_types.h"
 #include "events.h"
 #include "gpu_clock.h"
@@ -24,22 +25,6 @@
 #include "sink.h"
 #include "timeline.h"
 #include "trace_decode.h"
-
-/* The file's SESSION block (its first), or -1. */
-static int read_session(const char *path, struct nsc_session *s) {
-    struct nsc_decoder d;
-    int rc = -1;
-    if (nsc_decoder_open(&d, path) != NSC_OK)
-        return -1;
-    struct nsc_block b;
-    if (nsc_reader_next(&d.rd, &b) == 1 && b.type == NSC_BLK_SESSION &&
-        b.len == sizeof(struct nsc_session)) {
-        memcpy(s, b.data, sizeof(*s));
-        rc = 0;
-    }
-    nsc_decoder_close(&d);
-    return rc;
-}
 
 /* One file's pass: the model's state and where it goes. */
 struct file_pass {
@@ -180,8 +165,9 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
 /* On stderr, what a file lost beyond ring drops (those are in the summary
  * line): nothing lost goes unsaid. */
 static void losses_warning(const char *path, const struct nsc_decoder *d) {
-    const struct nsc_losses *l = &d->losses;
-    const struct nsc_stats_header *h = &d->stats;
+    const struct nsc_losses *l = nsc_dec_losses(d);
+    const struct nsc_stats_header *h = nsc_dec_stats(d);
+    uint64_t unnamed = nsc_dec_unnamed(d);
     if (l->write || h->write_errors) {
         const char *en = nsc_errno_name(h->write_errno);
         char last[160] = ", writing resumed after them";
@@ -198,12 +184,12 @@ static void losses_warning(const char *path, const struct nsc_decoder *d) {
                 "ncclscope convert: %s: WARNING: %llu records were still in memory when the "
                 "process stopped waiting for the writer at finalize/exit; they are not in the file\n",
                 path, (unsigned long long)l->exit);
-    if (h->string_overflow || d->unnamed_events)
+    if (h->string_overflow || unnamed)
         fprintf(stderr,
                 "ncclscope convert: %s: WARNING: %llu strings past the plugin's table; %llu "
                 "events show \"?\" for a name\n",
                 path, (unsigned long long)h->string_overflow,
-                (unsigned long long)d->unnamed_events);
+                (unsigned long long)unnamed);
     if (h->comm_overflow)
         fprintf(stderr,
                 "ncclscope convert: %s: WARNING: %llu comm descriptions were not kept; their "
@@ -244,7 +230,7 @@ static void prepass_file(void *ud, int i) {
     struct nsc_file_meta *m = &p->j->meta[i];
     struct nsc_session s;
     p->t0[i] = UINT64_MAX;
-    if (read_session(m->path, &s) != 0)
+    if (nsc_dec_read_session(m->path, &s) != 0)
         return;
     p->pids[i] = s.pid;
     p->masks[i] = s.event_mask;
@@ -271,7 +257,7 @@ static void convert_file(struct job *j, int i, uint32_t mask) {
     p.path = o->files[i];
     p.shift_ns = m->shift_ns;
     if (nsc_decoder_open(&p.dec, p.path) != NSC_OK) {
-        fprintf(stderr, "ncclscope convert: %s\n", p.dec.rd.err);
+        fprintf(stderr, "ncclscope convert: %s\n", nsc_decoder_error(&p.dec));
         j->res.damaged++;
         m->path = NULL; /* no line in the metadata */
         return;
@@ -326,24 +312,27 @@ static void convert_file(struct job *j, int i, uint32_t mask) {
     if (!o->quiet)
         losses_warning(p.path, &p.dec);
     /* what the metadata needs of the file, which is closed now */
-    m->session = p.dec.session;
-    m->records = p.dec.records;
-    m->dropped = p.dec.losses.dropped;
-    m->losses = p.dec.losses;
-    m->stats = p.dec.stats;
-    m->unnamed_events = p.dec.unnamed_events;
-    m->ended = p.dec.ended;
+    struct nsc_decode_counts dc;
+    nsc_decoder_counts(&p.dec, &dc);
+    const struct nsc_losses *l = nsc_dec_losses(&p.dec);
+    m->session = *nsc_dec_session(&p.dec);
+    m->records = dc.records;
+    m->dropped = l->dropped;
+    m->losses = *l;
+    m->stats = *nsc_dec_stats(&p.dec);
+    m->unnamed_events = dc.unnamed_events;
+    m->ended = nsc_decoder_ended(&p.dec);
     if (p.py) {
         m->have_py = 1;
         nsc_pyview_counts(p.py, &m->py_calls, &m->py_skipped, &m->py_unmatched);
     }
-    if (!p.dec.have_session)
+    if (!nsc_decoder_session(&p.dec))
         m->path = NULL; /* no line in the metadata */
     j->res.drops += m->dropped;
-    j->res.lost += p.dec.losses.total;
-    j->res.lost_write += p.dec.losses.write;
-    j->res.lost_exit += p.dec.losses.exit;
-    j->res.unnamed += p.dec.unnamed_events;
+    j->res.lost += l->total;
+    j->res.lost_write += l->write;
+    j->res.lost_exit += l->exit;
+    j->res.unnamed += dc.unnamed_events;
     j->res.orphan_records += p.ev.orphan_records;
     for (int k = 0; k < 16; k++)
         j->orphans_by_type[k] += p.ev.orphans_by_type[k];

@@ -91,14 +91,13 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
             al->host_of[i] = -1;
             continue;
         }
-        struct nsc_block b;
+        static const struct nsc_decode_ops none;
         struct nsc_session ss;
-        int got = 0;
-        while (!got && nsc_reader_next(&d.rd, &b) != 0)
-            if (b.type == NSC_BLK_SESSION && b.len == sizeof(struct nsc_session)) {
-                memcpy(&ss, b.data, sizeof(ss));
-                got = 1;
-            }
+        while (!nsc_decoder_session(&d) && nsc_decoder_step(&d, &none, NULL))
+            ; /* blocks up to the SESSION block (the first, in an intact file) */
+        int got = nsc_decoder_session(&d) != NULL;
+        if (got)
+            ss = *nsc_decoder_session(&d);
         nsc_decoder_close(&d);
         if (!got) {
             fprintf(stderr, "ncclscope: %s: no session block: its host and clock are unknown; "

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoded.h"
 #include "event_types.h"
 #include "id_map.h"
 #include "nccl_abi.h"
@@ -133,7 +134,7 @@ static void maybe_done(struct nsc_coll_track *t, struct op *o) {
     unsigned nch = o->start.h.etype == NSC_ET_P2P ? o->start.u.start.d.p2p.nch
                                                    : o->start.u.start.d.coll.nch;
     int done = t->kernel ? (nch ? o->kch_done >= nch : o->children == 0)
-                         : !(t->d->session.event_mask & (1u << NSC_ET_PROXY_OP));
+                         : !(nsc_dec_session(t->d)->event_mask & (1u << NSC_ET_PROXY_OP));
     if (done) {
         report(t, o, NULL, 0);
         op_remove(t, o);
@@ -149,7 +150,7 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->shift = shift_ns;
     t->fn = fn;
     t->ud = ud;
-    t->kernel = (d->session.event_mask >> NSC_ET_KERNEL_CH) & 1;
+    t->kernel = (nsc_dec_session(d)->event_mask >> NSC_ET_KERNEL_CH) & 1;
     int ok = nsc_id_map_init(&t->ops, 1024, sizeof(struct op), NSC_ID_MAP_GROW) == 0;
     ok = nsc_id_map_init(&t->kids, 4096, sizeof(struct nsc_track_child), NSC_ID_MAP_GROW) == 0 && ok;
     t->fifo = calloc(NSC_TRACK_INFLIGHT, sizeof(*t->fifo));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoded.h"
 #include "event_types.h"
 #include "gpu_clock.h"
 #include "python_view.h"
@@ -55,7 +56,7 @@ int nsc_ops_pass(const char *path, int64_t shift_ns, const struct nsc_ops_hooks 
     struct nsc_decoder d;
     if (nsc_decoder_open(&d, path) != NSC_OK) {
         if (h->error)
-            h->error(ud, d.rd.err);
+            h->error(ud, nsc_decoder_error(&d));
         return 3;
     }
     struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
@@ -67,6 +68,19 @@ int nsc_ops_pass(const char *path, int64_t shift_ns, const struct nsc_ops_hooks 
     if (p.oom)
         return -1;
     return p.damaged ? 2 : 0;
+}
+
+int nsc_dec_read_session(const char *path, struct nsc_session *s) {
+    struct nsc_decoder d;
+    if (nsc_decoder_open(&d, path) != NSC_OK)
+        return -1;
+    static const struct nsc_decode_ops none;
+    nsc_decoder_step(&d, &none, NULL); /* the first block: the SESSION block */
+    const struct nsc_session *got = nsc_decoder_session(&d);
+    if (got)
+        *s = *got;
+    nsc_decoder_close(&d);
+    return got ? 0 : -1;
 }
 
 uint64_t nsc_op_bytes(const struct nsc_op_done *op) {
@@ -191,21 +205,11 @@ int nsc_ops_rows(const char *path, int64_t shift_ns, nsc_op_row_fn fn, void *ud,
     /* The GPU clock needs the whole file's KernelCh before the first row. A
      * replay re-timed the host calls and kept the recorded GPU timers: its
      * GPU times stand, its mapping does not (no GPU start then). */
-    struct nsc_decoder d;
-    if (nsc_decoder_open(&d, path) == NSC_OK) {
-        struct nsc_block b;
-        int kernel = 0;
-        if (nsc_reader_next(&d.rd, &b) == 1 && b.type == NSC_BLK_SESSION &&
-            b.len == sizeof(struct nsc_session)) {
-            struct nsc_session s;
-            memcpy(&s, b.data, sizeof(s));
-            kernel = (s.event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(&s);
-        }
-        nsc_decoder_close(&d);
-        if (kernel && nsc_gpu_clock_scan(path, shift_ns, &w.gpu, &w.ngpu) != 0) {
-            w.gpu = NULL;
-            w.ngpu = 0;
-        }
+    struct nsc_session s;
+    if (nsc_dec_read_session(path, &s) == 0 && (s.event_mask >> NSC_ET_KERNEL_CH) & 1 &&
+        !nsc_session_replayed(&s) && nsc_gpu_clock_scan(path, shift_ns, &w.gpu, &w.ngpu) != 0) {
+        w.gpu = NULL;
+        w.ngpu = 0;
     }
     struct nsc_ops_hooks h = {.session = rows_session, .record = rows_record, .op = rows_op,
                               .error = rows_error};

@@ -7,6 +7,7 @@
 
 #include "json_writer.h"
 #include "coll_track.h"
+#include "decoded.h"
 #include "event_types.h"
 #include "gpu_clock.h"
 #include "hash.h"
@@ -240,7 +241,8 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
  * and GPU starts do not. */
 static void on_session(void *ud, const struct nsc_decoder *d) {
     struct file_run *fr = ud;
-    if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(&d->session) &&
+    const struct nsc_session *s = nsc_dec_session(d);
+    if ((s->event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(s) &&
         nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
         fr->gpu = NULL;
         fr->ngpu = 0;
@@ -599,20 +601,22 @@ static void print_html(FILE *f, struct row **v, size_t nrows, const struct entry
 }
 
 static void add_losses(struct lost *l, const struct nsc_decoder *d) {
-    l->records += d->losses.total;
-    l->dropped += d->losses.dropped;
-    l->write += d->losses.write;
-    l->exit += d->losses.exit;
-    l->events += d->losses.events;
-    l->failed_writes += d->stats.write_errors;
-    l->string_overflow += d->stats.string_overflow;
-    l->unnamed += d->unnamed_events;
-    l->comm_overflow += d->stats.comm_overflow;
-    if (d->stats.write_errno)
-        l->write_errno = d->stats.write_errno;
-    if (d->stats.memory_peak > l->memory_peak) {
-        l->memory_peak = d->stats.memory_peak;
-        l->memory_budget = d->stats.memory_budget;
+    const struct nsc_losses *dl = nsc_dec_losses(d);
+    const struct nsc_stats_header *h = nsc_dec_stats(d);
+    l->records += dl->total;
+    l->dropped += dl->dropped;
+    l->write += dl->write;
+    l->exit += dl->exit;
+    l->events += dl->events;
+    l->failed_writes += h->write_errors;
+    l->string_overflow += h->string_overflow;
+    l->unnamed += nsc_dec_unnamed(d);
+    l->comm_overflow += h->comm_overflow;
+    if (h->write_errno)
+        l->write_errno = h->write_errno;
+    if (h->memory_peak > l->memory_peak) {
+        l->memory_peak = h->memory_peak;
+        l->memory_budget = h->memory_budget;
     }
 }
 

@@ -6,13 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "decoded.h"
+#include "desc_visit.h"
 #include "event_types.h"
 #include "nccl_abi.h"
 #include "result.h"
 
 static int file_of_pid(const struct nsc_timeline *t, const struct tl_file *f, uint32_t pid) {
     for (int i = 0; i < t->o.nfiles; i++)
-        if (t->o.file_pids[i] == pid && strcmp(t->o.file_hosts[i], f->dec->session.host) == 0)
+        if (t->o.file_pids[i] == pid && strcmp(t->o.file_hosts[i], nsc_dec_session(f->dec)->host) == 0)
             return i;
     return -1;
 }
@@ -53,13 +55,34 @@ static void py_caller_args(struct nsc_args *a, const struct nsc_decoder *d, cons
         nsc_arg_s(a, "py_caller_from", "process");
 }
 
+struct field_args {
+    struct nsc_timeline *t;
+    struct nsc_args *a;
+    const struct nsc_decoder *dec;
+    const struct nsc_rec *r;
+};
+
+static void field_arg(void *ud, const struct nsc_desc_field *f) {
+    struct field_args *fa = ud;
+    switch (f->kind) {
+    case NSC_DESC_U64: nsc_arg_u(fa->a, f->name, f->v.u); break;
+    case NSC_DESC_I64: nsc_arg_i(fa->a, f->name, f->v.i); break;
+    case NSC_DESC_STR_ID: nsc_arg_s(fa->a, f->name, nsc_decoder_str(fa->dec, (uint32_t)f->v.u)); break;
+    case NSC_DESC_PTR: nsc_arg_hex(fa->a, f->name, f->v.u); break;
+    case NSC_DESC_EVENT_ID:
+        nsc_arg_u(fa->a, f->name, tl_out_id(fa->t, fa->t->f.index, f->v.u));
+        break;
+    case NSC_DESC_TEXT: nsc_arg_s(fa->a, f->name, f->v.text); break;
+    case NSC_DESC_PY_STACK: py_caller_args(fa->a, fa->dec, fa->r); break;
+    }
+}
+
 void tl_event_args(struct nsc_timeline *t, struct nsc_args *a, const struct nsc_event *e) {
     const struct tl_file *f = &t->f;
     const struct nsc_decoder *dec = f->dec;
     const struct nsc_rec *r = &e->start;
     const union nsc_desc *d = &r->u.start.d;
     const union nsc_ext *x = e->has_ext ? &e->ext.u.ext : NULL;
-#define STR(k, id) nsc_arg_s(a, k, nsc_decoder_str(dec, id))
     nsc_arg_u(a, "id", tl_out_id(t, f->index, e->id));
     uint64_t parent = r->u.start.parent;
     if (parent && (r->h.flags & NSC_RF_FOREIGN_PARENT)) {
@@ -83,150 +106,12 @@ void tl_event_args(struct nsc_timeline *t, struct nsc_args *a, const struct nsc_
     const struct nsc_comm_info *ci = nsc_decoder_comm(dec, r->h.aux);
     if (ci)
         nsc_arg_i(a, "rank", ci->rank);
-    switch (r->h.etype) {
-    case NSC_ET_GROUP_API:
-        nsc_arg_i(a, "groupDepth", d->group_api.depth);
-        nsc_arg_u(a, "graphCaptured", d->group_api.graph);
-        py_caller_args(a, dec, r);
-        break;
-    case NSC_ET_COLL_API:
-        STR("func", d->coll_api.func);
-        nsc_arg_u(a, "count", d->coll_api.count);
-        STR("datatype", d->coll_api.dtype);
-        nsc_arg_i(a, "root", d->coll_api.root);
-        nsc_arg_hex(a, "stream", d->coll_api.stream);
-        nsc_arg_u(a, "graphCaptured", d->coll_api.graph);
-        if (x && x->coll_api.user_tag) /* API v7; the EXT is only there for a tag */
-            nsc_arg_u(a, "userTag", x->coll_api.user_tag);
-        py_caller_args(a, dec, r);
-        break;
-    case NSC_ET_P2P_API:
-        STR("func", d->p2p_api.func);
-        nsc_arg_u(a, "count", d->p2p_api.count);
-        STR("datatype", d->p2p_api.dtype);
-        nsc_arg_hex(a, "stream", d->p2p_api.stream);
-        nsc_arg_u(a, "graphCaptured", d->p2p_api.graph);
-        if (d->p2p_api.user_tag)
-            nsc_arg_u(a, "userTag", d->p2p_api.user_tag);
-        py_caller_args(a, dec, r);
-        break;
-    case NSC_ET_KERNEL_LAUNCH:
-        nsc_arg_hex(a, "stream", d->kernel_launch.stream);
-        break;
-    case NSC_ET_COLL:
-        nsc_arg_u(a, "seqNumber", d->coll.seq);
-        STR("func", d->coll.func);
-        nsc_arg_u(a, "count", d->coll.count);
-        nsc_arg_i(a, "root", d->coll.root);
-        STR("datatype", d->coll.dtype);
-        nsc_arg_u(a, "nChannels", d->coll.nch);
-        nsc_arg_u(a, "nWarps", d->coll.nwarps);
-        STR("algo", d->coll.algo);
-        STR("proto", d->coll.proto);
-        if (x) {
-            if (x->coll.parent_group)
-                nsc_arg_u(a, "parentGroup", tl_out_id(t, f->index, x->coll.parent_group));
-            nsc_arg_hex(a, "sendBuff", x->coll.send_buff);
-            nsc_arg_hex(a, "recvBuff", x->coll.recv_buff);
-            /* API v7's fields where set (older traces cannot tell 0 from
-             * unknown, and a replay of one at v7 must read the same) */
-            if (x->coll.user_tag)
-                nsc_arg_u(a, "userTag", x->coll.user_tag);
-            if (x->coll.variant)
-                STR("kernelVariant", x->coll.variant);
-            if (x->coll.is_sym)
-                nsc_arg_u(a, "isSymColl", x->coll.is_sym);
-        }
-        if (ci)
-            nsc_arg_hex(a, "commHash", ci->comm_id);
-        break;
-    case NSC_ET_P2P:
-        STR("func", d->p2p.func);
-        nsc_arg_u(a, "count", d->p2p.count);
-        STR("datatype", d->p2p.dtype);
-        nsc_arg_i(a, "peer", d->p2p.peer);
-        nsc_arg_u(a, "nChannels", d->p2p.nch);
-        if (x) {
-            if (x->p2p.parent_group)
-                nsc_arg_u(a, "parentGroup", tl_out_id(t, f->index, x->p2p.parent_group));
-            nsc_arg_hex(a, "buff", x->p2p.buff);
-            if (x->p2p.user_tag)
-                nsc_arg_u(a, "userTag", x->p2p.user_tag);
-        }
-        break;
-    case NSC_ET_PROXY_OP:
-        nsc_arg_i(a, "pid", d->proxy_op.pid);
-        nsc_arg_u(a, "channelId", d->proxy_op.ch);
-        nsc_arg_i(a, "peer", d->proxy_op.peer);
-        nsc_arg_i(a, "nSteps", d->proxy_op.nsteps);
-        nsc_arg_i(a, "chunkSize", d->proxy_op.chunk);
-        nsc_arg_u(a, "isSend", d->proxy_op.is_send);
-        break;
-    case NSC_ET_PROXY_STEP:
-        nsc_arg_i(a, "step", d->proxy_step.step);
-        break;
-    case NSC_ET_KERNEL_CH:
-        nsc_arg_u(a, "channelId", d->kernel_ch.ch);
-        nsc_arg_u(a, "pTimer", d->kernel_ch.ptimer);
-        break;
-    case NSC_ET_NET_PLUGIN:
-        nsc_arg_hex(a, "netPluginId", d->net.plugin_id);
-        if (d->net.kind == 1) {
-            nsc_arg_s(a, "net", "ib");
-            nsc_arg_u(a, "qpEventType", d->net.ev_type);
-            nsc_arg_i(a, "device", d->net.a);
-            nsc_arg_i(a, "opcode", d->net.b);
-            nsc_arg_u(a, "length", d->net.length);
-            if (x) {
-                nsc_arg_u(a, "wr_id", x->net_ib.wr_id);
-                nsc_arg_i(a, "qpNum", x->net_ib.qp);
-            }
-        } else if (d->net.kind == 2) {
-            nsc_arg_s(a, "net", "socket");
-            nsc_arg_u(a, "sockEventType", d->net.ev_type);
-            nsc_arg_i(a, "fd", d->net.a);
-            nsc_arg_i(a, "op", d->net.b);
-            nsc_arg_u(a, "length", d->net.length);
-        } else {
-            nsc_arg_hex(a, "data", d->net.length);
-        }
-        break;
-    case NSC_ET_CE_COLL:
-        nsc_arg_u(a, "seqNumber", d->ce_coll.seq);
-        STR("func", d->ce_coll.func);
-        nsc_arg_u(a, "count", d->ce_coll.count);
-        nsc_arg_i(a, "root", d->ce_coll.root);
-        STR("datatype", d->ce_coll.dtype);
-        STR("syncStrategy", d->ce_coll.sync);
-        nsc_arg_u(a, "intraBatchSync", d->ce_coll.intra);
-        if (x) {
-            nsc_arg_hex(a, "sendBuff", x->ce_coll.send_buff);
-            nsc_arg_hex(a, "recvBuff", x->ce_coll.recv_buff);
-            nsc_arg_hex(a, "stream", x->ce_coll.stream);
-            nsc_arg_u(a, "batchSize", x->ce_coll.batch_size);
-            nsc_arg_u(a, "numBatches", x->ce_coll.num_batches);
-            nsc_arg_u(a, "ceSeqNum", x->ce_coll.ce_seq);
-        }
-        if (nsc_ce_coll_user_tag(d, x))
-            nsc_arg_u(a, "userTag", nsc_ce_coll_user_tag(d, x));
-        break;
-    case NSC_ET_CE_SYNC:
-        nsc_arg_u(a, "isComplete", d->ce_sync.complete);
-        nsc_arg_i(a, "nRanks", d->ce_sync.nranks);
-        break;
-    case NSC_ET_CE_BATCH:
-        nsc_arg_i(a, "numOps", d->ce_batch.num_ops);
-        nsc_arg_u(a, "totalBytes", d->ce_batch.total_bytes);
-        nsc_arg_u(a, "useIntraSync", d->ce_batch.intra);
-        break;
-    case NSC_ET_KERNEL_PHASE:
-        STR("phaseName", d->kernel_phase.name);
-        nsc_arg_u(a, "phaseId", d->kernel_phase.phase);
-        nsc_arg_u(a, "channel", d->kernel_phase.ch);
-        nsc_arg_u(a, "pTimer", d->kernel_phase.ptimer);
-        break;
-    }
-#undef STR
+    /* The descriptor's fields, in the schema's order (nccl/event_schema.def
+     * through reader/desc_visit.h), as typed arguments. */
+    struct field_args fa = {t, a, dec, r};
+    nsc_desc_visit(r, x, field_arg, &fa);
+    if (r->h.etype == NSC_ET_COLL && ci)
+        nsc_arg_hex(a, "commHash", ci->comm_id);
     if (e->nstates) {
         struct jw *w = nsc_arg_json_begin(a, "states");
         jw_raw(w, "[");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoded.h"
 #include "event_types.h"
 
 struct nsc_timeline *nsc_timeline_new(const struct nsc_timeline_opts *o, struct nsc_sink *sink) {
@@ -157,7 +158,7 @@ void tl_name_process(struct nsc_timeline *t, uint32_t serial) {
         return;
     f->comm_named[serial] = want;
     char name[256];
-    const struct nsc_session *s = &f->dec->session;
+    const struct nsc_session *s = nsc_dec_session(f->dec);
     if (serial == NSC_PY_SERIAL) {
         snprintf(name, sizeof(name), "%s pid %u python", s->host, s->pid);
         ci = NULL;
@@ -185,7 +186,7 @@ static const char *role_of(const struct tl_file *f, unsigned etype) {
     case NSC_ET_KERNEL_CH:
     case NSC_ET_KERNEL_PHASE:
         /* NCCL 2.31 (API v7) polls GPU counters on a profiler thread per device */
-        if (f->dec->session.api_version >= 7)
+        if (nsc_dec_session(f->dec)->api_version >= 7)
             return "profiler thread";
         return "proxy thread";
     case NSC_ET_PROXY_OP:
@@ -206,8 +207,10 @@ static struct track *track_of(struct nsc_timeline *t, uint32_t thread, uint32_t 
     uint64_t key = ((uint64_t)thread << 32) | serial;
     struct track **slot = nsc_id_map_find(&f->tracks, key);
     struct track *k = slot ? *slot : NULL;
-    uint32_t tid = thread < d->nthreads && d->threads[thread].known ? d->threads[thread].tid
-                                                                    : 1000000 + thread;
+    int known;
+    uint32_t tid = nsc_dec_tid(d, thread, &known);
+    if (!known)
+        tid = 1000000 + thread;
     if (!k) {
         k = calloc(1, sizeof(*k));
         if (!k || !(slot = nsc_id_map_insert(&f->tracks, key, NULL))) {
@@ -222,7 +225,7 @@ static struct track *track_of(struct nsc_timeline *t, uint32_t thread, uint32_t 
         k->named = 1;
         tl_name_process(t, serial);
         char name[96];
-        const char *os = thread < d->nthreads ? d->threads[thread].name : "";
+        const char *os = nsc_dec_thread_name(d, thread);
         snprintf(name, sizeof(name), "%s %u%s%s%s",
                  serial == NSC_PY_SERIAL ? "python thread" : role_of(f, etype), tid,
                  os[0] ? " (" : "", os, os[0] ? ")" : "");
@@ -640,11 +643,13 @@ void nsc_timeline_ops_done(struct nsc_timeline *t) {
 static void file_summary(struct nsc_timeline *t, uint64_t last_ns) {
     struct tl_file *f = &t->f;
     const struct nsc_decoder *d = f->dec;
-    const struct nsc_losses *l = &d->losses;
+    const struct nsc_losses *l = nsc_dec_losses(d);
+    const struct nsc_stats_header *h = nsc_dec_stats(d);
+    const struct nsc_session *s = nsc_dec_session(d);
     uint64_t drops = l->dropped;
     uint64_t pid = tl_out_pid(f->index, 0);
     char name[160];
-    snprintf(name, sizeof(name), "ncclscope %s pid %u", d->session.host, d->session.pid);
+    snprintf(name, sizeof(name), "ncclscope %s pid %u", s->host, s->pid);
     struct nsc_tev e = {.k = NSC_TEV_PROCESS, .pid = pid, .name = name};
     tl_out(t, &e);
     struct nsc_tev cnt = {.k = NSC_TEV_COUNTER, .name = "ncclscope dropped records",
@@ -665,10 +670,10 @@ static void file_summary(struct nsc_timeline *t, uint64_t last_ns) {
     else
         snprintf(name, sizeof(name), "ncclscope: %llu records dropped", (unsigned long long)drops);
     struct nsc_args *a = tl_args(t);
-    nsc_arg_u(a, "drops_no_thread", d->stats.drops_no_thread);
-    nsc_arg_u(a, "invalid_context", d->stats.invalid_context);
-    nsc_arg_u(a, "invalid_handle", d->stats.invalid_handle);
-    tl_losses_args(a, l, &d->stats, d->unnamed_events);
+    nsc_arg_u(a, "drops_no_thread", h->drops_no_thread);
+    nsc_arg_u(a, "invalid_context", h->invalid_context);
+    nsc_arg_u(a, "invalid_handle", h->invalid_handle);
+    tl_losses_args(a, l, h, nsc_dec_unnamed(d));
     struct nsc_tev in = {.k = NSC_TEV_INSTANT, .scope = 'p', .name = name, .pid = pid,
                          .ts = last_ns, .args = a};
     tl_out(t, &in);
