@@ -8,6 +8,7 @@
 
 #include "json_sink.h"
 #include "perfetto_proto.h"
+#include "spool.h"
 
 struct nsc_sink {
     struct nsc_sink_opts o;
@@ -17,6 +18,8 @@ struct nsc_sink {
     int err_taken;
     char err[1200];
     struct pf_writer *pf;      /* protobuf: the encoder of the current part */
+    FILE *spool;               /* a spool (spool.h): events kept aside */
+    struct jw raw;             /* spool for JSON: events encoded, not yet in the spool */
     struct json_sink js;       /* JSON: the document's state */
 };
 
@@ -70,7 +73,82 @@ struct nsc_sink *nsc_sink_open(const struct nsc_sink_opts *o, char *err, size_t 
     return s;
 }
 
+struct nsc_sink *nsc_sink_open_spool(FILE *f, enum nsc_sink_format format) {
+    struct nsc_sink *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->spool = f;
+    s->o.format = format;
+    if (format == NSC_SINK_JSON) {
+        /* encoded here, in parallel; every event begins with ",\n" (the
+         * real sink drops the comma of a part's first event) */
+        if (jw_open_mem(&s->raw) != 0) {
+            free(s);
+            return NULL;
+        }
+        json_sink_begin(&s->js, &s->raw);
+        s->raw.len = 0; /* no document head: only events */
+        s->js.first = 0;
+    }
+    return s;
+}
+
+FILE *nsc_sink_spool(const struct nsc_sink *s) { return s->spool; }
+
+static void spool_failed(struct nsc_sink *s) {
+    if (!s->failed)
+        snprintf(s->err, sizeof(s->err), "a temporary file for -j cannot be written (use -j 1)");
+    s->failed = 1;
+}
+
+static void spool_flush(struct nsc_sink *s) {
+    if (s->raw.len && nsc_spool_raw(s->spool, s->raw.buf, s->raw.len) != 0)
+        spool_failed(s);
+    s->raw.len = 0;
+}
+
+int nsc_sink_spool_chain(struct nsc_sink *s, const struct nsc_chain_point *c) {
+    spool_flush(s); /* the arrow goes after the events before it */
+    if (nsc_spool_chain(s->spool, c) != 0)
+        spool_failed(s);
+    return s->failed ? -1 : 0;
+}
+
+int nsc_sink_close_spool(struct nsc_sink *s) {
+    if (!s)
+        return -1;
+    if (s->o.format == NSC_SINK_JSON) {
+        spool_flush(s);
+        jw_close(&s->raw, NULL, 0);
+    }
+    int rc = s->failed || s->raw.error ? -1 : 0;
+    free(s);
+    return rc;
+}
+
+void nsc_sink_raw(struct nsc_sink *s, const char *p, size_t n) {
+    if (s->pf || n < 2)
+        return; /* JSON only (spools of a protobuf run hold typed events) */
+    if (s->js.first) { /* the part's first event: no comma before it */
+        jw_rawn(&s->w, "\n", 1);
+        p += 2;
+        n -= 2;
+        s->js.first = 0;
+    }
+    jw_rawn(&s->w, p, n);
+}
+
 void nsc_sink_event(struct nsc_sink *s, const struct nsc_tev *e) {
+    if (s->spool) {
+        if (s->o.format == NSC_SINK_JSON) {
+            json_sink_event(&s->js, e);
+            if (s->raw.len >= (1u << 16))
+                spool_flush(s);
+        } else if (nsc_spool_event(s->spool, e) != 0) {
+            spool_failed(s);
+        }
+        return;
+    }
     if (s->pf)
         pf_event(s->pf, e);
     else
@@ -84,7 +162,7 @@ static void fail(struct nsc_sink *s, const char *fmt, const char *msg) {
 }
 
 int nsc_sink_rotate(struct nsc_sink *s) {
-    if (!s->o.split_bytes || s->w.bytes + s->w.len < s->o.split_bytes)
+    if (s->spool || !s->o.split_bytes || s->w.bytes + s->w.len < s->o.split_bytes)
         return 0;
     if (!s->pf)
         json_sink_end_part(&s->js, s->part);

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "args.h"
 
@@ -77,5 +78,18 @@ int nsc_sink_finish(struct nsc_sink *s, const struct nsc_args *meta, uint64_t ts
                     size_t errlen);
 /* Closes and removes the current part (a failed run); frees. */
 void nsc_sink_abort(struct nsc_sink *s);
+
+/* A sink that keeps events aside in f (spool.h) for a real sink of
+ * `format` to write later: JSON events encoded already, protobuf events
+ * typed (their encoding depends on what was written before). nsc_sink_spool
+ * says which sinks are spools (NULL: a real one). Closing frees the sink,
+ * not f; returns -1 when anything could not be written to f. */
+struct nsc_chain_point;
+struct nsc_sink *nsc_sink_open_spool(FILE *f, enum nsc_sink_format format);
+FILE *nsc_sink_spool(const struct nsc_sink *s);
+int nsc_sink_spool_chain(struct nsc_sink *s, const struct nsc_chain_point *c);
+int nsc_sink_close_spool(struct nsc_sink *s);
+/* A spool's encoded JSON events, into a real JSON sink. */
+void nsc_sink_raw(struct nsc_sink *s, const char *p, size_t n);
 
 #endif /* NSC_SINK_H */

@@ -16,6 +16,7 @@
 #define NSC_TIMELINE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "coll_track.h"
 #include "events.h"
@@ -110,6 +111,15 @@ struct nsc_timeline_totals {
     uint64_t events, unfinished, filtered, flows, chains_not_linked;
 };
 void nsc_timeline_totals(const struct nsc_timeline *t, struct nsc_timeline_totals *out);
+
+/* -j: a file laid out by its own timeline into a spool (sink.h,
+ * nsc_sink_open_spool), written here in file order: its events, and the
+ * collective chains resolved against the files before it. Returns 0, or -1
+ * when the spool cannot be read. Then its totals are added. */
+int nsc_timeline_replay(struct nsc_timeline *t, FILE *spool);
+void nsc_timeline_add_totals(struct nsc_timeline *t, const struct nsc_timeline_totals *o);
+/* A chain point could not be written to the spool. */
+int nsc_timeline_spool_failed(const struct nsc_timeline *t);
 
 /* The run's metadata as typed arguments (files, totals, losses). */
 struct nsc_run_meta {

@@ -6,6 +6,7 @@
 #define NSC_TIMELINE_INT_H
 
 #include "id_map.h"
+#include "spool.h"
 #include "timeline.h"
 
 #define INFLIGHT_HEAP 256
@@ -71,6 +72,7 @@ struct nsc_timeline {
     struct nsc_timeline_totals tot;
     struct tl_file f;
     int have_file;
+    int spool_failed;          /* a chain point could not be kept aside (-j) */
 };
 
 static inline uint64_t tl_out_id(const struct nsc_timeline *t, int file, uint64_t local) {
@@ -103,6 +105,7 @@ struct placed *tl_recent_slot(struct nsc_timeline *t, uint64_t local_id);
 /* The chain of one collective across ranks: an arrow from the rank written
  * before to this one. */
 void tl_chain(struct nsc_timeline *t, const struct nsc_op_done *op, uint64_t pid, uint32_t tid);
+void tl_chain_point(struct nsc_timeline *t, const struct nsc_chain_point *c);
 
 /* counters.c */
 void tl_inflight_add(struct nsc_timeline *t, uint32_t serial, struct rank_view *v, uint64_t start,
