@@ -316,8 +316,10 @@ static int align_option(int argc, char **argv, int *i, struct align_opts *a, int
 static int align(char **files, int nfiles, const struct align_opts *ao, struct nsc_align *al,
                  const char *cmd) {
     char err[1024];
-    if (nsc_align_files((const char *const *)files, nfiles, ao->mode, ao->max_unc_ns, al, err,
-                        sizeof(err)) != 0) {
+    int rc = nsc_align_files((const char *const *)files, nfiles, ao->mode, ao->max_unc_ns, al,
+                             err, sizeof(err));
+    nsc_align_print_unaligned(al, (const char *const *)files, stderr);
+    if (rc != 0) {
         fprintf(stderr, "ncclscope %s: %s\n", cmd, err);
         nsc_align_free(al);
         return -1;

@@ -72,9 +72,10 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
     al->shift_ns = calloc((size_t)nfiles + 1, sizeof(int64_t));
     al->host_of = calloc((size_t)nfiles + 1, sizeof(int));
     al->hosts = calloc((size_t)nfiles + 1, sizeof(*al->hosts));
+    al->no_session = calloc((size_t)nfiles + 1, 1);
     int64_t *real_minus_mono = calloc((size_t)nfiles + 1, sizeof(int64_t));
     struct file_samples *fs = calloc((size_t)nfiles + 1, sizeof(*fs));
-    if (!al->shift_ns || !al->host_of || !al->hosts || !real_minus_mono || !fs) {
+    if (!al->shift_ns || !al->host_of || !al->hosts || !al->no_session || !real_minus_mono || !fs) {
         snprintf(err, errlen, "out of memory");
         free(real_minus_mono);
         free(fs);
@@ -100,8 +101,7 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
             ss = *nsc_decoder_session(&d);
         nsc_decoder_close(&d);
         if (!got) {
-            fprintf(stderr, "ncclscope: %s: no session block: its host and clock are unknown; "
-                            "left unaligned\n", files[i]);
+            al->no_session[i] = 1; /* said by nsc_align_print_unaligned */
             al->host_of[i] = -1;
             continue;
         }
@@ -222,6 +222,13 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
     return rc;
 }
 
+void nsc_align_print_unaligned(const struct nsc_align *al, const char *const *files, FILE *f) {
+    for (int i = 0; al->no_session && i < al->nfiles; i++)
+        if (al->no_session[i])
+            fprintf(f, "ncclscope: %s: no session block: its host and clock are unknown; "
+                       "left unaligned\n", files[i]);
+}
+
 void nsc_align_print(const struct nsc_align *al, FILE *f) {
     if (al->nhosts <= 1)
         return;
@@ -246,5 +253,6 @@ void nsc_align_free(struct nsc_align *al) {
     free(al->shift_ns);
     free(al->host_of);
     free(al->hosts);
+    free(al->no_session);
     memset(al, 0, sizeof(*al));
 }
