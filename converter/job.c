@@ -415,6 +415,7 @@ static void convert_one_apart(void *ud, int i) {
         r->failed = 1;
     if (r->spool && fflush(r->spool) != 0)
         r->failed = 1;
+    nsc_spool_thread_done();
     if (msg)
         fclose(msg);
 }

@@ -268,9 +268,9 @@ static int expand(char **in, int n, char ***out, int *nout) {
 /* Options every multi-file command shares. Returns 1 when argv[*i] was one. */
 struct align_opts {
     int mode;          /* 0 auto, 1 realtime */
-    int jobs;          /* -j N: files read at once (0: one per processor) */
     double max_unc_ns;
     int verbose;       /* -v: per-file and per-host diagnostics */
+    int jobs;          /* -j N: files read at once (0: one per processor) */
 };
 
 static int align_option(int argc, char **argv, int *i, struct align_opts *a, int *bad) {

@@ -44,6 +44,11 @@ static void put_str(struct out *o, const char *s, size_t n) {
 
 static void put_cstr(struct out *o, const char *s) { put_str(o, s, s ? strlen(s) : 0); }
 
+void nsc_spool_thread_done(void) {
+    free(ob.p);
+    memset(&ob, 0, sizeof(ob));
+}
+
 static int flush_item(FILE *f, struct out *o) {
     int rc = o->oom || fwrite(o->p, 1, o->len, f) != o->len ? -1 : 0;
     o->len = 0;

@@ -29,6 +29,8 @@ struct nsc_chain_point {
  * be written (the caller fails the run). */
 int nsc_spool_event(FILE *f, const struct nsc_tev *e);
 int nsc_spool_chain(FILE *f, const struct nsc_chain_point *c);
+/* A thread that wrote spools is done with them: frees its encoding buffer. */
+void nsc_spool_thread_done(void);
 /* Events already encoded (JSON: each begins with ",\n"). */
 int nsc_spool_raw(FILE *f, const void *p, size_t n);
 
