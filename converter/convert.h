@@ -29,6 +29,7 @@ struct nsc_convert_opts {
     const int64_t *shift_ns; /* per file, onto the merged timeline (clock_align.h); NULL = 0 */
     int flows;               /* parent -> child and per-collective cross-rank flow arrows */
     int verbose;             /* per-file diagnostics on stderr (GPU clock mapping, lanes) */
+    int jobs;                /* files read at once where the output allows (0: default) */
 };
 
 struct nsc_convert_result {

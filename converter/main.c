@@ -17,6 +17,7 @@
 
 #include "clock_align.h"
 #include "convert.h"
+#include "parallel.h"
 #include "hang.h"
 #include "event_types.h"
 #include "report.h"
@@ -51,7 +52,8 @@ static void usage(FILE *f) {
             "      one self-contained HTML page: GPU time tables, GPU time per rank over\n"
             "      the job, who made whom wait (nothing fetched; a script only zooms).\n"
             "  convert, stats and report take --align auto|realtime and --max-uncertainty-us U (default\n"
-            "      1000) for files from several hosts (see docs/converter.md).\n"
+            "      1000) for files from several hosts (see docs/converter.md), and -j N:\n"
+            "      files read at once (default: one per processor; the output is the same).\n"
             "  ncclscope hang <files or directories...> [--json]\n"
             "      where a hung (killed) job's ranks diverge: exit 4 when a hang is found.\n"
             "  ncclscope info <file>\n"
@@ -83,10 +85,11 @@ static const struct cmd_help {
      "  --comm HEXPREFIX|NAME     keep one communicator (commHash prefix or name)\n"
      "  --time FROM:TO            keep this window, seconds from the job's start\n"
      "  --events MASK             keep these event types (NCCLSCOPE_EVENTS syntax)\n"
-     "  --split MB                JSON only: a new file every MB (trace-000.json, ...)\n"
+     "  --split MB                a new file every MB (trace-000.json, trace-000.pftrace, ...)\n"
      "  --no-flows                no flow arrows (parent -> child, across ranks)\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (GPU clock mapping, alignment)\n"
      "  -h, --help                this text\n"
      "\n"
@@ -110,6 +113,7 @@ static const struct cmd_help {
      "  -o FILE                   write there instead of standard output\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (alignment)\n"
      "  -h, --help                this text\n"},
     {"report",
@@ -123,6 +127,7 @@ static const struct cmd_help {
      "  -o FILE                   where to write (required)\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (alignment)\n"
      "  -h, --help                this text\n"},
     {"hang",
@@ -266,6 +271,7 @@ struct align_opts {
     int mode;          /* 0 auto, 1 realtime */
     double max_unc_ns;
     int verbose;       /* -v: per-file and per-host diagnostics */
+    int jobs;          /* -j N: files read at once (0: one per processor) */
 };
 
 static int align_option(int argc, char **argv, int *i, struct align_opts *a, int *bad) {
@@ -289,6 +295,20 @@ static int align_option(int argc, char **argv, int *i, struct align_opts *a, int
         a->max_unc_ns = atof(argv[++*i]) * 1e3;
         return 1;
     }
+    /* -j N or -jN: the output is the same whatever N (parallel.h) */
+    if (strncmp(argv[*i], "-j", 2) == 0 && (argv[*i][2] || *i + 1 < argc)) {
+        const char *v = argv[*i][2] ? argv[*i] + 2 : argv[++*i];
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || n < 1 || n > 1024) {
+            fprintf(stderr, "ncclscope: -j takes a number of files at once (1-1024), not %s\n", v);
+            *bad = 1;
+        } else {
+            a->jobs = (int)n;
+            nsc_jobs_set_default(a->jobs);
+        }
+        return 1;
+    }
     return 0;
 }
 
@@ -297,8 +317,10 @@ static int align_option(int argc, char **argv, int *i, struct align_opts *a, int
 static int align(char **files, int nfiles, const struct align_opts *ao, struct nsc_align *al,
                  const char *cmd) {
     char err[1024];
-    if (nsc_align_files((const char *const *)files, nfiles, ao->mode, ao->max_unc_ns, al, err,
-                        sizeof(err)) != 0) {
+    int rc = nsc_align_files((const char *const *)files, nfiles, ao->mode, ao->max_unc_ns, al,
+                             err, sizeof(err));
+    nsc_align_print_unaligned(al, (const char *const *)files, stderr);
+    if (rc != 0) {
         fprintf(stderr, "ncclscope %s: %s\n", cmd, err);
         nsc_align_free(al);
         return -1;
@@ -424,11 +446,6 @@ static int cmd_convert(int argc, char **argv) {
     }
     if (!out_path || nin == 0) {
         fprintf(stderr, "ncclscope convert: expected input files and -o <output.json>\n");
-        free(inputs);
-        return 1;
-    }
-    if (o.split_bytes && (ends_with(out_path, ".pftrace") || ends_with(out_path, ".pb"))) {
-        fprintf(stderr, "ncclscope convert: --split is for JSON; a .pftrace loads whole\n");
         free(inputs);
         return 1;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoded.h"
 #include "event_types.h"
 #include "result.h"
 #include "trace_decode.h"
@@ -61,7 +62,7 @@ int nsc_info(const char *path, FILE *out) {
     struct nsc_decoder d;
     enum nsc_result orc = nsc_decoder_open(&d, path);
     if (orc != NSC_OK) {
-        fprintf(stderr, "ncclscope info: %s\n", d.rd.err);
+        fprintf(stderr, "ncclscope info: %s\n", nsc_decoder_error(&d));
         return orc == NSC_E_IO ? 3 : 2; /* unreadable, or not a (known) trace */
     }
     struct info in;
@@ -72,11 +73,14 @@ int nsc_info(const char *path, FILE *out) {
     in.marks = open_memstream(&marks_text, &marks_len);
     struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error};
     nsc_decoder_run(&d, &ops, &in);
-    const struct nsc_session *s = &d.session;
+    const struct nsc_session *s = nsc_decoder_session(&d);
+    struct nsc_decode_counts dc;
+    nsc_decoder_counts(&d, &dc);
     char mask[256];
+    /* the file's size and format version have no accessor yet (reader/) */
     fprintf(out, "file            %s (%" PRIu64 " bytes, %" PRIu64 " blocks, %" PRIu64 " chunks)\n",
-            path, d.rd.size, d.blocks, d.chunks);
-    if (d.have_session) {
+            path, d.rd.size, dc.blocks, dc.chunks);
+    if (s) {
         fprintf(out, "format          version %u, written by ncclscope %s\n", s->format_version,
                 s->plugin_version);
         if (nsc_session_replayed(s))
@@ -92,7 +96,7 @@ int nsc_info(const char *path, FILE *out) {
     } else {
         fprintf(out, "session         (no session block)\n");
     }
-    fprintf(out, "closed cleanly  %s\n", d.ended ? "yes" : "no (process ended without finalize, or killed)");
+    fprintf(out, "closed cleanly  %s\n", nsc_decoder_ended(&d) ? "yes" : "no (process ended without finalize, or killed)");
     fprintf(out, "comms           %s\n", d.ncomms ? "" : "none");
     for (uint32_t i = 1; i < d.ncomms; i++) {
         const struct nsc_comm_info *c = nsc_decoder_comm(&d, i);
@@ -101,7 +105,7 @@ int nsc_info(const char *path, FILE *out) {
                     c->serial, c->rank, c->nranks, c->nnodes, c->comm_id, c->name);
     }
     fprintf(out, "records         %" PRIu64 " (start %" PRIu64 ", stop %" PRIu64 ", state %" PRIu64 ")\n",
-            d.records, in.kinds[NSC_REC_START], in.kinds[NSC_REC_STOP], in.kinds[NSC_REC_STATE]);
+            dc.records, in.kinds[NSC_REC_START], in.kinds[NSC_REC_STOP], in.kinds[NSC_REC_STATE]);
     fprintf(out, "events by type ");
     int any = 0;
     for (unsigned i = 0; i < NSC_ET_COUNT; i++)
@@ -112,8 +116,8 @@ int nsc_info(const char *path, FILE *out) {
     fprintf(out, "%s\n", any ? "" : " none");
     fprintf(out, "threads\n");
     uint64_t drops = in.stats.drops_no_thread;
-    for (uint32_t i = 0; i < d.nthreads; i++) {
-        const struct nsc_dthread *t = &d.threads[i];
+    for (uint32_t i = 0; i < nsc_decoder_nthreads(&d); i++) {
+        const struct nsc_dthread *t = nsc_decoder_thread(&d, i);
         if (!t->known && !t->records)
             continue;
         const struct nsc_thread_stats *st = NULL;
@@ -129,8 +133,8 @@ int nsc_info(const char *path, FILE *out) {
         }
         fprintf(out, "\n");
     }
-    const struct nsc_losses *l = &d.losses;
-    const struct nsc_stats_header *h = &d.stats;
+    const struct nsc_losses *l = nsc_dec_losses(&d);
+    const struct nsc_stats_header *h = nsc_dec_stats(&d);
     int v3 = d.rd.version >= 3;
     fprintf(out, "dropped         %" PRIu64 " records (%" PRIu64 " from threads over the limit)\n",
             drops, in.stats.drops_no_thread);
@@ -149,7 +153,7 @@ int nsc_info(const char *path, FILE *out) {
     }
     fprintf(out, "strings         %" PRIu64 " past the plugin's table; %" PRIu64
                  " events name one and show \"?\"\n",
-            h->string_overflow, d.unnamed_events);
+            h->string_overflow, dc.unnamed_events);
     if (v3) {
         fprintf(out, "comms lost      %" PRIu64 " descriptions not kept\n", h->comm_overflow);
         fprintf(out, "record memory   peak %.1f MiB of a %.1f MiB budget\n",

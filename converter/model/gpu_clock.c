@@ -5,23 +5,24 @@
 #include <string.h>
 
 #include "event_types.h"
+#include "id_map.h"
+#include "nccl_abi.h"
 #include "trace_decode.h"
 
-#define KCH_CAP 65536 /* KernelCh in flight tracked (direct-mapped by id) */
 /* The estimate uses the first KernelCh of a file: enough for the minimum
  * notice delay to be reached many times over, and the pre-pass then stops
  * reading instead of decoding the whole file twice. */
 #define KERNELS_USED 50000
 #define DELAY_SAMPLES 4096
 
-struct kch {
-    uint64_t id, gpu_start, gpu_end;
+struct kch { /* a KernelCh in flight, by id */
+    uint64_t gpu_start, gpu_end;
     uint32_t serial;
 };
 
 struct scan {
     int64_t shift;
-    struct kch *k;
+    struct nsc_id_map k; /* id -> struct kch: KernelCh started and not stopped */
     struct nsc_gpu_clock *c;
     uint32_t n;
     /* per serial: (host stop, gpu end) samples for the delay median */
@@ -58,20 +59,24 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
     struct scan *sc = ud;
     if (r->h.etype != NSC_ET_KERNEL_CH)
         return;
-    struct kch *k = &sc->k[(r->h.id * 0x9e3779b97f4a7c15ull) >> 48];
+    struct kch *k;
     switch (r->h.kind) {
     case NSC_REC_START:
-        *k = (struct kch){r->h.id, r->u.start.d.kernel_ch.ptimer, 0, r->h.aux};
+        if ((k = nsc_id_map_insert(&sc->k, r->h.id, NULL)))
+            *k = (struct kch){r->u.start.d.kernel_ch.ptimer, 0, r->h.aux};
         break;
     case NSC_REC_STATE:
-        if (k->id == r->h.id && r->h.aux == 22 /* KernelChStop */)
+        if ((k = nsc_id_map_find(&sc->k, r->h.id)) && r->h.aux == NSC_ABI_KERNEL_CH_STOP)
             k->gpu_end = r->u.state.arg;
         break;
     case NSC_REC_STOP: {
-        if (k->id != r->h.id)
+        struct kch *found = nsc_id_map_find(&sc->k, r->h.id);
+        if (!found)
             break;
+        struct kch kc = *found;
+        k = &kc;
+        nsc_id_map_remove_value(&sc->k, found);
         struct nsc_gpu_clock *c = clock_of(sc, k->serial);
-        k->id = 0;
         if (!c)
             break;
         if (!k->gpu_start || !k->gpu_end)
@@ -113,11 +118,11 @@ int nsc_gpu_clock_scan(const char *path, int64_t shift_ns, struct nsc_gpu_clock 
     struct scan sc;
     memset(&sc, 0, sizeof(sc));
     sc.shift = shift_ns;
-    sc.k = calloc(KCH_CAP, sizeof(*sc.k));
+    int ok = nsc_id_map_init(&sc.k, 1024, sizeof(struct kch), NSC_ID_MAP_GROW) == 0;
     sc.s = malloc(DELAY_SAMPLES * sizeof(*sc.s));
     struct nsc_decoder d;
-    if (!sc.k || !sc.s || nsc_decoder_open(&d, path) != NSC_OK) {
-        free(sc.k);
+    if (!ok || !sc.s || nsc_decoder_open(&d, path) != NSC_OK) {
+        nsc_id_map_destroy(&sc.k);
         free(sc.s);
         return -1;
     }
@@ -138,7 +143,7 @@ int nsc_gpu_clock_scan(const char *path, int64_t shift_ns, struct nsc_gpu_clock 
         sc.c[s].median_delay_ns = tmp[m / 2];
     }
     free(tmp);
-    free(sc.k);
+    nsc_id_map_destroy(&sc.k);
     free(sc.s);
     if (sc.oom) {
         free(sc.c);

@@ -8,7 +8,8 @@
  *     thread's track in each of those communicators' processes, around the
  *     NCCL API events it made, so they nest under the Python call that made
  *     them.
- *   - py_caller / py_stack arguments of GroupApi, CollApi and P2pApi events.
+ *   - the Python stack a GroupApi, CollApi or P2pApi START names (its
+ *     py_caller / py_stack arguments: timeline/event_args.c).
  *
  * Streaming like the rest of convert.c: per thread, the Python calls open
  * now; a slice is handed to the caller when its exit is read.
@@ -18,7 +19,6 @@
 
 #include <stdint.h>
 
-#include "json_writer.h"
 #include "trace_decode.h"
 
 /* The comm serial standing for the file's Python process (comm serials
@@ -51,10 +51,4 @@ void nsc_pyview_free(struct nsc_pyview *v);
 
 /* The py_stack string id of a GroupApi/CollApi/P2pApi START (0: none). */
 uint32_t nsc_py_stack_id(const struct nsc_rec *r);
-/* Appends ,"py_caller":"file:line function" (the stack's first line), the
- * whole "py_stack" (frames joined by " | ") when it has more lines, and
- * "py_caller_from":"process" when the thread had no caller of its own.
- * Nothing without a stack. */
-void nsc_py_caller_args(struct jw *aw, const struct nsc_decoder *d, const struct nsc_rec *r);
-
 #endif /* NSC_PYTHON_VIEW_H */

@@ -50,6 +50,7 @@ struct nsc_stats_opts {
     int by_caller;           /* the Python call-site table instead (python_callers.h) */
     const struct nsc_stats_hooks *hooks; /* NULL: none */
     const char *cmd;         /* prefix of the messages on stderr (NULL: "stats") */
+    int jobs;                /* files read at once (0: one per processor); same output */
 };
 
 /* Returns 0, 2 when some input was damaged (the rest is still counted). */

@@ -4,10 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decoded.h"
 #include "event_types.h"
+#include "id_map.h"
+#include "nccl_abi.h"
 
 struct op {
-    uint64_t id;          /* 0: free */
+    uint64_t id;
     struct nsc_rec start; /* the Coll/P2p START */
     uint32_t thread;
     uint64_t start_ns, stop_ns, end_ns, gpu_start, gpu_end;
@@ -16,8 +19,7 @@ struct op {
 };
 
 /* Children (struct nsc_track_child, coll_track.h): a KernelCh or ProxyOp
- * (op_id: its operation), or a ProxyStep (op_id: its ProxyOp). id 0: free,
- * UINT64_MAX: deleted. */
+ * (op_id: its operation), or a ProxyStep (op_id: its ProxyOp). */
 
 /* What children told about a parent not seen yet. Records of different
  * threads reach the file in drain order, not time order: a KernelCh on the
@@ -37,12 +39,10 @@ struct nsc_coll_track {
     nsc_op_done_fn fn;
     void *ud;
     int kernel;            /* the session recorded KernelCh */
-    struct op *ops;        /* open addressing, capacity 2 x INFLIGHT */
-    size_t ops_cap;
-    uint64_t *fifo;        /* op ids in start order */
+    struct nsc_id_map ops;  /* id -> struct op, at most NSC_TRACK_INFLIGHT */
+    uint64_t *fifo;         /* op ids in start order */
     size_t fifo_head, fifo_len;
-    struct nsc_track_child *kids;
-    size_t kids_cap, kids_n, kids_used;
+    struct nsc_id_map kids; /* id -> struct nsc_track_child */
     struct early *early;
 };
 
@@ -57,82 +57,30 @@ static struct early *early_of(struct nsc_coll_track *t, uint64_t op_id, int crea
     return e;
 }
 
-static size_t slot_of(uint64_t id, size_t cap) {
-    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
-}
-
+/* Pointers from these stay valid until the next insert or remove in the
+ * same map (util/id_map.h). */
 static struct op *op_find(struct nsc_coll_track *t, uint64_t id) {
-    for (size_t i = slot_of(id, t->ops_cap);; i = (i + 1) & (t->ops_cap - 1)) {
-        if (t->ops[i].id == id)
-            return &t->ops[i];
-        if (t->ops[i].id == 0)
-            return NULL;
-    }
+    return nsc_id_map_find(&t->ops, id);
 }
 
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void op_remove(struct nsc_coll_track *t, struct op *o) {
-    size_t cap = t->ops_cap, i = (size_t)(o - t->ops), j = i;
-    for (;;) {
-        j = (j + 1) & (cap - 1);
-        if (t->ops[j].id == 0)
-            break;
-        size_t k = slot_of(t->ops[j].id, cap);
-        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-            t->ops[i] = t->ops[j];
-            i = j;
-        }
-    }
-    t->ops[i].id = 0;
+    nsc_id_map_remove_value(&t->ops, o);
 }
 
 static struct nsc_track_child *kid_find(struct nsc_coll_track *t, uint64_t id) {
-    for (size_t i = slot_of(id, t->kids_cap);; i = (i + 1) & (t->kids_cap - 1)) {
-        if (t->kids[i].id == id)
-            return &t->kids[i];
-        if (t->kids[i].id == 0)
-            return NULL;
-    }
+    return nsc_id_map_find(&t->kids, id);
 }
 
-static void kids_rehash(struct nsc_coll_track *t, size_t cap) {
-    struct nsc_track_child *old = t->kids;
-    size_t oc = t->kids_cap;
-    struct nsc_track_child *n = calloc(cap, sizeof(*n));
-    if (!n)
-        return;
-    t->kids = n;
-    t->kids_cap = cap;
-    t->kids_n = t->kids_used = 0;
-    for (size_t i = 0; i < oc; i++)
-        if (old[i].id && old[i].id != UINT64_MAX) {
-            size_t s = slot_of(old[i].id, cap);
-            while (n[s].id)
-                s = (s + 1) & (cap - 1);
-            n[s] = old[i];
-            t->kids_n++;
-            t->kids_used++;
-        }
-    free(old);
+static void kid_remove(struct nsc_coll_track *t, struct nsc_track_child *k) {
+    nsc_id_map_remove_value(&t->kids, k);
 }
 
 static struct nsc_track_child *kid_add(struct nsc_coll_track *t, uint64_t id, uint64_t op_id, uint8_t etype) {
-    if ((t->kids_used + 1) * 2 > t->kids_cap) {
-        /* Grow while live children are many; otherwise just clear tombstones.
-         * Live children are bounded by the operations in flight. */
-        kids_rehash(t, t->kids_n * 4 > t->kids_cap ? t->kids_cap * 2 : t->kids_cap);
-        if ((t->kids_used + 1) * 2 > t->kids_cap)
-            return NULL;
-    }
-    size_t i = slot_of(id, t->kids_cap);
-    while (t->kids[i].id && t->kids[i].id != UINT64_MAX)
-        i = (i + 1) & (t->kids_cap - 1);
-    if (t->kids[i].id == 0)
-        t->kids_used++;
-    t->kids[i] = (struct nsc_track_child){.id = id, .op_id = op_id, .etype = etype, .state = -1,
-                                .step_state = -1, .step = -1};
-    t->kids_n++;
-    return &t->kids[i];
+    struct nsc_track_child *k = nsc_id_map_insert(&t->kids, id, NULL);
+    if (k)
+        *k = (struct nsc_track_child){.id = id, .op_id = op_id, .etype = etype, .state = -1,
+                                      .step_state = -1, .step = -1};
+    return k;
 }
 
 static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_track_child *open,
@@ -186,7 +134,7 @@ static void maybe_done(struct nsc_coll_track *t, struct op *o) {
     unsigned nch = o->start.h.etype == NSC_ET_P2P ? o->start.u.start.d.p2p.nch
                                                    : o->start.u.start.d.coll.nch;
     int done = t->kernel ? (nch ? o->kch_done >= nch : o->children == 0)
-                         : !(t->d->session.event_mask & (1u << NSC_ET_PROXY_OP));
+                         : !(nsc_dec_session(t->d)->event_mask & (1u << NSC_ET_PROXY_OP));
     if (done) {
         report(t, o, NULL, 0);
         op_remove(t, o);
@@ -202,17 +150,15 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->shift = shift_ns;
     t->fn = fn;
     t->ud = ud;
-    t->kernel = (d->session.event_mask >> NSC_ET_KERNEL_CH) & 1;
-    t->ops_cap = 2 * NSC_TRACK_INFLIGHT;
-    t->ops = calloc(t->ops_cap, sizeof(*t->ops));
+    t->kernel = (nsc_dec_session(d)->event_mask >> NSC_ET_KERNEL_CH) & 1;
+    int ok = nsc_id_map_init(&t->ops, 1024, sizeof(struct op), NSC_ID_MAP_GROW) == 0;
+    ok = nsc_id_map_init(&t->kids, 4096, sizeof(struct nsc_track_child), NSC_ID_MAP_GROW) == 0 && ok;
     t->fifo = calloc(NSC_TRACK_INFLIGHT, sizeof(*t->fifo));
-    t->kids_cap = 4096;
-    t->kids = calloc(t->kids_cap, sizeof(*t->kids));
     t->early = calloc(EARLY_CAP, sizeof(*t->early));
-    if (!t->ops || !t->fifo || !t->kids || !t->early) {
-        free(t->ops);
+    if (!ok || !t->fifo || !t->early) {
+        nsc_id_map_destroy(&t->ops);
+        nsc_id_map_destroy(&t->kids);
         free(t->fifo);
-        free(t->kids);
         free(t->early);
         free(t);
         return NULL;
@@ -244,13 +190,11 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
                     op_remove(t, o);
                 }
             }
+            struct op *o = nsc_id_map_insert(&t->ops, r->h.id, NULL);
+            if (!o)
+                return; /* out of memory: the operation is not reported */
             t->fifo[(t->fifo_head + t->fifo_len) % NSC_TRACK_INFLIGHT] = r->h.id;
             t->fifo_len++;
-            size_t i = slot_of(r->h.id, t->ops_cap);
-            while (t->ops[i].id)
-                i = (i + 1) & (t->ops_cap - 1);
-            struct op *o = &t->ops[i];
-            memset(o, 0, sizeof(*o));
             o->id = r->h.id;
             o->start = *r;
             o->thread = thread;
@@ -307,7 +251,7 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
         }
         return;
     case NSC_REC_STATE:
-        if (et == NSC_ET_KERNEL_CH && r->h.aux == 22 /* KernelChStop */) {
+        if (et == NSC_ET_KERNEL_CH && r->h.aux == NSC_ABI_KERNEL_CH_STOP) {
             struct nsc_track_child *k = kid_find(t, r->h.id);
             struct op *o = k ? op_find(t, k->op_id) : NULL;
             struct early *e = k && !o ? early_of(t, k->op_id, 0) : NULL;
@@ -335,8 +279,7 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
             struct nsc_track_child *pop = kid_find(t, k->op_id);
             if (pop && pop->etype == NSC_ET_PROXY_OP && pop->steps_open)
                 pop->steps_open--;
-            k->id = UINT64_MAX;
-            t->kids_n--;
+            kid_remove(t, k);
         } else if (et == NSC_ET_COLL || et == NSC_ET_P2P) {
             struct op *o = op_find(t, r->h.id);
             if (o && o->start.h.etype == et) { /* a STOP of another type is not its stop */
@@ -347,12 +290,12 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
             struct nsc_track_child *k = kid_find(t, r->h.id);
             if (!k || k->etype != et)
                 return;
-            struct op *o = op_find(t, k->op_id);
-            k->id = UINT64_MAX;
-            t->kids_n--;
+            uint64_t op_id = k->op_id;
+            kid_remove(t, k);
+            struct op *o = op_find(t, op_id);
             uint64_t ns = when(t, r->h.ticks);
             if (!o) {
-                struct early *e = early_of(t, k->op_id, 0);
+                struct early *e = early_of(t, op_id, 0);
                 if (e) {
                     if (ns > e->end_ns)
                         e->end_ns = ns;
@@ -373,9 +316,12 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
     }
 }
 
+/* By operation, then by id: the order of the report, whatever the map's. */
 static int cmp_kid_op(const void *a, const void *b) {
     const struct nsc_track_child *x = a, *y = b;
-    return x->op_id < y->op_id ? -1 : x->op_id > y->op_id;
+    if (x->op_id != y->op_id)
+        return x->op_id < y->op_id ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 void nsc_track_finish(struct nsc_coll_track *t) {
@@ -383,12 +329,14 @@ void nsc_track_finish(struct nsc_coll_track *t) {
         return;
     /* The children still open, grouped by operation: what each operation
      * in flight was waiting on. */
-    struct nsc_track_child *open = calloc(t->kids_n + 1, sizeof(*open));
+    struct nsc_track_child *open = calloc(nsc_id_map_count(&t->kids) + 1, sizeof(*open));
     size_t nopen = 0;
-    for (size_t i = 0; open && i < t->kids_cap; i++)
-        if (t->kids[i].id && t->kids[i].id != UINT64_MAX && t->kids[i].etype != NSC_ET_PROXY_STEP &&
-            nopen < t->kids_n)
-            open[nopen++] = t->kids[i];
+    struct nsc_id_map_iter it;
+    uint64_t key;
+    void *v;
+    for (nsc_id_map_iter_init(&t->kids, &it); open && nsc_id_map_next(&t->kids, &it, &key, &v);)
+        if (((struct nsc_track_child *)v)->etype != NSC_ET_PROXY_STEP)
+            open[nopen++] = *(struct nsc_track_child *)v;
     if (open)
         qsort(open, nopen, sizeof(*open), cmp_kid_op);
     static const struct nsc_track_child none;
@@ -411,9 +359,9 @@ void nsc_track_finish(struct nsc_coll_track *t) {
         report(t, o, end > lo ? open + lo : &none, (uint32_t)(end - lo));
     }
     free(open);
-    free(t->ops);
+    nsc_id_map_destroy(&t->ops);
+    nsc_id_map_destroy(&t->kids);
     free(t->fifo);
-    free(t->kids);
     free(t->early);
     free(t);
 }

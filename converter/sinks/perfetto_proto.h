@@ -12,8 +12,8 @@
  * "lane" tracks of their thread (a lane takes a slice only when its previous
  * one ended, so lanes never need overlapping slices); instants; counters on
  * counter tracks of the process; flows as flow ids on instants placed at the
- * two ends. Event arguments travel as one debug annotation "args" holding the
- * same JSON object the JSON writer writes.
+ * two ends. Event arguments are typed debug annotations (args.h): numbers,
+ * strings and booleans as themselves, nested lists as legacy JSON values.
  */
 #ifndef NSC_PERFETTO_PROTO_H
 #define NSC_PERFETTO_PROTO_H
@@ -22,21 +22,16 @@
 #include <stdint.h>
 
 #include "json_writer.h"
+#include "sink.h"
 
 struct pf_writer;
 
-/* Writes through w (its buffer and file or gzip stream). */
+/* Writes through w (its buffer and file or gzip stream). A new writer
+ * starts a standalone trace: interned strings and track descriptors are
+ * sent again. */
 struct pf_writer *pf_open(struct jw *w);
 void pf_close(struct pf_writer *p);
-
-void pf_process(struct pf_writer *p, uint64_t pid, const char *name);
-void pf_thread(struct pf_writer *p, uint64_t pid, uint64_t tid, const char *name);
-/* A slice [ts, ts + dur] on the thread track (async: on a lane of it). */
-void pf_slice(struct pf_writer *p, int async, uint64_t pid, uint64_t tid, uint64_t ts, uint64_t dur,
-              const char *cat, const char *name, const char *args, size_t args_len);
-void pf_instant(struct pf_writer *p, uint64_t pid, uint64_t tid, uint64_t ts, const char *cat,
-                const char *name, const char *args, size_t args_len, uint64_t flow_out,
-                uint64_t flow_in);
-void pf_counter(struct pf_writer *p, uint64_t pid, const char *name, uint64_t ts, int64_t value);
+/* One event of the timeline (sink.h), with its typed arguments. */
+void pf_event(struct pf_writer *p, const struct nsc_tev *e);
 
 #endif /* NSC_PERFETTO_PROTO_H */

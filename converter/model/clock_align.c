@@ -6,6 +6,8 @@
 
 #include "coll_track.h"
 #include "hash.h"
+#include "ops.h"
+#include "parallel.h"
 #include "trace_decode.h"
 
 /* Completions sampled per file: collectives whose (commHash, seq) hash is
@@ -33,27 +35,29 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     fs->s[fs->n++] = (struct sample){key, op->end_ns};
 }
 
-struct run {
-    struct nsc_coll_track *t;
-    struct file_samples *fs;
-    int64_t shift;
-    int want;
-};
-
-static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
-                      const struct nsc_rec *ext) {
-    struct run *ru = ud;
-    if (!ru->want)
-        return;
-    if (!ru->t)
-        ru->t = nsc_track_new(d, ru->shift, on_op, ru->fs);
-    if (ru->t)
-        nsc_track_record(ru->t, thread, r, ext);
-}
 
 static int cmp_sample(const void *a, const void *b) {
     uint64_t x = ((const struct sample *)a)->key, y = ((const struct sample *)b)->key;
     return x < y ? -1 : x > y;
+}
+
+struct pass2 {
+    const char *const *files;
+    struct nsc_align *al;
+    struct file_samples *fs;
+};
+
+static void sample_file(void *ud, int i) {
+    struct pass2 *p = ud;
+    if (p->al->host_of[i] < 0)
+        return;
+    struct file_samples *fs = &p->fs[i];
+    fs->s = malloc(SAMPLE_MAX * sizeof(struct sample));
+    if (!fs->s)
+        return;
+    struct nsc_ops_hooks h = {.op = on_op};
+    nsc_ops_pass(p->files[i], p->al->shift_ns[i], &h, fs);
+    qsort(fs->s, fs->n, sizeof(struct sample), cmp_sample);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -68,9 +72,10 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
     al->shift_ns = calloc((size_t)nfiles + 1, sizeof(int64_t));
     al->host_of = calloc((size_t)nfiles + 1, sizeof(int));
     al->hosts = calloc((size_t)nfiles + 1, sizeof(*al->hosts));
+    al->no_session = calloc((size_t)nfiles + 1, 1);
     int64_t *real_minus_mono = calloc((size_t)nfiles + 1, sizeof(int64_t));
     struct file_samples *fs = calloc((size_t)nfiles + 1, sizeof(*fs));
-    if (!al->shift_ns || !al->host_of || !al->hosts || !real_minus_mono || !fs) {
+    if (!al->shift_ns || !al->host_of || !al->hosts || !al->no_session || !real_minus_mono || !fs) {
         snprintf(err, errlen, "out of memory");
         free(real_minus_mono);
         free(fs);
@@ -87,18 +92,16 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
             al->host_of[i] = -1;
             continue;
         }
-        struct nsc_block b;
+        static const struct nsc_decode_ops none;
         struct nsc_session ss;
-        int got = 0;
-        while (!got && nsc_reader_next(&d.rd, &b) != 0)
-            if (b.type == NSC_BLK_SESSION && b.len == sizeof(struct nsc_session)) {
-                memcpy(&ss, b.data, sizeof(ss));
-                got = 1;
-            }
+        while (!nsc_decoder_session(&d) && nsc_decoder_step(&d, &none, NULL))
+            ; /* blocks up to the SESSION block (the first, in an intact file) */
+        int got = nsc_decoder_session(&d) != NULL;
+        if (got)
+            ss = *nsc_decoder_session(&d);
         nsc_decoder_close(&d);
         if (!got) {
-            fprintf(stderr, "ncclscope: %s: no session block: its host and clock are unknown; "
-                            "left unaligned\n", files[i]);
+            al->no_session[i] = 1; /* said by nsc_align_print_unaligned */
             al->host_of[i] = -1;
             continue;
         }
@@ -139,21 +142,12 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
             al->hosts[h].realtime_shift_ns = al->shift_ns[i];
         }
         if (mode == 0) {
-            /* Pass 2: sampled completions of every file, on the realtime placement. */
-            for (int i = 0; i < nfiles; i++) {
-                if (al->host_of[i] < 0)
-                    continue;
-                fs[i].s = malloc(SAMPLE_MAX * sizeof(struct sample));
-                struct nsc_decoder d;
-                if (!fs[i].s || nsc_decoder_open(&d, files[i]) != NSC_OK)
-                    continue;
-                struct run ru = {NULL, &fs[i], al->shift_ns[i], 1};
-                struct nsc_decode_ops ops = {.record = on_record};
-                nsc_decoder_run(&d, &ops, &ru);
-                nsc_track_finish(ru.t);
-                nsc_decoder_close(&d);
-                qsort(fs[i].s, fs[i].n, sizeof(struct sample), cmp_sample);
-            }
+            /* Pass 2: sampled completions of every file, on the realtime
+             * placement; files several at a time (-j), each into its own
+             * samples. */
+            struct pass2 p2 = {files, al, fs};
+            if (nsc_parallel(nfiles, nsc_jobs_default(), sample_file, NULL, &p2) != 0)
+                nsc_parallel(nfiles, 1, sample_file, NULL, &p2);
             /* Per host: differences against every reference-host file. */
             for (int h = 1; h < al->nhosts && rc == 0; h++) {
                 size_t cap = 1 << 16, n = 0;
@@ -228,6 +222,13 @@ int nsc_align_files(const char *const *files, int nfiles, int mode, double max_u
     return rc;
 }
 
+void nsc_align_print_unaligned(const struct nsc_align *al, const char *const *files, FILE *f) {
+    for (int i = 0; al->no_session && i < al->nfiles; i++)
+        if (al->no_session[i])
+            fprintf(f, "ncclscope: %s: no session block: its host and clock are unknown; "
+                       "left unaligned\n", files[i]);
+}
+
 void nsc_align_print(const struct nsc_align *al, FILE *f) {
     if (al->nhosts <= 1)
         return;
@@ -252,5 +253,6 @@ void nsc_align_free(struct nsc_align *al) {
     free(al->shift_ns);
     free(al->host_of);
     free(al->hosts);
+    free(al->no_session);
     memset(al, 0, sizeof(*al));
 }

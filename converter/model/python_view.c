@@ -172,39 +172,3 @@ uint32_t nsc_py_stack_id(const struct nsc_rec *r) {
     default: return 0;
     }
 }
-
-void nsc_py_caller_args(struct jw *aw, const struct nsc_decoder *d, const struct nsc_rec *r) {
-    uint32_t id = nsc_py_stack_id(r);
-    const char *s = id ? nsc_decoder_str(d, id) : NULL;
-    if (!s)
-        return;
-    const char *nl = strchr(s, '\n');
-    char first[256];
-    size_t n = nl ? (size_t)(nl - s) : strlen(s);
-    if (n >= sizeof(first))
-        n = sizeof(first) - 1;
-    memcpy(first, s, n);
-    first[n] = '\0';
-    jw_key(aw, "py_caller");
-    jw_str(aw, first);
-    if (nl) { /* one line per frame in the trace; " | " between them here, which
-               * every output (JSON, protobuf args) keeps as it is */
-        char stack[1024];
-        size_t k = 0;
-        for (const char *p = s; *p && k + 4 < sizeof(stack); p++) {
-            if (*p == '\n') {
-                memcpy(stack + k, " | ", 3);
-                k += 3;
-            } else {
-                stack[k++] = *p;
-            }
-        }
-        stack[k] = '\0';
-        jw_key(aw, "py_stack");
-        jw_str(aw, stack);
-    }
-    if (r->h.flags & NSC_RF_PY_PROCESS) {
-        jw_key(aw, "py_caller_from");
-        jw_str(aw, "process");
-    }
-}

@@ -20,10 +20,14 @@
  *               terminating_flow_ids = 48 (fixed64)
  *   DebugAnnotation: name_iid = 1, name = 10, bool_value = 2, int_value = 4,
  *                    double_value = 5, string_value = 6, legacy_json_value = 9
+ *
+ * Arguments arrive typed (args.h) and become typed debug annotations; no
+ * JSON is read here.
  */
 #include "perfetto_proto.h"
 
 #include "hash.h"
+#include "id_map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +37,7 @@
 #define LANES 32
 
 struct lanes {
-    uint64_t key;            /* track uuid of the thread, 0 = free */
-    uint64_t end[LANES];
+    uint64_t end[LANES];     /* when each lane's last slice ends */
 };
 
 /* Interned strings: names, categories and argument names are sent once per
@@ -55,10 +58,8 @@ struct pf_writer {
     int first;
     struct itab intern[3]; /* categories, event names, annotation names */
     uint64_t next_iid;
-    uint64_t *known;          /* described track uuids (open addressing) */
-    size_t known_cap, known_n;
-    struct lanes *lanes;      /* async lanes per thread track */
-    size_t lanes_cap, lanes_n;
+    struct nsc_id_map known;  /* described track uuids */
+    struct nsc_id_map lanes;  /* thread track uuid -> struct lanes, its async lanes */
     uint64_t overflow;        /* async slices past LANES: own tracks */
     unsigned char pkt[1 << 16], ev[1 << 16], tmp[4096];
 };
@@ -151,32 +152,11 @@ static uint64_t mix(uint64_t x) {
 static uint64_t process_uuid(uint64_t pid) { return mix(pid * 4 + 1); }
 static uint64_t thread_uuid(uint64_t pid, uint64_t tid) { return mix((pid << 32 ^ tid) * 4 + 2); }
 
-/* Returns 1 if uuid was already described, else records it. */
+/* Returns 1 if uuid was already described, else records it (out of
+ * memory: 1, the track goes undescribed rather than described twice). */
 static int known(struct pf_writer *p, uint64_t uuid) {
-    if ((p->known_n + 1) * 2 > p->known_cap) {
-        size_t cap = p->known_cap ? p->known_cap * 2 : 1024;
-        uint64_t *n = calloc(cap, sizeof(*n));
-        if (!n)
-            return 1;
-        for (size_t i = 0; i < p->known_cap; i++)
-            if (p->known[i]) {
-                size_t s = (size_t)(p->known[i] & (cap - 1));
-                while (n[s])
-                    s = (s + 1) & (cap - 1);
-                n[s] = p->known[i];
-            }
-        free(p->known);
-        p->known = n;
-        p->known_cap = cap;
-    }
-    size_t s = (size_t)(uuid & (p->known_cap - 1));
-    while (p->known[s] && p->known[s] != uuid)
-        s = (s + 1) & (p->known_cap - 1);
-    if (p->known[s])
-        return 1;
-    p->known[s] = uuid;
-    p->known_n++;
-    return 0;
+    int added = 0;
+    return !nsc_id_map_insert(&p->known, uuid, &added) || !added;
 }
 
 static void descriptor(struct pf_writer *p, uint64_t uuid, uint64_t parent, const char *name,
@@ -220,12 +200,12 @@ static uint64_t ensure_thread(struct pf_writer *p, uint64_t pid, uint64_t tid) {
     return u;
 }
 
-void pf_process(struct pf_writer *p, uint64_t pid, const char *name) {
+static void pf_process(struct pf_writer *p, uint64_t pid, const char *name) {
     known(p, process_uuid(pid)); /* described now, with its name */
     descriptor(p, process_uuid(pid), 0, name, (int64_t)(uint32_t)pid, -1, 0);
 }
 
-void pf_thread(struct pf_writer *p, uint64_t pid, uint64_t tid, const char *name) {
+static void pf_thread(struct pf_writer *p, uint64_t pid, uint64_t tid, const char *name) {
     ensure_process(p, pid);
     known(p, thread_uuid(pid, tid));
     descriptor(p, thread_uuid(pid, tid), 0, name, (int64_t)(uint32_t)pid, (int64_t)(uint32_t)tid, 0);
@@ -234,30 +214,9 @@ void pf_thread(struct pf_writer *p, uint64_t pid, uint64_t tid, const char *name
 /* A lane of thread track `t` free at ts (its last slice ended), described
  * when first used. */
 static uint64_t lane_track(struct pf_writer *p, uint64_t t, uint64_t ts, uint64_t end) {
-    if ((p->lanes_n + 1) * 2 > p->lanes_cap) {
-        size_t cap = p->lanes_cap ? p->lanes_cap * 2 : 256;
-        struct lanes *n = calloc(cap, sizeof(*n));
-        if (!n)
-            return t;
-        for (size_t i = 0; i < p->lanes_cap; i++)
-            if (p->lanes[i].key) {
-                size_t s = (size_t)(p->lanes[i].key & (cap - 1));
-                while (n[s].key)
-                    s = (s + 1) & (cap - 1);
-                n[s] = p->lanes[i];
-            }
-        free(p->lanes);
-        p->lanes = n;
-        p->lanes_cap = cap;
-    }
-    size_t s = (size_t)(t & (p->lanes_cap - 1));
-    while (p->lanes[s].key && p->lanes[s].key != t)
-        s = (s + 1) & (p->lanes_cap - 1);
-    if (!p->lanes[s].key) {
-        p->lanes[s].key = t;
-        p->lanes_n++;
-    }
-    struct lanes *l = &p->lanes[s];
+    struct lanes *l = nsc_id_map_insert(&p->lanes, t, NULL);
+    if (!l)
+        return t;
     for (unsigned k = 0; k < LANES; k++)
         if (l->end[k] <= ts) {
             l->end[k] = end;
@@ -333,113 +292,76 @@ static void event_packet(struct pf_writer *p, uint64_t ts, struct buf *ev, struc
     emit_packet(p, &pkt);
 }
 
-/* End of the JSON value starting at p (string, number, literal, or a
- * bracketed array/object with strings inside), or NULL if malformed. */
-static const char *value_end(const char *p, const char *end) {
-    if (p >= end)
-        return NULL;
-    if (*p == '"') {
-        for (p++; p < end; p++) {
-            if (*p == '\\')
-                p++;
-            else if (*p == '"')
-                return p + 1;
-        }
-        return NULL;
-    }
-    if (*p == '[' || *p == '{') {
-        int depth = 0;
-        for (; p < end; p++) {
-            if (*p == '"') {
-                const char *q = value_end(p, end);
-                if (!q)
-                    return NULL;
-                p = q - 1;
-            } else if (*p == '[' || *p == '{') {
-                depth++;
-            } else if (*p == ']' || *p == '}') {
-                if (--depth == 0)
-                    return p + 1;
-            }
-        }
-        return NULL;
-    }
-    while (p < end && *p != ',')
-        p++;
-    return p;
+/* A double as the JSON text of jw_us would read back: ns / 1000 rounded
+ * once (exact below 2^53 ns, 104 days of uptime; past that, through the
+ * same decimal text). */
+static double us_of(uint64_t ns) {
+    if (ns < (1ull << 53))
+        return (double)ns / 1000.0;
+    char num[40];
+    snprintf(num, sizeof(num), "%llu.%03llu", (unsigned long long)(ns / 1000),
+             (unsigned long long)(ns % 1000));
+    return strtod(num, NULL);
 }
 
-/* The argument members the JSON writer produced ("k":v,...) as typed debug
- * annotations: integers, numbers, strings and booleans as themselves,
- * arrays and objects (state lists) as their JSON text. Our own output, so
- * the grammar is small; anything unexpected ends the conversion of args. */
-static void annotations(struct pf_writer *pw, struct buf *in, struct buf *ev, const char *a, size_t n,
-                        unsigned char *tmp, size_t tmpcap) {
-    const char *p = a, *end = a + n;
-    while (p < end) {
-        if (*p == ',')
-            p++;
-        if (p >= end || *p != '"')
-            return;
-        const char *k0 = p + 1, *k1 = value_end(p, end);
-        if (!k1 || k1 >= end || *k1 != ':')
-            return;
-        const char *v0 = k1 + 1, *v1 = value_end(v0, end);
-        if (!v1)
-            return;
+/* The typed arguments (args.h) as debug annotations: integers, doubles,
+ * strings and booleans as themselves, nested values (state lists, the
+ * run's file list) as legacy_json_value. An annotation larger than tmp is
+ * left out. */
+static void annotations(struct pf_writer *pw, struct buf *in, struct buf *ev,
+                        const struct nsc_args *a, unsigned char *tmp, size_t tmpcap) {
+    for (uint32_t k = 0; k < a->n; k++) {
+        const struct nsc_arg *x = &a->a[k];
         struct buf da = {tmp, 0, tmpcap, 0};
-        uint64_t kid = iid_of(pw, 2, k0, (size_t)(k1 - 1 - k0), in);
+        size_t kn = strlen(x->key);
+        uint64_t kid = iid_of(pw, 2, x->key, kn, in);
         if (kid)
             f_uint(&da, 1, kid);
         else
-            f_bytes(&da, 10, k0, (size_t)(k1 - 1 - k0));
-        size_t vn = (size_t)(v1 - v0);
-        if (*v0 == '"') {
-            /* unescape the few escapes the JSON writer makes */
-            varint(&da, 6 << 3 | 2);
-            char s[1024];
-            size_t m = 0;
-            for (const char *q = v0 + 1; q < v1 - 1 && m < sizeof(s); q++) {
-                if (*q == '\\' && q + 1 < v1 - 1) {
-                    q++;
-                    s[m++] = *q == 'n' ? '\n' : *q == 't' ? '\t' : *q;
-                } else {
-                    s[m++] = *q;
-                }
-            }
-            varint(&da, m);
-            put(&da, s, m);
-        } else if (*v0 == '[' || *v0 == '{') {
-            f_bytes(&da, 9, v0, vn);
-        } else if (*v0 == 't' || *v0 == 'f') {
-            f_uint(&da, 2, *v0 == 't');
-        } else if (memchr(v0, '.', vn) || memchr(v0, 'e', vn)) {
-            char num[64];
-            snprintf(num, sizeof(num), "%.*s", (int)(vn < 63 ? vn : 63), v0);
-            double d = strtod(num, NULL);
+            f_bytes(&da, 10, x->key, kn);
+        switch (x->kind) {
+        case NSC_ARG_U64:
+            f_uint(&da, 4, x->v.u);
+            break;
+        case NSC_ARG_I64:
+            f_uint(&da, 4, (uint64_t)x->v.i);
+            break;
+        case NSC_ARG_STR: {
+            const char *v = nsc_arg_str(a, x);
+            if (v)
+                f_str(&da, 6, v);
+            else
+                f_bytes(&da, 6, "null", 4);
+            break;
+        }
+        case NSC_ARG_HEX: {
+            char hex[24];
+            int n = snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)x->v.u);
+            f_bytes(&da, 6, hex, (size_t)n);
+            break;
+        }
+        case NSC_ARG_US: {
+            double d = us_of(x->v.u);
             uint64_t bits;
             memcpy(&bits, &d, 8);
             f_fixed64(&da, 5, bits);
-        } else if (*v0 == 'n') {
-            f_bytes(&da, 6, "null", 4);
-        } else {
-            /* an integer, as jw_u64/jw_i64 wrote it */
-            const char *q = v0;
-            int neg = q < v1 && *q == '-';
-            uint64_t x = 0;
-            for (q += neg; q < v1 && *q >= '0' && *q <= '9'; q++)
-                x = x * 10 + (uint64_t)(*q - '0');
-            f_uint(&da, 4, neg ? (uint64_t)0 - x : x);
+            break;
+        }
+        case NSC_ARG_BOOL:
+            f_uint(&da, 2, x->v.u);
+            break;
+        case NSC_ARG_JSON:
+            f_bytes(&da, 9, a->text.buf + x->off, x->len);
+            break;
         }
         if (!da.overflow)
             f_bytes(ev, 4, da.p, da.len);
-        p = v1;
     }
 }
 
 static void common(struct pf_writer *p, struct buf *in, struct buf *ev, unsigned type,
-                   uint64_t track, const char *cat, const char *name, const char *args,
-                   size_t args_len, unsigned char *tmp, size_t tmpcap) {
+                   uint64_t track, const char *cat, const char *name, const struct nsc_args *args,
+                   unsigned char *tmp, size_t tmpcap) {
     f_uint(ev, 9, type);
     f_uint(ev, 11, track);
     uint64_t id;
@@ -451,19 +373,19 @@ static void common(struct pf_writer *p, struct buf *in, struct buf *ev, unsigned
         f_uint(ev, 10, id);
     else if (name)
         f_str(ev, 23, name);
-    if (args && args_len)
-        annotations(p, in, ev, args, args_len, tmp, tmpcap);
+    if (args && args->n)
+        annotations(p, in, ev, args, tmp, tmpcap);
 }
 
-void pf_slice(struct pf_writer *p, int async, uint64_t pid, uint64_t tid, uint64_t ts, uint64_t dur,
-              const char *cat, const char *name, const char *args, size_t args_len) {
+static void pf_slice(struct pf_writer *p, int async, uint64_t pid, uint64_t tid, uint64_t ts,
+                     uint64_t dur, const char *cat, const char *name, const struct nsc_args *args) {
     uint64_t track = ensure_thread(p, pid, tid);
     if (async)
         track = lane_track(p, track, ts, ts + dur);
     static unsigned char tmp[1 << 15];
     struct buf ev = {p->ev, 0, sizeof(p->ev), 0};
     struct buf in = {interned_buf, 0, sizeof(interned_buf), 0};
-    common(p, &in, &ev, 1, track, cat, name, args, args_len, tmp, sizeof(tmp));
+    common(p, &in, &ev, 1, track, cat, name, args, tmp, sizeof(tmp));
     event_packet(p, ts, &ev, &in);
     ev.len = 0;
     f_uint(&ev, 9, 2);
@@ -471,14 +393,14 @@ void pf_slice(struct pf_writer *p, int async, uint64_t pid, uint64_t tid, uint64
     event_packet(p, ts + dur, &ev, NULL);
 }
 
-void pf_instant(struct pf_writer *p, uint64_t pid, uint64_t tid, uint64_t ts, const char *cat,
-                const char *name, const char *args, size_t args_len, uint64_t flow_out,
-                uint64_t flow_in) {
+static void pf_instant(struct pf_writer *p, uint64_t pid, uint64_t tid, uint64_t ts,
+                       const char *cat, const char *name, const struct nsc_args *args,
+                       uint64_t flow_out, uint64_t flow_in) {
     uint64_t track = ensure_thread(p, pid, tid);
     static unsigned char tmp[1 << 15];
     struct buf ev = {p->ev, 0, sizeof(p->ev), 0};
     struct buf in = {interned_buf, 0, sizeof(interned_buf), 0};
-    common(p, &in, &ev, 3, track, cat, name, args, args_len, tmp, sizeof(tmp));
+    common(p, &in, &ev, 3, track, cat, name, args, tmp, sizeof(tmp));
     if (flow_out)
         f_fixed64(&ev, 47, flow_out);
     if (flow_in)
@@ -486,7 +408,7 @@ void pf_instant(struct pf_writer *p, uint64_t pid, uint64_t tid, uint64_t ts, co
     event_packet(p, ts, &ev, &in);
 }
 
-void pf_counter(struct pf_writer *p, uint64_t pid, const char *name, uint64_t ts, int64_t value) {
+static void pf_counter(struct pf_writer *p, uint64_t pid, const char *name, uint64_t ts, int64_t value) {
     ensure_process(p, pid);
     uint64_t u = mix(process_uuid(pid) ^ nsc_fnv1a_str(NSC_FNV_SEED, name)) ^ 3;
     if (!known(p, u))
@@ -498,10 +420,42 @@ void pf_counter(struct pf_writer *p, uint64_t pid, const char *name, uint64_t ts
     event_packet(p, ts, &ev, NULL);
 }
 
+void pf_event(struct pf_writer *p, const struct nsc_tev *e) {
+    switch (e->k) {
+    case NSC_TEV_PROCESS:
+        pf_process(p, e->pid, e->name);
+        return;
+    case NSC_TEV_THREAD:
+        pf_thread(p, e->pid, e->tid, e->name);
+        return;
+    case NSC_TEV_COUNTER:
+        pf_counter(p, e->pid, e->name, e->ts, e->cval);
+        return;
+    case NSC_TEV_FLOW_OUT:
+        pf_instant(p, e->pid, e->tid, e->ts, "flow", e->name, NULL, e->id, 0);
+        return;
+    case NSC_TEV_FLOW_IN:
+        pf_instant(p, e->pid, e->tid, e->ts, "flow", e->name, NULL, 0, e->id);
+        return;
+    case NSC_TEV_SLICE:
+    case NSC_TEV_ASYNC:
+        pf_slice(p, e->k == NSC_TEV_ASYNC, e->pid, e->tid, e->ts, e->dur, e->cat, e->name, e->args);
+        return;
+    case NSC_TEV_INSTANT:
+        pf_instant(p, e->pid, e->tid, e->ts, e->cat, e->name, e->args, 0, 0);
+        return;
+    }
+}
+
 struct pf_writer *pf_open(struct jw *w) {
     struct pf_writer *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
+    if (nsc_id_map_init(&p->known, 1024, 1, NSC_ID_MAP_GROW) != 0 ||
+        nsc_id_map_init(&p->lanes, 256, sizeof(struct lanes), NSC_ID_MAP_GROW) != 0) {
+        pf_close(p);
+        return NULL;
+    }
     p->w = w;
     p->first = 1;
     return p;
@@ -515,7 +469,7 @@ void pf_close(struct pf_writer *p) {
             free(p->intern[k].e[i].s);
         free(p->intern[k].e);
     }
-    free(p->known);
-    free(p->lanes);
+    nsc_id_map_destroy(&p->known);
+    nsc_id_map_destroy(&p->lanes);
     free(p);
 }

@@ -7,10 +7,13 @@
 
 #include "json_writer.h"
 #include "coll_track.h"
+#include "decoded.h"
 #include "event_types.h"
 #include "gpu_clock.h"
 #include "hash.h"
 #include "latency_hist.h"
+#include "ops.h"
+#include "parallel.h"
 #include "python_callers.h"
 #include "result.h"
 
@@ -74,6 +77,9 @@ struct agg {
     struct row *rows;
     struct entry *ent;
     size_t ent_cap, ent_n;
+    uint64_t (*ekeys)[2];   /* a file's partial (-j): its entries' keys in insertion order */
+    size_t nekeys, ekeys_cap;
+    int keep_order;
     uint64_t ops;
     int damaged;
     const char *path;
@@ -89,14 +95,6 @@ static unsigned bucket_of(uint64_t bytes) {
     return b;
 }
 
-/* nccl-tests' "size": the whole buffer for all_gather/reduce_scatter. */
-static uint64_t op_bytes(const struct nsc_op_done *op) {
-    uint64_t b = op->count * (uint64_t)nsc_dtype_size(op->dtype);
-    if (!op->is_p2p && op->func && op->nranks > 0 &&
-        (!strcmp(op->func, "AllGather") || !strcmp(op->func, "ReduceScatter")))
-        b *= (uint64_t)op->nranks;
-    return b;
-}
 
 static double bus_factor(const char *func, int n) {
     if (!func || n <= 0)
@@ -129,6 +127,19 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
     while (a->ent[s].seq && !(a->ent[s].comm_id == comm && a->ent[s].seq == seq + 1))
         s = (s + 1) & (a->ent_cap - 1);
     if (!a->ent[s].seq) {
+        if (a->keep_order && a->nekeys == a->ekeys_cap) {
+            size_t cap = a->ekeys_cap ? a->ekeys_cap * 2 : 1024;
+            uint64_t(*k)[2] = realloc(a->ekeys, cap * sizeof(*k));
+            if (!k)
+                return NULL;
+            a->ekeys = k;
+            a->ekeys_cap = cap;
+        }
+        if (a->keep_order) {
+            a->ekeys[a->nekeys][0] = comm;
+            a->ekeys[a->nekeys][1] = seq;
+            a->nekeys++;
+        }
         a->ent[s].comm_id = comm;
         a->ent[s].seq = seq + 1;
         a->ent_n++;
@@ -140,21 +151,21 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
  * SESSION block (always first) has told which event types were recorded. */
 struct file_run {
     struct agg *a;
-    struct nsc_coll_track *t;
     int64_t shift;
-    int oom;
+    FILE *err;                 /* messages, when not straight to stderr (-j) */
     struct nsc_gpu_clock *gpu; /* per comm serial (NULL: no KernelCh recorded) */
     uint32_t ngpu;
     const char *path;
-    int file;
-    const struct nsc_decoder *d;
+    int file;                  /* index in the command's file list */
+    const struct nsc_decoder *d; /* while the file is read (NULL before its SESSION) */
+    int done;                  /* the file was read to its end (on_done) */
 };
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
     struct file_run *fr = ud;
     struct agg *a = fr->a;
     a->ops++;
-    uint64_t bytes = op_bytes(op);
+    uint64_t bytes = nsc_op_bytes(op); /* nccl-tests' size */
     if (a->pc)
         nsc_py_callers_op(a->pc, op, bytes);
     unsigned b = bucket_of(bytes);
@@ -237,34 +248,42 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     }
 }
 
-static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
-                      const struct nsc_rec *ext) {
+/* The GPU clock offsets, as convert maps them: a pre-pass over the file's
+ * KernelCh, once the SESSION block said they exist. A replay re-timed the
+ * host calls and kept the recorded GPU timers: GPU time stands, queue time
+ * and GPU starts do not. */
+static void on_session(void *ud, const struct nsc_decoder *d) {
     struct file_run *fr = ud;
-    if (!fr->t && !fr->oom) {
-        if (!(fr->t = nsc_track_new(d, fr->shift, on_op, fr)))
-            fr->oom = 1;
-        /* The GPU clock offsets, as convert maps them: a pre-pass over the
-         * file's first KernelCh, once the SESSION block said they exist. */
-        /* A replay re-timed the host calls and kept the recorded GPU
-         * timers: GPU time stands, queue time and GPU starts do not. */
-        else if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 &&
-                 !nsc_session_replayed(&d->session) &&
-                 nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
-            fr->gpu = NULL;
-            fr->ngpu = 0;
-        }
+    fr->d = d;
+    const struct nsc_session *s = nsc_dec_session(d);
+    if ((s->event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(s) &&
+        nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
+        fr->gpu = NULL;
+        fr->ngpu = 0;
     }
-    if (fr->a->pc) /* before the tracker: an operation's API call is known when it completes */
-        nsc_py_callers_record(fr->a->pc, d, thread, r);
-    if (fr->t)
-        nsc_track_record(fr->t, thread, r, ext);
 }
 
-static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
-    (void)d;
+/* before the tracker: an operation's API call is known when it completes */
+static void on_record(void *ud, const struct nsc_decoder *d, uint32_t thread,
+                      const struct nsc_rec *r) {
+    struct file_run *fr = ud;
+    nsc_py_callers_record(fr->a->pc, d, thread, r);
+}
+
+static void on_error(void *ud, const char *msg) {
     struct file_run *fr = ud;
     fr->a->damaged = 1;
-    fprintf(stderr, "ncclscope %s: %s\n", fr->a->cmd, msg);
+    fprintf(fr->err ? fr->err : stderr, "ncclscope %s: %s\n", fr->a->cmd, msg);
+}
+
+static void add_losses(struct lost *l, const struct nsc_decoder *d);
+
+static void on_done(void *ud, const struct nsc_decoder *d) {
+    struct file_run *fr = ud;
+    add_losses(&fr->a->lost, d);
+    fr->done = 1;
+    if (fr->a->hooks && fr->a->hooks->file)
+        fr->a->hooks->file(fr->a->hooks->ud, fr->file, d);
 }
 
 /* ---- output ---- */
@@ -443,20 +462,22 @@ static void json_us(FILE *f, const char *key, double v) {
 }
 
 static void add_losses(struct lost *l, const struct nsc_decoder *d) {
-    l->records += d->losses.total;
-    l->dropped += d->losses.dropped;
-    l->write += d->losses.write;
-    l->exit += d->losses.exit;
-    l->events += d->losses.events;
-    l->failed_writes += d->stats.write_errors;
-    l->string_overflow += d->stats.string_overflow;
-    l->unnamed += d->unnamed_events;
-    l->comm_overflow += d->stats.comm_overflow;
-    if (d->stats.write_errno)
-        l->write_errno = d->stats.write_errno;
-    if (d->stats.memory_peak > l->memory_peak) {
-        l->memory_peak = d->stats.memory_peak;
-        l->memory_budget = d->stats.memory_budget;
+    const struct nsc_losses *dl = nsc_dec_losses(d);
+    const struct nsc_stats_header *h = nsc_dec_stats(d);
+    l->records += dl->total;
+    l->dropped += dl->dropped;
+    l->write += dl->write;
+    l->exit += dl->exit;
+    l->events += dl->events;
+    l->failed_writes += h->write_errors;
+    l->string_overflow += h->string_overflow;
+    l->unnamed += nsc_dec_unnamed(d);
+    l->comm_overflow += h->comm_overflow;
+    if (h->write_errno)
+        l->write_errno = h->write_errno;
+    if (h->memory_peak > l->memory_peak) {
+        l->memory_peak = h->memory_peak;
+        l->memory_budget = h->memory_budget;
     }
 }
 
@@ -632,6 +653,9 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     free(v);
 }
 
+/* ---- several files at a time (-j): a partial aggregate per file, merged
+ * in file order into the same tables a sequential read makes ---- */
+
 static void agg_free(struct agg *a) {
     nsc_py_callers_free(a->pc);
     for (struct row *r = a->rows, *n; r; r = n) {
@@ -639,10 +663,175 @@ static void agg_free(struct agg *a) {
         free(r);
     }
     free(a->ent);
+    free(a->ekeys);
 }
 
-/* One pass over the files into *a. Returns 0, 2 (damaged input) or 3 (out
- * of memory: *a freed). */
+static void merge_losses(struct lost *into, const struct lost *l) {
+    into->records += l->records;
+    into->dropped += l->dropped;
+    into->write += l->write;
+    into->exit += l->exit;
+    into->events += l->events;
+    into->failed_writes += l->failed_writes;
+    into->string_overflow += l->string_overflow;
+    into->unnamed += l->unnamed;
+    into->comm_overflow += l->comm_overflow;
+    if (l->write_errno)
+        into->write_errno = l->write_errno;
+    if (l->memory_peak > into->memory_peak) {
+        into->memory_peak = l->memory_peak;
+        into->memory_budget = l->memory_budget;
+    }
+}
+
+/* The partial of a later file into the whole: rows in the order the file
+ * made them, entries in the order it met them, and ties decided as a
+ * sequential read decides them (an earlier file's value stays unless a
+ * later one is strictly smaller / larger). */
+static int merge_agg(struct agg *into, struct agg *p) {
+    into->ops += p->ops;
+    into->damaged |= p->damaged;
+    merge_losses(&into->lost, &p->lost);
+    size_t nrows = 0;
+    for (struct row *r = p->rows; r; r = r->next)
+        nrows++;
+    struct row **made = malloc((nrows + 1) * sizeof(*made));
+    if (!made)
+        return -1;
+    size_t k = nrows;
+    for (struct row *r = p->rows; r; r = r->next)
+        made[--k] = r; /* the list is newest first */
+    for (k = 0; k < nrows; k++) {
+        struct row *r = made[k], *g;
+        for (g = into->rows; g; g = g->next)
+            if (g->comm_id == r->comm_id && g->bucket == r->bucket && g->is_p2p == r->is_p2p &&
+                !strcmp(g->func, r->func) && !strcmp(g->dtype, r->dtype))
+                break;
+        if (!g) {
+            if (!(g = calloc(1, sizeof(*g)))) {
+                free(made);
+                return -1;
+            }
+            g->comm_id = r->comm_id;
+            g->is_p2p = r->is_p2p;
+            g->bucket = r->bucket;
+            memcpy(g->func, r->func, sizeof(g->func));
+            memcpy(g->dtype, r->dtype, sizeof(g->dtype));
+            g->next = into->rows;
+            into->rows = g;
+        }
+        if (r->nranks > g->nranks)
+            g->nranks = r->nranks;
+        g->enqueue_only += r->enqueue_only;
+        lat_hist_merge(&g->lat, &r->lat);
+        lat_hist_merge(&g->gpu, &r->gpu);
+        lat_hist_merge(&g->queue, &r->queue);
+        g->ops += r->ops;
+        g->bytes_sum += r->bytes_sum;
+        g->gpu_ops += r->gpu_ops;
+        g->queue_ops += r->queue_ops;
+    }
+    free(made);
+    for (size_t i = 0; i < p->nekeys; i++) {
+        struct entry *e = entry_get(p, p->ekeys[i][0], p->ekeys[i][1]);
+        struct entry *g = entry_get(into, p->ekeys[i][0], p->ekeys[i][1]);
+        if (!e || !g)
+            return -1;
+        if (!g->ranks) {
+            uint64_t c = g->comm_id, q = g->seq;
+            *g = *e;
+            g->comm_id = c;
+            g->seq = q;
+            continue;
+        }
+        if (e->ranks && e->first_ns < g->first_ns) {
+            g->first_ns = e->first_ns;
+            g->first_rank = e->first_rank;
+        }
+        if (e->ranks && e->last_ns > g->last_ns) {
+            g->last_ns = e->last_ns;
+            g->last_rank = e->last_rank;
+        }
+        g->ranks += e->ranks;
+        if (e->gpu_ranks) {
+            if (!g->gpu_ranks || e->gpu_first < g->gpu_first) {
+                g->gpu_first = e->gpu_first;
+                g->gpu_first_rank = e->gpu_first_rank;
+            }
+            if (!g->gpu_ranks || e->gpu_last > g->gpu_last) {
+                g->gpu_last = e->gpu_last;
+                g->gpu_last_rank = e->gpu_last_rank;
+                g->gpu_last_enq = e->gpu_last_enq;
+            }
+            g->gpu_ranks += e->gpu_ranks;
+        }
+        if (e->nranks > g->nranks)
+            g->nranks = e->nranks;
+        if (e->ranks) {
+            g->real_comm = e->real_comm;
+            memcpy(g->func, e->func, sizeof(g->func));
+        }
+    }
+    return 0;
+}
+
+struct par {
+    const struct nsc_stats_opts *o;
+    struct agg *whole;
+    struct agg *part;   /* per file */
+    char **msg;         /* per file: its messages */
+    size_t *msglen;
+    int *rc;
+    int failed;
+};
+
+static void par_work(void *ud, int i) {
+    struct par *p = ud;
+    struct agg *a = &p->part[i];
+    a->keep_order = 1;
+    a->cmd = p->whole->cmd;
+    a->path = p->o->files[i];
+    FILE *err = open_memstream(&p->msg[i], &p->msglen[i]);
+    struct file_run fr = {.a = a, .shift = p->o->shift_ns ? p->o->shift_ns[i] : 0, .err = err,
+                          .path = p->o->files[i], .file = i};
+    struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .error = on_error, .done = on_done};
+    p->rc[i] = nsc_ops_pass(p->o->files[i], fr.shift, &h, &fr);
+    free(fr.gpu);
+    if (err)
+        fclose(err);
+}
+
+static void par_in_order(void *ud, int i) {
+    struct par *p = ud;
+    if (p->msg[i])
+        fputs(p->msg[i], stderr);
+    free(p->msg[i]);
+    p->msg[i] = NULL;
+    if (p->rc[i] < 0 || merge_agg(p->whole, &p->part[i]) != 0)
+        p->failed = 1;
+    agg_free(&p->part[i]);
+    memset(&p->part[i], 0, sizeof(p->part[i]));
+}
+
+static int stats_parallel(const struct nsc_stats_opts *o, struct agg *a, int jobs) {
+    struct par p = {o, a, calloc((size_t)o->nfiles, sizeof(struct agg)),
+                    calloc((size_t)o->nfiles, sizeof(char *)), calloc((size_t)o->nfiles, sizeof(size_t)),
+                    calloc((size_t)o->nfiles, sizeof(int)), 0};
+    int rc = -1;
+    if (p.part && p.msg && p.msglen && p.rc &&
+        nsc_parallel(o->nfiles, jobs, par_work, par_in_order, &p) == 0)
+        rc = p.failed ? -1 : 0;
+    free(p.part);
+    free(p.msg);
+    free(p.msglen);
+    free(p.rc);
+    return rc;
+}
+
+/* One pass over the files into *a: in parallel (-j) unless something must
+ * see the files in order (--by-caller follows API calls across a file's
+ * records; the hooks' owner keeps no locks). Returns 0, 2 (damaged input) or
+ * 3 (out of memory: *a freed). */
 static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
     memset(a, 0, sizeof(*a));
     a->hooks = o->hooks;
@@ -651,29 +840,26 @@ static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
         fprintf(stderr, "ncclscope %s: out of memory\n", a->cmd);
         return 3;
     }
-    for (int i = 0; i < o->nfiles; i++) {
+    int jobs = o->jobs > 0 ? o->jobs : nsc_jobs_default();
+    int sequential = a->pc || a->hooks || jobs <= 1 || o->nfiles <= 1;
+    if (!sequential && stats_parallel(o, a, jobs) != 0) {
+        fprintf(stderr, "ncclscope %s: out of memory\n", a->cmd);
+        agg_free(a);
+        return 3;
+    }
+    for (int i = 0; i < o->nfiles && sequential; i++) {
         if (a->pc)
             nsc_py_callers_file(a->pc);
-        struct nsc_decoder d;
         a->path = o->files[i];
-        if (nsc_decoder_open(&d, o->files[i]) != NSC_OK) {
-            fprintf(stderr, "ncclscope %s: %s\n", a->cmd, d.rd.err);
-            a->damaged = 1;
-            if (a->hooks && a->hooks->file)
-                a->hooks->file(a->hooks->ud, i, NULL);
-            continue;
-        }
-        struct file_run fr = {a, NULL, o->shift_ns ? o->shift_ns[i] : 0, 0, NULL, 0, o->files[i],
-                              i, &d};
-        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
-        nsc_decoder_run(&d, &ops, &fr);
-        nsc_track_finish(fr.t);
+        struct file_run fr = {.a = a, .shift = o->shift_ns ? o->shift_ns[i] : 0,
+                              .path = o->files[i], .file = i};
+        struct nsc_ops_hooks h = {.session = on_session, .record = a->pc ? on_record : NULL,
+                                  .op = on_op, .error = on_error, .done = on_done};
+        int rc = nsc_ops_pass(o->files[i], fr.shift, &h, &fr);
         free(fr.gpu);
-        add_losses(&a->lost, &d);
-        if (a->hooks && a->hooks->file)
-            a->hooks->file(a->hooks->ud, i, &d);
-        nsc_decoder_close(&d);
-        if (fr.oom) {
+        if (!fr.done && a->hooks && a->hooks->file) /* could not be opened */
+            a->hooks->file(a->hooks->ud, i, NULL);
+        if (rc < 0) {
             fprintf(stderr, "ncclscope %s: out of memory\n", a->cmd);
             agg_free(a);
             return 3;

@@ -38,6 +38,7 @@ struct nsc_align {
     int *host_of;              /* per file: index into hosts */
     struct nsc_align_host *hosts;
     int nhosts;
+    unsigned char *no_session; /* per file: it has no session block (left unaligned) */
 };
 
 /* mode: 0 = automatic (refine where possible), 1 = realtime only.
@@ -46,6 +47,8 @@ struct nsc_align {
 int nsc_align_files(const char *const *files, int nfiles, int mode, double max_uncertainty_ns,
                     struct nsc_align *al, char *err, size_t errlen);
 void nsc_align_print(const struct nsc_align *al, FILE *f);
+/* The files left unaligned for want of a session block, one line each. */
+void nsc_align_print_unaligned(const struct nsc_align *al, const char *const *files, FILE *f);
 void nsc_align_free(struct nsc_align *al);
 
 #endif /* NSC_CLOCK_ALIGN_H */
