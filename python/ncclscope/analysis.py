@@ -132,10 +132,13 @@ class Job:
         for t in TABLES:
             setattr(self, t, frames.get(t))
         self.errors = errors
+        self._futures = frames.get("_futures")
 
 
-def _read_for_dask(path, file_index, shift_ns, tables):
-    return read_file(path, file_index, shift_ns, tables)
+def _read_for_dask(paths, first_index, shifts, tables):
+    """A task: a few files read one after the other, their tables concatenated."""
+    parts = [read_file(p, first_index + k, shifts[k], tables) for k, p in enumerate(paths)]
+    return {t: pd.concat([x[t] for x in parts], ignore_index=True) for t in parts[0]}
 
 
 def _pick(tables, name):
@@ -143,13 +146,16 @@ def _pick(tables, name):
 
 
 def load(paths, client=None, tables=("ops",), errors="warn", align="auto",
-         max_uncertainty_us=1000.0):
+         max_uncertainty_us=1000.0, files_per_task=None):
     """Reads a job. paths: files and directories. client: a
     dask.distributed Client (each file is read on a worker; the tables are
     Dask DataFrames with one partition per file) or None (pandas, here).
     The clock shifts are computed once, up front, here (job_shifts).
     errors: "warn" (damage -> TraceDamageWarning, the intact rows kept),
-    "raise" (TraceError naming the first damaged file and offset), "ignore"."""
+    "raise" (TraceError naming the first damaged file and offset), "ignore".
+    files_per_task: files one Dask task reads (one partition); default: about
+    4 tasks per worker thread, so the per-task overhead (~10 ms of pandas per
+    groupby step) stays small next to the work."""
     files = trace_files(paths)
     shifts = job_shifts(files, align, max_uncertainty_us)
     names = [t for t in TABLES if t in set(tables) | {"comms", "drops", "errors"}]
@@ -160,8 +166,12 @@ def load(paths, client=None, tables=("ops",), errors="warn", align="auto",
         err = frames["errors"]
     else:
         import dask.dataframe as dd
-        futs = [client.submit(_read_for_dask, f, i, shifts[i], tuple(tables), pure=False)
-                for i, f in enumerate(files)]
+        k = files_per_task
+        if not k:
+            threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+            k = max(1, -(-len(files) // (4 * max(1, threads))))
+        futs = [client.submit(_read_for_dask, files[i:i + k], i, shifts[i:i + k], tuple(tables), pure=False)
+                for i in range(0, len(files), k)]
         err_parts = client.gather([client.submit(_pick, fu, "errors") for fu in futs])
         err = pd.concat(err_parts, ignore_index=True) if err_parts else _empty("errors")
         frames = {}
@@ -169,6 +179,7 @@ def load(paths, client=None, tables=("ops",), errors="warn", align="auto",
             parts = [client.submit(_pick, fu, t) for fu in futs]
             frames[t] = dd.from_delayed(parts, meta=_empty(t), verify_meta=False)
         frames["errors"] = err
+        frames["_futures"] = futs  # the files' tables stay on the workers while the Job lives
     if len(err):
         if errors == "raise":
             raise_errors(err)
@@ -297,13 +308,6 @@ def _stat_rows(part):
     }, index=part.index)
 
 
-def _stat_frame(ops):
-    if not _is_dask(ops):
-        return _stat_rows(ops)
-    meta = _stat_rows(_empty("ops"))
-    return ops.map_partitions(_stat_rows, meta=meta)
-
-
 def _bus_factor(op, n):
     if n <= 0:
         return 1.0
@@ -335,34 +339,100 @@ def _lost(drops):
             "memory_budget_bytes": budget}
 
 
-def _rows(ops):
-    sf = _stat_frame(ops)
-    agg = sf.groupby(_KEYS).agg({"nranks": "max", "bytes": ["sum", "count"], "enqueue_only": "sum",
-                                 "has_host": "sum", "has_gpu": "sum", "has_queue": "sum",
-                                 "host_ns": "max", "gpu_ns": "max", "queue_ns": "max"})
-    hists = {}
-    for m in ("host", "gpu", "queue"):
+_METRICS = ("host", "gpu", "queue")
+_SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "host_h", "gpu_h", "queue_h")
+_MAXES = ("nranks", "host_max", "gpu_max", "queue_max")
+_LONG = _KEYS + ["what", "idx", "v"]
+
+
+def _partial_rows(part):
+    """A partition's share of the stats rows, long form (keys, what, idx,
+    v): per group the counts, byte sums and maxima (idx -1) and the three
+    latency histograms (what host_h/gpu_h/queue_h, idx the bucket). Sums
+    and maxima combine across partitions (_combine_rows), so Dask reduces
+    them as a tree and pandas runs the same two functions once."""
+    sf = _stat_rows(part)
+    g = sf.groupby(_KEYS)
+    wide = pd.DataFrame({
+        "n": g["bytes"].size(), "bytes": g["bytes"].sum(), "eo": g["enqueue_only"].sum(),
+        "host_n": g["has_host"].sum(), "gpu_n": g["has_gpu"].sum(), "queue_n": g["has_queue"].sum(),
+        "nranks": g["nranks"].max(), "host_max": g["host_ns"].max(), "gpu_max": g["gpu_ns"].max(),
+        "queue_max": g["queue_ns"].max()})
+    parts = []
+    if len(wide):
+        long = wide.reset_index().melt(id_vars=_KEYS, var_name="what", value_name="v")
+        long["idx"] = -1
+        parts.append(long)
+    for m in _METRICS:
         sub = sf[sf["has_" + m] == 1]
-        hists[m] = sub.groupby(_KEYS + [m + "_i"]).size()
-    agg, hists = _compute(agg), {m: _compute(h) for m, h in hists.items()}
-    agg.columns = ["_".join(c) for c in agg.columns]
-    hl = {}
-    for m, h in hists.items():
-        d = {}
-        for key, n in h.sort_index().items():
-            d.setdefault(tuple(key[:-1]), []).append((key[-1], int(n)))
-        hl[m] = d
+        h = sub.groupby(_KEYS + [m + "_i"]).size()
+        if len(h):
+            h = h.rename("v").reset_index().rename(columns={m + "_i": "idx"})
+            h["what"] = m + "_h"
+            parts.append(h)
+    if not parts:
+        return _empty_long()
+    out = pd.concat(parts, ignore_index=True)[_LONG]
+    return out.astype({"p2p": np.int64, "bucket": np.int64, "idx": np.int64, "v": np.int64})
+
+
+def _empty_long():
+    return pd.DataFrame({"comm": pd.Series([], dtype=object), "p2p": pd.Series([], dtype=np.int64),
+                         "op": pd.Series([], dtype=object), "dtype": pd.Series([], dtype=object),
+                         "bucket": pd.Series([], dtype=np.int64), "what": pd.Series([], dtype=object),
+                         "idx": pd.Series([], dtype=np.int64), "v": pd.Series([], dtype=np.int64)})
+
+
+def _combine_rows(p):
+    if not len(p):
+        return _empty_long()
+    key = _KEYS + ["what", "idx"]
+    s = p[p["what"].isin(_SUMS)].groupby(key)["v"].sum()
+    m = p[p["what"].isin(_MAXES)].groupby(key)["v"].max()
+    return pd.concat([s, m]).rename("v").reset_index()[_LONG]
+
+
+def _rows_lazy(ops):
+    if not _is_dask(ops):
+        return _combine_rows(_partial_rows(ops))
+    return ops.reduction(_partial_rows, combine=_combine_rows, aggregate=_combine_rows,
+                         meta=_empty_long(), split_every=16)
+
+
+def _rows(ops):
+    return _rows_finish(*_compute_all(_rows_lazy(ops)))
+
+
+def _compute_all(*objs):
+    """Dask objects in one compute (shared parts of the graph run once)."""
+    if any(_is_lazy(o) for o in objs):
+        import dask
+        return dask.compute(*objs)
+    return objs
+
+
+def _is_lazy(o):
+    return hasattr(o, "dask") and not isinstance(o, (pd.DataFrame, pd.Series))
+
+
+def _rows_finish(long):
+    agg, hl = {}, {m: {} for m in _METRICS}
+    for r in long.sort_values(_KEYS + ["what", "idx"]).itertuples(index=False):
+        k = (r.comm, int(r.p2p), r.op, r.dtype, int(r.bucket))
+        if r.what.endswith("_h"):
+            hl[r.what[:-2]].setdefault(k, []).append((int(r.idx), int(r.v)))
+        else:
+            agg.setdefault(k, {})[r.what] = int(r.v)
     rows = []
-    keys = sorted(agg.index, key=lambda k: (k[0], int(k[1]), k[2], k[3], int(k[4])))
-    for k in keys:
-        a = agg.loc[k]
-        comm, p2p, op, dtype, bucket = k[0], int(k[1]), k[2], k[3], int(k[4])
-        ops_n = int(a["bytes_count"])
-        nranks = max(int(a["nranks_max"]), 0)
-        lat_n, gpu_n, q_n = int(a["has_host_sum"]), int(a["has_gpu_sum"]), int(a["has_queue_sum"])
-        lat_max = max(int(a["host_ns_max"]), 0) if lat_n else 0
-        gpu_max = int(a["gpu_ns_max"]) if gpu_n else 0
-        q_max = int(a["queue_ns_max"]) if q_n else 0
+    for k in sorted(agg):
+        a = agg[k]
+        comm, p2p, op, dtype, bucket = k
+        ops_n = a["n"]
+        nranks = max(a["nranks"], 0)
+        lat_n, gpu_n, q_n = a["host_n"], a["gpu_n"], a["queue_n"]
+        lat_max = max(a["host_max"], 0) if lat_n else 0
+        gpu_max = a["gpu_max"] if gpu_n else 0
+        q_max = a["queue_max"] if q_n else 0
         hh, gh, qh = hl["host"].get(k, []), hl["gpu"].get(k, []), hl["queue"].get(k, [])
         host_p50 = float(_quantile(hh, lat_n, lat_max, 0.5))
         host_p99 = float(_quantile(hh, lat_n, lat_max, 0.99))
@@ -374,11 +444,11 @@ def _rows(ops):
         q99 = float(_quantile(qh, q_n, q_max, 0.99)) if q_n else -1.0
         host_only = gpu_n == 0
         p50 = host_p50 if host_only else gpu_p50
-        avg = float(int(a["bytes_sum"])) / ops_n if ops_n else 0.0
+        avg = float(a["bytes"]) / ops_n if ops_n else 0.0
         bf = _bus_factor(op, nranks)
         algbw = avg / p50 if p50 > 0 else 0.0
         host_algbw = avg / host_p50 if host_p50 > 0 else 0.0
-        eo = int(a["enqueue_only_sum"])
+        eo = a["eo"]
         rows.append({
             "comm": comm, "nranks": nranks, "op": op, "p2p": bool(p2p), "dtype": dtype,
             "size_max_bytes": 1 << bucket, "avg_bytes": avg,
@@ -402,45 +472,72 @@ _CKEY = ["comm", "op", "seq"]
 _RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins ties (stats.c)
 
 
+_I64MAX, _I64MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+_ENTRY = ["first_ns", "first_fr", "last_ns", "last_fr", "ranks", "gpu_ranks", "gpu_first",
+          "gpu_last", "gpu_last_fr", "gpu_last_enq"]
+
+
 def _coll_rows(part):
+    """Each collective operation as a one-rank entry (stats.c's struct entry)."""
+    part = part[part["p2p"] == 0]
     gs = part["gpu_start_ns"].to_numpy()
+    enq = part["enqueue_ns"].to_numpy()
+    fr = part["file_index"].to_numpy() * _RANK_BITS + part["rank"].to_numpy() + 1
+    has = gs != 0
     return pd.DataFrame({
         "comm": part["comm"].to_numpy(), "op": part["op"].to_numpy(), "seq": part["seq"].to_numpy(),
-        "enq": part["enqueue_ns"].to_numpy(),
-        "fr": part["file_index"].to_numpy() * _RANK_BITS + part["rank"].to_numpy() + 1,
-        "gs": gs, "has_gs": (gs != 0).astype(np.int64),
-        "gs_lo": np.where(gs != 0, gs, np.iinfo(np.int64).max),
-        "gs_hi": np.where(gs != 0, gs, np.iinfo(np.int64).min),
-    }, index=part.index)
+        "first_ns": enq, "first_fr": fr, "last_ns": enq, "last_fr": fr,
+        "ranks": np.ones(len(part), dtype=np.int64), "gpu_ranks": has.astype(np.int64),
+        "gpu_first": np.where(has, gs, _I64MAX), "gpu_last": np.where(has, gs, _I64MIN),
+        "gpu_last_fr": np.where(has, fr, _I64MAX), "gpu_last_enq": enq,
+    })
+
+
+def _merge_entries(e):
+    """Entries of the same collective merged, as stats.c's on_op does one
+    rank at a time: the earliest enqueue and its rank (ties: the earliest
+    file), the latest enqueue and its rank (ties: the earliest file), the
+    latest GPU start, its rank and its enqueue; counts summed. Associative,
+    so Dask runs it as a tree reduction over the files (chunk, combine and
+    aggregate are this function) and pandas runs it once."""
+    if not len(e):
+        return e
+    g = e.sort_values(_CKEY + ["first_ns", "first_fr"], kind="stable").groupby(_CKEY, sort=False)
+    out = g[["first_ns", "first_fr"]].first()
+    out[["ranks", "gpu_ranks"]] = g[["ranks", "gpu_ranks"]].sum()
+    out["gpu_first"] = g["gpu_first"].min()
+    x = e.assign(neg=-e["last_ns"]).sort_values(_CKEY + ["neg", "last_fr"], kind="stable")
+    out[["last_ns", "last_fr"]] = x.groupby(_CKEY, sort=False)[["last_ns", "last_fr"]].first()
+    y = e.assign(neg=-e["gpu_last"].clip(lower=_I64MIN + 1)).sort_values(
+        _CKEY + ["neg", "gpu_last_fr"], kind="stable")
+    out[["gpu_last", "gpu_last_fr", "gpu_last_enq"]] = y.groupby(_CKEY, sort=False)[
+        ["gpu_last", "gpu_last_fr", "gpu_last_enq"]].first()
+    return out.reset_index()[_CKEY + _ENTRY]
+
+
+def _collectives_lazy(ops):
+    meta = _coll_rows(_empty("ops"))
+    if not _is_dask(ops):
+        return _merge_entries(_coll_rows(ops))
+    c = ops.map_partitions(_coll_rows, meta=meta)
+    return c.reduction(_merge_entries, combine=_merge_entries, aggregate=_merge_entries,
+                       meta=meta[_CKEY + _ENTRY], split_every=16)
+
+
+def _collectives_finish(e):
+    e = e.copy()
+    for col in ("first", "last", "gpu_last"):
+        fr = e[col + "_fr"].astype(np.int64)
+        e[col + "_rank"] = np.where((fr > 0) & (fr != _I64MAX), fr % _RANK_BITS - 1, -1)
+    return e
 
 
 def _collectives(ops):
     """One row per collective (comm, op, seqNumber) over all ranks: first
     and last enqueue and by whom, first and last GPU start (mapped), the
-    last GPU starter and its enqueue; ranks seen, ranks with a GPU start.
-    stats.c's straggler entries, computed with groupby and merges only, so
-    pandas and Dask run the same code."""
-    c = ops[ops["p2p"] == 0]
-    c = c.map_partitions(_coll_rows, meta=_coll_rows(_empty("ops"))) if _is_dask(c) else _coll_rows(c)
-    e = c.groupby(_CKEY).agg({"enq": ["min", "max", "count"], "has_gs": "sum", "gs_lo": "min",
-                              "gs_hi": "max"})
-    names = {("enq", "min"): "first_ns", ("enq", "max"): "last_ns", ("enq", "count"): "ranks",
-             ("has_gs", "sum"): "gpu_ranks", ("gs_lo", "min"): "gpu_first", ("gs_hi", "max"): "gpu_last"}
-    e.columns = [names[tuple(c)] for c in e.columns]
-    e = e.reset_index()
-    m = c.merge(e, on=_CKEY)
-    first = m[m["enq"] == m["first_ns"]].groupby(_CKEY)["fr"].min().rename("first_fr")
-    last = m[m["enq"] == m["last_ns"]].groupby(_CKEY)["fr"].min().rename("last_fr")
-    g = m[(m["has_gs"] == 1) & (m["gs"] == m["gpu_last"])]
-    gl = g.groupby(_CKEY)["fr"].min().rename("gpu_last_fr").reset_index()
-    gle = g.merge(gl, left_on=_CKEY + ["fr"], right_on=_CKEY + ["gpu_last_fr"])
-    gle = gle.groupby(_CKEY)["enq"].min().rename("gpu_last_enq")
-    e, first, last, gl, gle = (_compute(x) for x in (e, first, last, gl, gle))
-    e = e.set_index(_CKEY).join(first).join(last).join(gl.set_index(_CKEY)).join(gle).reset_index()
-    for col in ("first", "last", "gpu_last"):
-        fr = e[col + "_fr"].fillna(0).astype(np.int64)
-        e[col + "_rank"] = fr % _RANK_BITS - 1
-    return e
+    last GPU starter and its enqueue; ranks seen, ranks with a GPU start
+    (stats.c's straggler entries)."""
+    return _collectives_finish(*_compute_all(_collectives_lazy(ops)))
 
 
 def stragglers(ops, top=20):
@@ -484,16 +581,21 @@ def _late(e):
 
 def stats(ops, drops=None, top=20, files=None):
     """The rows of `ncclscope stats --json` (a dict of the same shape and
-    numbers) from an operations frame, pandas or Dask. drops: the drops
-    table for the "lost" block (ops.attrs carries neither on Dask)."""
-    rows = _rows(ops)
-    gpu, enq = stragglers(ops, top)
-    n = int(_compute(ops.shape[0]) if _is_dask(ops) else len(ops))
-    out = {"files": files if files is not None else ops.attrs.get("files") if not _is_dask(ops) else None,
-           "operations": n}
+    numbers) from an operations frame, pandas or Dask (one compute for
+    everything). drops: the drops table for the "lost" block."""
+    lazy = [_rows_lazy(ops), _collectives_lazy(ops)]
     if drops is not None:
-        out["lost"] = _lost(drops)
-    out.update({"rows": rows, "stragglers": enq, "gpu_stragglers": gpu})
+        lazy.append(drops)
+    got = list(_compute_all(*lazy))
+    long = got[0]
+    rows = _rows_finish(long)
+    e = _collectives_finish(got[1])
+    out = {"files": files if files is not None else ops.attrs.get("files") if not _is_dask(ops) else None,
+           # every operation is in exactly one row
+           "operations": int(long[long["what"] == "n"]["v"].sum())}
+    if drops is not None:
+        out["lost"] = _lost(got[2])
+    out.update({"rows": rows, "stragglers": _by_enqueue(e, top), "gpu_stragglers": _late(e)})
     return out
 
 
