@@ -53,6 +53,9 @@ enum nsc_ot_type { NSC_OT_I64 = 0, NSC_OT_STR = 1 };
     X(host_ns, I64)      /* enqueue to completion (end, else stop; -1: neither) */                 \
     X(enqueue_only, I64) /* 1: no completion child */                                              \
     X(at_end, I64)       /* 1: still in flight when the file ended */                              \
+    X(stuck, I64)        /* 1: in flight at the end and never completed (hang.h's rule) */         \
+    X(channels_done, I64) /* its KernelCh that stopped */                                          \
+    X(open_children, I64) /* KernelCh/ProxyOp started and never stopped (at_end only) */           \
     X(caller, STR)       /* Python caller "file:line function" ("" none) */                        \
     X(thread, I64)       /* writer thread index in the file */                                     \
     X(event_id, I64)     /* the Coll/P2p id in its file */                                         \

@@ -599,28 +599,56 @@ def stats(ops, drops=None, top=20, files=None):
     return out
 
 
-def hangs(ops):
-    """Operations still in flight when their files ended (at_end), per
-    communicator: the lowest stuck (op, seqNumber), the ranks stuck inside
-    it, the ranks that completed it and the ranks of the communicator that
-    never entered it: the core of `ncclscope hang --json`'s "hangs" rows
-    (hang.h; channels and proxy states are in kernel_channels/proxy_steps)."""
-    cols = ["comm", "op", "seq", "rank", "nranks", "p2p", "at_end", "end_ns", "stop_ns",
-            "enqueue_only"]
-    o = _compute(ops[cols])
-    stuck = o[(o["at_end"] == 1) & (o["p2p"] == 0)]
+def hangs(ops, comms, kernel_channels=None):
+    """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
+    `ncclscope hang --json` for collectives (hang.h): per communicator with
+    a stuck collective (in flight when its file ended and never completed:
+    the `stuck` column), the one with the lowest seqNumber, the ranks that
+    never entered it (missing), those stuck inside it (with their channels
+    done and, given kernel_channels, the channels still open), those that
+    completed it and the ranks that left no trace. Stuck point-to-point
+    operations (hang's "waits") are not covered here."""
+    cols = ["comm", "op", "seq", "rank", "p2p", "stuck", "stop_ns", "channels", "channels_done",
+            "file_index", "event_id"]
+    o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
+    kc = None
+    if kernel_channels is not None:
+        kc = _compute_all(kernel_channels[["file_index", "op_id", "channel", "stop_ns"]])[0]
+        kc = kc[kc["stop_ns"] == 0]
+    coll = o[o["p2p"] == 0]
+    stuck = coll[coll["stuck"] == 1]
+    seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
     out = []
-    for comm, s in stuck.groupby("comm"):
-        first = s.sort_values(["seq", "op"]).iloc[0]
-        same = o[(o["comm"] == comm) & (o["op"] == first["op"]) & (o["seq"] == first["seq"])]
-        inside = sorted(int(r) for r in same[same["at_end"] == 1]["rank"].unique())
-        done = sorted(int(r) for r in same[same["at_end"] == 0]["rank"].unique())
-        ranks = sorted(int(r) for r in o[o["comm"] == comm]["rank"].unique())
-        nranks = int(o[o["comm"] == comm]["nranks"].max())
-        missing = sorted(set(ranks) - set(inside) - set(done))
-        out.append({"comm": comm, "op": first["op"], "seq": int(first["seq"]), "nranks": nranks,
-                    "missing_ranks": missing, "stuck_ranks": inside, "completed_ranks": done,
-                    "untraced_ranks": sorted(set(range(nranks)) - set(ranks))})
+    for comm in sorted(stuck["comm"].unique()):
+        s = stuck[stuck["comm"] == comm].sort_values(["seq", "op"], kind="stable")
+        target = s.iloc[0]
+        members = c[c["comm"] == comm]
+        nranks = int(members["nranks"].max()) if len(members) else 0
+        traced = set(int(r) for r in members["rank"])
+        inside = s[(s["seq"] == target["seq"]) & (s["op"] == target["op"])]
+        inside_ranks = set(int(r) for r in inside["rank"])
+        missing, done = [], []
+        for r in range(nranks):
+            if r not in traced or r in inside_ranks:
+                continue
+            k = (comm, r, target["op"])
+            if k in seqs.index and seqs.loc[k, "min"] <= target["seq"] <= seqs.loc[k, "max"]:
+                done.append(r)
+            else:
+                missing.append(r)
+        stuck_rows = []
+        for _, x in inside.sort_values("rank").iterrows():
+            row = {"rank": int(x["rank"]), "enqueued": bool(x["stop_ns"]), "nch": int(x["channels"]),
+                   "channels_done": int(x["channels_done"])}
+            if kc is not None:
+                open_ch = kc[(kc["file_index"] == x["file_index"]) & (kc["op_id"] == x["event_id"])]
+                row["channels"] = sorted(int(v) for v in open_ch["channel"])
+            stuck_rows.append(row)
+        out.append({"comm": "0x" + comm,
+                    "name": members["comm_name"].iloc[0] if len(members) else "",
+                    "nranks": nranks, "op": target["op"], "seq": int(target["seq"]),
+                    "missing_ranks": missing, "stuck_ranks": stuck_rows, "completed_ranks": done,
+                    "untraced_ranks": [r for r in range(nranks) if r not in traced]})
     return out
 
 

@@ -330,6 +330,56 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 """
 
 
+def hung_job(tmp):
+    """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
+    seqNumber 9 that rank 3 never enters, ranks 0-2 stuck inside it."""
+    driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
+    if not driver or not plugin:
+        return None
+    d = os.path.join(tmp, "hung")
+    os.makedirs(d)
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
+               NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "4", "--ops", "10",
+                               "--mode", "coll"], env=env, stdout=subprocess.PIPE, text=True)
+             for r in range(4)]
+    try:
+        for p in procs:
+            check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+        deadline = time.time() + 20
+        while time.time() < deadline:  # every operation in the files (test_hang.py)
+            time.sleep(0.2)
+            p = subprocess.run([CLI, "hang", d, "--json"], capture_output=True, text=True)
+            try:
+                if json.loads(p.stdout)["operations"] == 39:
+                    break
+            except ValueError:
+                pass
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+    return d
+
+
+def test_hangs(tmp):
+    d = hung_job(tmp)
+    if d is None:
+        print("SKIP (part): hangs(): no NSC_HANG_RANK/NSC_PLUGIN")
+        return
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
+    j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+    py = A.hangs(j.ops, j.comms, j.kernel_channels)
+    check(len(py) == len(c) == 1, "one stuck communicator: %s vs %s" % (py, c))
+    for k in ("comm", "name", "nranks", "op", "seq", "missing_ranks", "completed_ranks", "untraced_ranks"):
+        check(py[0][k] == c[0][k], "hangs()[%s]: %r vs hang --json %r" % (k, py[0][k], c[0][k]))
+    want = [{k: s[k] for k in ("rank", "enqueued", "nch", "channels_done", "channels")} for s in c[0]["stuck_ranks"]]
+    check(py[0]["stuck_ranks"] == want, "stuck ranks: %s vs %s" % (py[0]["stuck_ranks"], want))
+    check(A.hangs(A.operations(JOB), A.comms(JOB)) == [], "complete traces: no hang")
+    print("ok: hangs() = ncclscope hang --json on a killed 4-rank job (missing rank 3, AllReduce 9)")
+
+
 def test_cluster(tmp, ops):
     cl = Cluster(tmp)
     client = None
@@ -372,6 +422,7 @@ def main():
         ops = test_pandas(tmp)
         test_damage(tmp)
         test_export(tmp, ops)
+        test_hangs(tmp)
         try:
             A.operations(os.path.join(tmp, "nosuch"))
             fail("a missing path did not raise")
