@@ -13,7 +13,7 @@ those rows are the ones `ncclscope stats --json` prints (same numbers).
     ops = A.operations("trace/", client=Client("tcp://head:8786"))   # Dask
     A.stats(ops)
 
-    python3 -m ncclscope.analysis stats trace/ [--scheduler tcp://HOST:PORT] [--json]
+    python3 -m ncclscope.analysis stats trace/ [--scheduler tcp://HOST:PORT | --scheduler-file F] [--json]
 
 docs/analysis.md has the schema and the scaling measurements.
 """
@@ -689,15 +689,16 @@ def main(argv=None):
     st = sub.add_parser("stats", help="the rows of `ncclscope stats --json`")
     st.add_argument("paths", nargs="+")
     st.add_argument("--scheduler", help="tcp://HOST:PORT of a dask.distributed scheduler")
+    st.add_argument("--scheduler-file", help="the file dask-scheduler --scheduler-file wrote (Slurm)")
     st.add_argument("--json", action="store_true")
     st.add_argument("--top", type=int, default=20)
     st.add_argument("--align", choices=("auto", "realtime"), default="auto")
     st.add_argument("--max-uncertainty-us", type=float, default=1000.0)
     a = ap.parse_args(argv)
     client = None
-    if a.scheduler:
+    if a.scheduler or a.scheduler_file:
         from dask.distributed import Client
-        client = Client(a.scheduler)
+        client = Client(a.scheduler) if a.scheduler else Client(scheduler_file=a.scheduler_file)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", A.TraceDamageWarning)
