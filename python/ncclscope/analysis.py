@@ -146,18 +146,23 @@ def _pick(tables, name):
 
 
 def load(paths, client=None, tables=("ops",), errors="warn", align="auto",
-         max_uncertainty_us=1000.0, files_per_task=None):
+         max_uncertainty_us=1000.0, files_per_task=None, shifts=None):
     """Reads a job. paths: files and directories. client: a
     dask.distributed Client (each file is read on a worker; the tables are
     Dask DataFrames with one partition per file) or None (pandas, here).
-    The clock shifts are computed once, up front, here (job_shifts).
+    The clock shifts are computed once, up front, here (job_shifts), unless
+    given (shifts: ns per file, in trace_files(paths)' order).
     errors: "warn" (damage -> TraceDamageWarning, the intact rows kept),
     "raise" (TraceError naming the first damaged file and offset), "ignore".
     files_per_task: files one Dask task reads (one partition); default: about
     4 tasks per worker thread, so the per-task overhead (~10 ms of pandas per
     groupby step) stays small next to the work."""
     files = trace_files(paths)
-    shifts = job_shifts(files, align, max_uncertainty_us)
+    if shifts is None:
+        shifts = job_shifts(files, align, max_uncertainty_us)
+    elif len(shifts) != len(files):
+        raise ValueError("shifts: %d values for %d files" % (len(shifts), len(files)))
+    shifts = [int(x) for x in shifts]
     names = [t for t in TABLES if t in set(tables) | {"comms", "drops", "errors"}]
     if client is None:
         parts = [read_file(f, i, shifts[i], tables) for i, f in enumerate(files)]
