@@ -191,6 +191,8 @@ def test_pandas(tmp):
     # one row per (rank, comm, op, seqNumber) for collectives (p2p have no seqNumber)
     coll = ops[ops["p2p"] == 0]
     check(not coll.duplicated(["rank", "comm", "op", "seq"]).any(), "duplicate (rank, comm, op, seq)")
+    shifts = A.job_shifts(A.trace_files(JOB))
+    check(A.load(JOB, shifts=shifts).ops.equals(ops), "load(shifts=job_shifts()) = load()")
     job = A.load(JOB, tables=("ops", "kernel_channels", "proxy_steps"))
     kc = job.kernel_channels
     check(len(kc) > 0 and kc.merge(job.ops, left_on=["file_index", "op_id"],
