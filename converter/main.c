@@ -21,6 +21,7 @@
 #include "hang.h"
 #include "event_types.h"
 #include "report.h"
+#include "export.h"
 #include "stats.h"
 #include "info.h"
 #include "out_file.h"
@@ -54,6 +55,9 @@ static void usage(FILE *f) {
             "  convert, stats and report take --align auto|realtime and --max-uncertainty-us U (default\n"
             "      1000) for files from several hosts (see docs/converter.md), and -j N:\n"
             "      files read at once (default: one per processor; the output is the same).\n"
+            "  ncclscope export <files or directories...> -o DIR\n"
+            "      the operations, kernel channels, proxy steps, comms and losses as CSV\n"
+            "      files for SQL engines (DuckDB, ClickHouse, Spark; docs/analysis.md).\n"
             "  ncclscope hang <files or directories...> [--json]\n"
             "      where a hung (killed) job's ranks diverge: exit 4 when a hang is found.\n"
             "  ncclscope info <file>\n"
@@ -130,6 +134,25 @@ static const struct cmd_help {
      "  -j N                      files read at once (default: one per processor; same output)\n"
      "  -v, --verbose             per-file diagnostics (alignment)\n"
      "  -h, --help                this text\n"},
+    {"export",
+     "usage: ncclscope export <files or directories...> -o DIR [options]\n"
+     "\n"
+     "The job's tables as CSV files with a header, for SQL engines (DuckDB,\n"
+     "ClickHouse, Spark): per trace file (one process: a host and a rank)\n"
+     "DIR/ops/<host>/rank-<R>.csv (one row per operation, the numbers of stats),\n"
+     "DIR/kernel_channels/..., DIR/proxy_steps/...; for the job DIR/comms.csv,\n"
+     "DIR/drops.csv (what the plugin lost, per file) and DIR/errors.csv (damage:\n"
+     "file, offset). Times are ns on the job's aligned clock. Schema and queries:\n"
+     "docs/analysis.md.\n"
+     "\n"
+     "options:\n"
+     "  -o DIR                    where the files go (created)\n"
+     "  --align auto|realtime     clock alignment of files from several hosts\n"
+     "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
+     "  -h, --help                this text\n"
+     "\n"
+     "Exit: 0, 1 usage, 2 damaged input (the intact part is exported), 3 unreadable\n"
+     "input or a failed write.\n"},
     {"hang",
      "usage: ncclscope hang <files or directories...> [--json]\n"
      "\n"
@@ -784,6 +807,8 @@ static int dispatch(int argc, char **argv) {
         return cmd_report(argc - 2, argv + 2);
     if (strcmp(cmd, "hang") == 0)
         return cmd_hang(argc - 2, argv + 2);
+    if (strcmp(cmd, "export") == 0)
+        return nsc_export_main(argc - 2, argv + 2);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("ncclscope %s (trace format %u)\n", NSC_VERSION, NSC_FORMAT_VERSION);
         return 0;

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from nsctest import check, data_dir, env_paths, fail, run, tmpdir  # noqa: E402
 
 EXPECTED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected")
-COMMANDS = ["convert", "stats", "report", "info", "replay", "version", "help", "hang"]
+COMMANDS = ["convert", "stats", "report", "info", "replay", "version", "help", "hang", "export"]
 
 
 def same(got, path, what):

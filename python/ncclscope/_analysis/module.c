@@ -1,0 +1,185 @@
+/*
+ * ncclscope._analysis - a trace file's tables (converter/ops_table.h) as
+ * buffers for NumPy: each column comes back as one bytes object that
+ * ncclscope.analysis wraps with np.frombuffer (int64, or uint32 indexes
+ * into the file's string list). No NumPy headers needed, no text between
+ * the decoder and the DataFrame. The GIL is released while a file is read:
+ * a Dask worker's threads read files side by side.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdlib.h>
+
+#include "ops_table.h"
+
+static PyObject *table_dict(const struct nsc_ot_table *t) {
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    for (unsigned c = 0; c < t->ncols; c++) {
+        size_t w = t->spec[c].type == NSC_OT_STR ? 4 : 8;
+        PyObject *b = PyBytes_FromStringAndSize(t->nrows ? t->col[c] : "", (Py_ssize_t)(t->nrows * w));
+        PyObject *v = b ? Py_BuildValue("(Ns)", b, t->spec[c].type == NSC_OT_STR ? "str" : "i8") : NULL;
+        if (!v || PyDict_SetItemString(d, t->spec[c].name, v) != 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+/* read(path, file_index, shift_ns, want) -> {"strings": [...], "tables":
+ * {name: {column: (bytes, "i8"|"str")}}, "nrows": {name: n}} */
+static PyObject *py_read(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *path_obj;
+    int file_index;
+    long long shift;
+    unsigned int want;
+    if (!PyArg_ParseTuple(args, "O&iLI", PyUnicode_FSConverter, &path_obj, &file_index, &shift, &want))
+        return NULL;
+    struct nsc_ot_file f;
+    int rc;
+    const char *path = PyBytes_AS_STRING(path_obj);
+    Py_BEGIN_ALLOW_THREADS
+    rc = nsc_ot_read(path, file_index, (int64_t)shift, want, &f);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(path_obj);
+    if (rc < 0) {
+        nsc_ot_free(&f);
+        return PyErr_NoMemory();
+    }
+    PyObject *out = PyDict_New(), *strs = PyList_New(f.nstr), *tables = PyDict_New(),
+             *nrows = PyDict_New();
+    if (!out || !strs || !tables || !nrows)
+        goto fail;
+    for (uint32_t i = 0; i < f.nstr; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8(f.str[i], (Py_ssize_t)strlen(f.str[i]), "replace");
+        if (!s)
+            goto fail;
+        PyList_SET_ITEM(strs, i, s);
+    }
+    for (int i = 0; i < NSC_OT_NTABLES; i++) {
+        PyObject *t = table_dict(&f.t[i]);
+        PyObject *n = PyLong_FromSize_t(f.t[i].nrows);
+        if (!t || !n || PyDict_SetItemString(tables, nsc_ot_table_names[i], t) != 0 ||
+            PyDict_SetItemString(nrows, nsc_ot_table_names[i], n) != 0) {
+            Py_XDECREF(t);
+            Py_XDECREF(n);
+            goto fail;
+        }
+        Py_DECREF(t);
+        Py_DECREF(n);
+    }
+    if (PyDict_SetItemString(out, "strings", strs) != 0 ||
+        PyDict_SetItemString(out, "tables", tables) != 0 ||
+        PyDict_SetItemString(out, "nrows", nrows) != 0)
+        goto fail;
+    Py_DECREF(strs);
+    Py_DECREF(tables);
+    Py_DECREF(nrows);
+    nsc_ot_free(&f);
+    return out;
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(strs);
+    Py_XDECREF(tables);
+    Py_XDECREF(nrows);
+    nsc_ot_free(&f);
+    return NULL;
+}
+
+/* job_shifts([paths], mode, max_uncertainty_ns) -> [shift_ns, ...];
+ * ValueError when the files cannot be put on one timeline. */
+static PyObject *py_job_shifts(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq;
+    int mode = 0;
+    double max_unc = 1e6;
+    if (!PyArg_ParseTuple(args, "O|id", &seq, &mode, &max_unc))
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "job_shifts: a list of paths");
+    if (!fast)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **enc = calloc((size_t)n + 1, sizeof(*enc));
+    const char **paths = calloc((size_t)n + 1, sizeof(*paths));
+    int64_t *shift = calloc((size_t)n + 1, sizeof(*shift));
+    PyObject *out = NULL;
+    char err[1024] = "";
+    if (!enc || !paths || !shift) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &enc[i]))
+            goto done;
+        paths[i] = PyBytes_AS_STRING(enc[i]);
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = nsc_ot_job_shifts(paths, (int)n, mode, max_unc, shift, err, sizeof(err));
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        goto done;
+    }
+    if (!(out = PyList_New(n)))
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyList_SET_ITEM(out, i, PyLong_FromLongLong(shift[i]));
+done:
+    for (Py_ssize_t i = 0; enc && i < n; i++)
+        Py_XDECREF(enc[i]);
+    free(enc);
+    free(paths);
+    free(shift);
+    Py_DECREF(fast);
+    return out;
+}
+
+/* schema() -> {table: [(column, "i8"|"str"), ...]} in output order */
+static PyObject *py_schema(PyObject *self, PyObject *args) {
+    (void)self;
+    (void)args;
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < NSC_OT_NTABLES; i++) {
+        unsigned n;
+        const struct nsc_ot_colspec *s = nsc_ot_schema((enum nsc_ot_table_id)i, &n);
+        PyObject *l = PyList_New(n);
+        for (unsigned c = 0; l && c < n; c++)
+            PyList_SET_ITEM(l, c, Py_BuildValue("(ss)", s[c].name, s[c].type == NSC_OT_STR ? "str" : "i8"));
+        if (!l || PyErr_Occurred() || PyDict_SetItemString(d, nsc_ot_table_names[i], l) != 0) {
+            Py_XDECREF(l);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(l);
+    }
+    return d;
+}
+
+static PyMethodDef methods[] = {
+    {"read", py_read, METH_VARARGS, "read(path, file_index, shift_ns, want) -> tables as buffers"},
+    {"job_shifts", py_job_shifts, METH_VARARGS,
+     "job_shifts(paths, mode=0, max_uncertainty_ns=1e6) -> per-file clock shifts (ns)"},
+    {"schema", py_schema, METH_NOARGS, "schema() -> {table: [(column, type)]}"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_analysis",
+                                    "trace files as column buffers (converter/ops_table.h)", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__analysis(void);
+PyMODINIT_FUNC PyInit__analysis(void) {
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m)
+        return NULL;
+    PyModule_AddIntConstant(m, "TABLE_OPS", NSC_OT_T_OPS);
+    PyModule_AddIntConstant(m, "TABLE_KERNEL_CHANNELS", NSC_OT_T_KCH);
+    PyModule_AddIntConstant(m, "TABLE_PROXY_STEPS", NSC_OT_T_STEPS);
+    return m;
+}

@@ -1,0 +1,739 @@
+"""Traces as DataFrames: a job's operations, kernel channels, proxy steps,
+comms and losses, read in C (converter/ops_table.h through ncclscope._analysis:
+column buffers straight into NumPy, no text in between), in pandas in this
+process or as Dask DataFrames on a dask.distributed cluster (one file per
+task, read on a worker). The analyses (stats, stragglers, hangs) are written
+once against the API pandas and Dask share, so both give the same rows, and
+those rows are the ones `ncclscope stats --json` prints (same numbers).
+
+    from ncclscope import analysis as A
+    ops = A.operations("trace/")                      # pandas
+    A.stats(ops)                                      # = ncclscope stats --json
+    from dask.distributed import Client
+    ops = A.operations("trace/", client=Client("tcp://head:8786"))   # Dask
+    A.stats(ops)
+
+    python3 -m ncclscope.analysis stats trace/ [--scheduler tcp://HOST:PORT | --scheduler-file F] [--json]
+
+docs/analysis.md has the schema and the scaling measurements.
+"""
+import argparse
+import errno as _errno
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from . import _analysis as _c
+
+TABLES = ("ops", "kernel_channels", "proxy_steps", "comms", "drops", "errors")
+_WANT = {"ops": 1, "kernel_channels": 2, "proxy_steps": 4}
+TRACE_SUFFIX = ".nsc"
+
+
+class TraceError(Exception):
+    """Damage in a trace file: which file, at which byte offset (-1 when the
+    reader could not say), and the reader's message."""
+
+    def __init__(self, path, offset, message):
+        super().__init__(message)
+        self.path, self.offset, self.message = path, int(offset), message
+
+    def __reduce__(self):  # crosses process boundaries (Dask) intact
+        return (TraceError, (self.path, self.offset, self.message))
+
+    def __str__(self):
+        return self.message
+
+
+class TraceDamageWarning(UserWarning):
+    """Some files were damaged: their intact parts are in the tables."""
+
+
+def schema():
+    """{table: [(column, "i8" | "str"), ...]}: the columns every reader
+    (this module, `ncclscope export`) gives, in order."""
+    return _c.schema()
+
+
+def trace_files(paths):
+    """Files and directories -> the job's trace files (a directory's *.nsc,
+    sorted, as the converter expands them)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            out += sorted(os.path.join(p, n) for n in os.listdir(p) if n.endswith(TRACE_SUFFIX))
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise FileNotFoundError(p)
+    if not out:
+        raise ValueError("no trace files in %s" % ", ".join(map(str, paths)))
+    return out
+
+
+def job_shifts(files, align="auto", max_uncertainty_us=1000.0):
+    """Per file, the ns to add to put it on the job's clock: the converter's
+    alignment (converter/clock_align.h), same method, same numbers."""
+    return _c.job_shifts(list(files), 0 if align == "auto" else 1, float(max_uncertainty_us) * 1e3)
+
+
+def _frame(raw, name, strings):
+    cols = {}
+    for col, kind in _c.schema()[name]:
+        buf, _ = raw["tables"][name][col]
+        if kind == "str":
+            cols[col] = strings[np.frombuffer(buf, dtype=np.uint32)]
+        else:
+            cols[col] = np.frombuffer(buf, dtype=np.int64)
+    return pd.DataFrame(cols)
+
+
+def read_file(path, file_index=0, shift_ns=0, tables=("ops",)):
+    """One file's tables: {name: pandas.DataFrame} for `tables` plus comms,
+    drops and errors (always). Damage does not raise: the intact part's rows
+    are there and `errors` says where (raise_errors() turns it into
+    TraceError)."""
+    want = 0
+    for t in tables:
+        want |= _WANT.get(t, 0)
+    raw = _c.read(os.fspath(path), int(file_index), int(shift_ns), want)
+    strings = np.array(raw["strings"], dtype=object)
+    names = set(tables) | {"comms", "drops", "errors"}
+    return {t: _frame(raw, t, strings) for t in TABLES if t in names}
+
+
+def _empty(name):
+    return pd.DataFrame({c: pd.Series([], dtype=object if k == "str" else np.int64)
+                         for c, k in _c.schema()[name]})
+
+
+def raise_errors(errors):
+    """Raises the first error of an errors table as TraceError."""
+    if len(errors):
+        e = errors.iloc[0]
+        raise TraceError(e["file"], e["offset"], e["message"])
+
+
+class Job:
+    """A job's tables: pandas DataFrames, or Dask DataFrames (one partition
+    per file) when read through a client. `errors` is always pandas: the
+    damage found (file, offset, message), one row each."""
+
+    def __init__(self, files, shifts, tables, frames, errors, client):
+        self.files, self.shifts, self.client = files, shifts, client
+        self.errors = errors
+        for t in TABLES:
+            setattr(self, t, frames.get(t))
+        self.errors = errors
+        self._futures = frames.get("_futures")
+
+
+def _read_for_dask(paths, first_index, shifts, tables):
+    """A task: a few files read one after the other, their tables concatenated."""
+    parts = [read_file(p, first_index + k, shifts[k], tables) for k, p in enumerate(paths)]
+    return {t: pd.concat([x[t] for x in parts], ignore_index=True) for t in parts[0]}
+
+
+def _pick(tables, name):
+    return tables[name]
+
+
+def load(paths, client=None, tables=("ops",), errors="warn", align="auto",
+         max_uncertainty_us=1000.0, files_per_task=None, shifts=None):
+    """Reads a job. paths: files and directories. client: a
+    dask.distributed Client (each file is read on a worker; the tables are
+    Dask DataFrames with one partition per file) or None (pandas, here).
+    The clock shifts are computed once, up front, here (job_shifts), unless
+    given (shifts: ns per file, in trace_files(paths)' order).
+    errors: "warn" (damage -> TraceDamageWarning, the intact rows kept),
+    "raise" (TraceError naming the first damaged file and offset), "ignore".
+    files_per_task: files one Dask task reads (one partition); default: about
+    4 tasks per worker thread, so the per-task overhead (~10 ms of pandas per
+    groupby step) stays small next to the work."""
+    files = trace_files(paths)
+    if shifts is None:
+        shifts = job_shifts(files, align, max_uncertainty_us)
+    elif len(shifts) != len(files):
+        raise ValueError("shifts: %d values for %d files" % (len(shifts), len(files)))
+    shifts = [int(x) for x in shifts]
+    names = [t for t in TABLES if t in set(tables) | {"comms", "drops", "errors"}]
+    if client is None:
+        parts = [read_file(f, i, shifts[i], tables) for i, f in enumerate(files)]
+        frames = {t: pd.concat([p[t] for p in parts], ignore_index=True) if parts else _empty(t)
+                  for t in names}
+        err = frames["errors"]
+    else:
+        import dask.dataframe as dd
+        k = files_per_task
+        if not k:
+            threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+            k = max(1, -(-len(files) // (4 * max(1, threads))))
+        futs = [client.submit(_read_for_dask, files[i:i + k], i, shifts[i:i + k], tuple(tables), pure=False)
+                for i in range(0, len(files), k)]
+        err_parts = client.gather([client.submit(_pick, fu, "errors") for fu in futs])
+        err = pd.concat(err_parts, ignore_index=True) if err_parts else _empty("errors")
+        frames = {}
+        for t in names:
+            parts = [client.submit(_pick, fu, t) for fu in futs]
+            frames[t] = dd.from_delayed(parts, meta=_empty(t), verify_meta=False)
+        frames["errors"] = err
+        frames["_futures"] = futs  # the files' tables stay on the workers while the Job lives
+    if len(err):
+        if errors == "raise":
+            raise_errors(err)
+        if errors == "warn":
+            warnings.warn("%d damage report(s), the intact parts are used; first: %s"
+                          % (len(err), err.iloc[0]["message"]), TraceDamageWarning, stacklevel=3)
+    return Job(files, shifts, tables, frames, err, client)
+
+
+def _table(name, paths, client, **kw):
+    job = load(paths, client, tables=(name,), **kw)
+    t = getattr(job, name)
+    if client is None:
+        t.attrs["errors"] = job.errors
+        t.attrs["files"] = len(job.files)
+    return t
+
+
+def operations(paths, client=None, **kw):
+    """One row per (rank, comm, operation, seqNumber): the operations as
+    `ncclscope stats` derives them (schema: docs/analysis.md). pandas:
+    .attrs["errors"] holds the damage found."""
+    return _table("ops", paths, client, **kw)
+
+
+def kernel_channels(paths, client=None, **kw):
+    """One row per KernelCh event (channel of an operation's kernel)."""
+    return _table("kernel_channels", paths, client, **kw)
+
+
+def proxy_steps(paths, client=None, **kw):
+    """One row per ProxyStep event, with its ProxyOp's channel, peer, direction."""
+    return _table("proxy_steps", paths, client, **kw)
+
+
+def comms(paths, client=None, **kw):
+    """One row per communicator of each file."""
+    return _table("comms", paths, client, **kw)
+
+
+def drops(paths, client=None, **kw):
+    """One row per file: what the plugin lost (its STATS) and the damage found."""
+    return _table("drops", paths, client, **kw)
+
+
+# ---- analyses: the same code on pandas and Dask frames ----
+
+def _compute(x):
+    return x.compute() if hasattr(x, "compute") and not isinstance(x, (pd.DataFrame, pd.Series)) else x
+
+
+def _is_dask(df):
+    return not isinstance(df, pd.DataFrame)
+
+
+def _hist_index(v):
+    """common/latency_hist.h's lat_hist_index, vectorized (v >= 0)."""
+    v = np.asarray(v, dtype=np.int64)
+    out = v.copy()
+    big = v >= 128
+    if big.any():
+        b = v[big]
+        msb = np.frexp(b.astype(np.float64))[1].astype(np.int64) - 1
+        # frexp on a value above 2^53 may round up across a power of two
+        msb = np.where((np.int64(1) << msb) > b, msb - 1, msb)
+        shift = msb - 6
+        out[big] = 128 + (msb - 7) * 64 + (np.right_shift(b, shift) - 64)
+    return out
+
+
+def _bucket_upper(i):
+    if i < 128:
+        return i
+    k = i - 128
+    msb = k // 64 + 7
+    return ((k % 64 + 64 + 1) << (msb - 6)) - 1
+
+
+def _quantile(hist, count, vmax, q):
+    """lat_hist_quantile: hist = [(index, n)] sorted by index."""
+    if not count:
+        return 0
+    rank = int(q * float(count))
+    if rank >= count:
+        rank = count - 1
+    seen = 0
+    for i, n in hist:
+        seen += n
+        if seen > rank:
+            v = _bucket_upper(int(i))
+            return v if v < vmax else vmax
+    return vmax
+
+
+def _size_bucket(b):
+    """stats.c's bucket_of: the smallest k with 2^k >= bytes (max 63)."""
+    b = np.asarray(b, dtype=np.int64)
+    out = np.zeros(len(b), dtype=np.int64)
+    m = b > 1
+    e = np.frexp((b[m] - 1).astype(np.float64))[1].astype(np.int64)
+    out[m] = np.minimum(e, 63)
+    return out
+
+
+_KEYS = ["comm", "p2p", "op", "dtype", "bucket"]
+
+
+def _stat_rows(part):
+    """Per operation: the group key and the histogram indexes of its host,
+    GPU and queue times (-1: none). Runs per partition."""
+    host = part["host_ns"].to_numpy()
+    gpu = part["gpu_ns"].to_numpy()
+    queue = part["queue_ns"].to_numpy()
+    return pd.DataFrame({
+        "comm": part["comm"].to_numpy(), "p2p": part["p2p"].to_numpy(),
+        "op": part["op"].to_numpy(), "dtype": part["dtype"].to_numpy(),
+        "bucket": _size_bucket(part["bytes"].to_numpy()),
+        "nranks": part["nranks"].to_numpy(), "bytes": part["bytes"].to_numpy(),
+        "enqueue_only": part["enqueue_only"].to_numpy(),
+        "has_host": (host >= 0).astype(np.int64), "host_ns": host,
+        "host_i": np.where(host >= 0, _hist_index(np.maximum(host, 0)), -1),
+        "has_gpu": (gpu >= 0).astype(np.int64), "gpu_ns": gpu,
+        "gpu_i": np.where(gpu >= 0, _hist_index(np.maximum(gpu, 0)), -1),
+        "has_queue": (queue >= 0).astype(np.int64), "queue_ns": queue,
+        "queue_i": np.where(queue >= 0, _hist_index(np.maximum(queue, 0)), -1),
+    }, index=part.index)
+
+
+def _bus_factor(op, n):
+    if n <= 0:
+        return 1.0
+    if op == "AllReduce":
+        return 2.0 * (n - 1) / n
+    if op in ("AllGather", "ReduceScatter"):
+        return (n - 1) / n
+    return 1.0
+
+
+def _lost(drops):
+    d = _compute(drops)
+    d = d.sort_values("file_index", kind="stable") if len(d) else d
+    s = lambda c: int(d[c].sum()) if len(d) else 0
+    errno_v = 0
+    for v in d["write_errno"] if len(d) else []:
+        if v:
+            errno_v = int(v)
+    peak, budget = 0, 0
+    for p, b in zip(d["memory_peak"], d["memory_budget"]) if len(d) else []:
+        if p > peak:
+            peak, budget = int(p), int(b)
+    return {"records": s("records_lost"), "dropped": s("dropped"), "write_records": s("write_lost"),
+            "exit_records": s("exit_lost"), "events_dropped": s("events_dropped"),
+            "failed_writes": s("failed_writes"), "write_errno": errno_v,
+            "write_error": _errno.errorcode.get(errno_v) if errno_v else None,
+            "string_overflow": s("string_overflow"), "unnamed_events": s("unnamed_events"),
+            "comm_overflow": s("comm_overflow"), "memory_peak_bytes": peak,
+            "memory_budget_bytes": budget}
+
+
+_METRICS = ("host", "gpu", "queue")
+_SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "host_h", "gpu_h", "queue_h")
+_MAXES = ("nranks", "host_max", "gpu_max", "queue_max")
+_LONG = _KEYS + ["what", "idx", "v"]
+
+
+def _partial_rows(part):
+    """A partition's share of the stats rows, long form (keys, what, idx,
+    v): per group the counts, byte sums and maxima (idx -1) and the three
+    latency histograms (what host_h/gpu_h/queue_h, idx the bucket). Sums
+    and maxima combine across partitions (_combine_rows), so Dask reduces
+    them as a tree and pandas runs the same two functions once."""
+    sf = _stat_rows(part)
+    g = sf.groupby(_KEYS)
+    wide = pd.DataFrame({
+        "n": g["bytes"].size(), "bytes": g["bytes"].sum(), "eo": g["enqueue_only"].sum(),
+        "host_n": g["has_host"].sum(), "gpu_n": g["has_gpu"].sum(), "queue_n": g["has_queue"].sum(),
+        "nranks": g["nranks"].max(), "host_max": g["host_ns"].max(), "gpu_max": g["gpu_ns"].max(),
+        "queue_max": g["queue_ns"].max()})
+    parts = []
+    if len(wide):
+        long = wide.reset_index().melt(id_vars=_KEYS, var_name="what", value_name="v")
+        long["idx"] = -1
+        parts.append(long)
+    for m in _METRICS:
+        sub = sf[sf["has_" + m] == 1]
+        h = sub.groupby(_KEYS + [m + "_i"]).size()
+        if len(h):
+            h = h.rename("v").reset_index().rename(columns={m + "_i": "idx"})
+            h["what"] = m + "_h"
+            parts.append(h)
+    if not parts:
+        return _empty_long()
+    out = pd.concat(parts, ignore_index=True)[_LONG]
+    return out.astype({"p2p": np.int64, "bucket": np.int64, "idx": np.int64, "v": np.int64})
+
+
+def _empty_long():
+    return pd.DataFrame({"comm": pd.Series([], dtype=object), "p2p": pd.Series([], dtype=np.int64),
+                         "op": pd.Series([], dtype=object), "dtype": pd.Series([], dtype=object),
+                         "bucket": pd.Series([], dtype=np.int64), "what": pd.Series([], dtype=object),
+                         "idx": pd.Series([], dtype=np.int64), "v": pd.Series([], dtype=np.int64)})
+
+
+def _combine_rows(p):
+    if not len(p):
+        return _empty_long()
+    key = _KEYS + ["what", "idx"]
+    s = p[p["what"].isin(_SUMS)].groupby(key)["v"].sum()
+    m = p[p["what"].isin(_MAXES)].groupby(key)["v"].max()
+    return pd.concat([s, m]).rename("v").reset_index()[_LONG]
+
+
+def _rows_lazy(ops):
+    if not _is_dask(ops):
+        return _combine_rows(_partial_rows(ops))
+    return ops.reduction(_partial_rows, combine=_combine_rows, aggregate=_combine_rows,
+                         meta=_empty_long(), split_every=16)
+
+
+def _rows(ops):
+    return _rows_finish(*_compute_all(_rows_lazy(ops)))
+
+
+def _compute_all(*objs):
+    """Dask objects in one compute (shared parts of the graph run once)."""
+    if any(_is_lazy(o) for o in objs):
+        import dask
+        return dask.compute(*objs)
+    return objs
+
+
+def _is_lazy(o):
+    return hasattr(o, "dask") and not isinstance(o, (pd.DataFrame, pd.Series))
+
+
+def _rows_finish(long):
+    agg, hl = {}, {m: {} for m in _METRICS}
+    for r in long.sort_values(_KEYS + ["what", "idx"]).itertuples(index=False):
+        k = (r.comm, int(r.p2p), r.op, r.dtype, int(r.bucket))
+        if r.what.endswith("_h"):
+            hl[r.what[:-2]].setdefault(k, []).append((int(r.idx), int(r.v)))
+        else:
+            agg.setdefault(k, {})[r.what] = int(r.v)
+    rows = []
+    for k in sorted(agg):
+        a = agg[k]
+        comm, p2p, op, dtype, bucket = k
+        ops_n = a["n"]
+        nranks = max(a["nranks"], 0)
+        lat_n, gpu_n, q_n = a["host_n"], a["gpu_n"], a["queue_n"]
+        lat_max = max(a["host_max"], 0) if lat_n else 0
+        gpu_max = a["gpu_max"] if gpu_n else 0
+        q_max = a["queue_max"] if q_n else 0
+        hh, gh, qh = hl["host"].get(k, []), hl["gpu"].get(k, []), hl["queue"].get(k, [])
+        host_p50 = float(_quantile(hh, lat_n, lat_max, 0.5))
+        host_p99 = float(_quantile(hh, lat_n, lat_max, 0.99))
+        host_max = float(lat_max)
+        gpu_p50 = float(_quantile(gh, gpu_n, gpu_max, 0.5)) if gpu_n else -1.0
+        gpu_p99 = float(_quantile(gh, gpu_n, gpu_max, 0.99)) if gpu_n else -1.0
+        gpu_mx = float(gpu_max) if gpu_n else -1.0
+        q50 = float(_quantile(qh, q_n, q_max, 0.5)) if q_n else -1.0
+        q99 = float(_quantile(qh, q_n, q_max, 0.99)) if q_n else -1.0
+        host_only = gpu_n == 0
+        p50 = host_p50 if host_only else gpu_p50
+        avg = float(a["bytes"]) / ops_n if ops_n else 0.0
+        bf = _bus_factor(op, nranks)
+        algbw = avg / p50 if p50 > 0 else 0.0
+        host_algbw = avg / host_p50 if host_p50 > 0 else 0.0
+        eo = a["eo"]
+        rows.append({
+            "comm": comm, "nranks": nranks, "op": op, "p2p": bool(p2p), "dtype": dtype,
+            "size_max_bytes": 1 << bucket, "avg_bytes": avg,
+            "count": ops_n // nranks if nranks > 0 and not p2p else ops_n,
+            "rank_ops": ops_n, "enqueue_only": eo,
+            "p50_us": host_p50 / 1e3, "p99_us": host_p99 / 1e3, "max_us": host_max / 1e3,
+            "algbw_GBps": algbw, "busbw_GBps": algbw * bf,
+            "timing": "host-only" if host_only else "gpu (partial)" if gpu_n < ops_n else "gpu",
+            "gpu_ops": gpu_n,
+            "gpu_p50_us": gpu_p50 / 1e3 if gpu_n else None,
+            "gpu_p99_us": gpu_p99 / 1e3 if gpu_n else None,
+            "gpu_max_us": gpu_mx / 1e3 if gpu_n else None,
+            "queue_p50_us": q50 / 1e3 if q_n else None,
+            "queue_p99_us": q99 / 1e3 if q_n else None,
+            "host_algbw_GBps": host_algbw, "host_busbw_GBps": host_algbw * bf,
+        })
+    return rows
+
+
+_CKEY = ["comm", "op", "seq"]
+_RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins ties (stats.c)
+
+
+_I64MAX, _I64MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+_ENTRY = ["first_ns", "first_fr", "last_ns", "last_fr", "ranks", "gpu_ranks", "gpu_first",
+          "gpu_last", "gpu_last_fr", "gpu_last_enq"]
+
+
+def _coll_rows(part):
+    """Each collective operation as a one-rank entry (stats.c's struct entry)."""
+    part = part[part["p2p"] == 0]
+    gs = part["gpu_start_ns"].to_numpy()
+    enq = part["enqueue_ns"].to_numpy()
+    fr = part["file_index"].to_numpy() * _RANK_BITS + part["rank"].to_numpy() + 1
+    has = gs != 0
+    return pd.DataFrame({
+        "comm": part["comm"].to_numpy(), "op": part["op"].to_numpy(), "seq": part["seq"].to_numpy(),
+        "first_ns": enq, "first_fr": fr, "last_ns": enq, "last_fr": fr,
+        "ranks": np.ones(len(part), dtype=np.int64), "gpu_ranks": has.astype(np.int64),
+        "gpu_first": np.where(has, gs, _I64MAX), "gpu_last": np.where(has, gs, _I64MIN),
+        "gpu_last_fr": np.where(has, fr, _I64MAX), "gpu_last_enq": enq,
+    })
+
+
+def _merge_entries(e):
+    """Entries of the same collective merged, as stats.c's on_op does one
+    rank at a time: the earliest enqueue and its rank (ties: the earliest
+    file), the latest enqueue and its rank (ties: the earliest file), the
+    latest GPU start, its rank and its enqueue; counts summed. Associative,
+    so Dask runs it as a tree reduction over the files (chunk, combine and
+    aggregate are this function) and pandas runs it once."""
+    if not len(e):
+        return e
+    g = e.sort_values(_CKEY + ["first_ns", "first_fr"], kind="stable").groupby(_CKEY, sort=False)
+    out = g[["first_ns", "first_fr"]].first()
+    out[["ranks", "gpu_ranks"]] = g[["ranks", "gpu_ranks"]].sum()
+    out["gpu_first"] = g["gpu_first"].min()
+    x = e.assign(neg=-e["last_ns"]).sort_values(_CKEY + ["neg", "last_fr"], kind="stable")
+    out[["last_ns", "last_fr"]] = x.groupby(_CKEY, sort=False)[["last_ns", "last_fr"]].first()
+    y = e.assign(neg=-e["gpu_last"].clip(lower=_I64MIN + 1)).sort_values(
+        _CKEY + ["neg", "gpu_last_fr"], kind="stable")
+    out[["gpu_last", "gpu_last_fr", "gpu_last_enq"]] = y.groupby(_CKEY, sort=False)[
+        ["gpu_last", "gpu_last_fr", "gpu_last_enq"]].first()
+    return out.reset_index()[_CKEY + _ENTRY]
+
+
+def _collectives_lazy(ops):
+    meta = _coll_rows(_empty("ops"))
+    if not _is_dask(ops):
+        return _merge_entries(_coll_rows(ops))
+    c = ops.map_partitions(_coll_rows, meta=meta)
+    return c.reduction(_merge_entries, combine=_merge_entries, aggregate=_merge_entries,
+                       meta=meta[_CKEY + _ENTRY], split_every=16)
+
+
+def _collectives_finish(e):
+    e = e.copy()
+    for col in ("first", "last", "gpu_last"):
+        fr = e[col + "_fr"].astype(np.int64)
+        e[col + "_rank"] = np.where((fr > 0) & (fr != _I64MAX), fr % _RANK_BITS - 1, -1)
+    return e
+
+
+def _collectives(ops):
+    """One row per collective (comm, op, seqNumber) over all ranks: first
+    and last enqueue and by whom, first and last GPU start (mapped), the
+    last GPU starter and its enqueue; ranks seen, ranks with a GPU start
+    (stats.c's straggler entries)."""
+    return _collectives_finish(*_compute_all(_collectives_lazy(ops)))
+
+
+def stragglers(ops, top=20):
+    """Stragglers by GPU start (who made whom wait), per (comm, rank): how
+    often its kernel started last in a collective whose every rank had a
+    GPU start, how long the first rank waited then (wait_us), and whether it
+    was late on the host (enqueued late: its enqueue - the earliest enqueue
+    >= half the lag) or on the GPU. Also, by enqueue, the `top` collectives
+    whose last rank entered latest after the first. Returns (gpu, enqueue)
+    as lists of dicts: stats --json's "gpu_stragglers" and "stragglers"."""
+    e = _collectives(ops)
+    return _late(e), _by_enqueue(e, top)
+
+
+def _by_enqueue(e, top):
+    s = e[e["ranks"] > 1].copy()
+    s["lag"] = s["last_ns"] - s["first_ns"]
+    s = s.sort_values(["lag", "comm", "seq", "op"], ascending=[False, True, True, True])
+    return [{"comm": r.comm, "seq": int(r.seq), "op": r.op, "ranks": int(r.ranks),
+             "last_rank": int(r.last_rank), "first_rank": int(r.first_rank),
+             "lag_us": float(r.lag) / 1e3} for r in s.head(top).itertuples()]
+
+
+def _late(e):
+    full = e[(e["gpu_ranks"] >= 2) & (e["gpu_ranks"] == e["ranks"])].copy()
+    if not len(full):
+        return []
+    full["lag"] = full["gpu_last"] - full["gpu_first"]
+    full["host"] = np.maximum(full["gpu_last_enq"].astype(np.int64) - full["first_ns"], 0)
+    full["host_late"] = (full["host"] * 2 >= full["lag"]).astype(np.int64)
+    full["gpu_late"] = 1 - full["host_late"]
+    colls = full.groupby("comm").size().rename("collectives")
+    per = full.groupby(["comm", "gpu_last_rank"]).agg(
+        last=("lag", "size"), wait=("lag", "sum"), host_late=("host_late", "sum"),
+        gpu_late=("gpu_late", "sum")).reset_index().join(colls, on="comm")
+    per = per.sort_values(["wait", "comm", "gpu_last_rank"], ascending=[False, True, True])
+    return [{"comm": r.comm, "rank": int(r.gpu_last_rank), "collectives": int(r.collectives),
+             "last": int(r.last), "wait_us": float(r.wait) / 1e3, "host_late": int(r.host_late),
+             "gpu_late": int(r.gpu_late)} for r in per.itertuples()]
+
+
+def stats(ops, drops=None, top=20, files=None):
+    """The rows of `ncclscope stats --json` (a dict of the same shape and
+    numbers) from an operations frame, pandas or Dask (one compute for
+    everything). drops: the drops table for the "lost" block."""
+    lazy = [_rows_lazy(ops), _collectives_lazy(ops)]
+    if drops is not None:
+        lazy.append(drops)
+    got = list(_compute_all(*lazy))
+    long = got[0]
+    rows = _rows_finish(long)
+    e = _collectives_finish(got[1])
+    out = {"files": files if files is not None else ops.attrs.get("files") if not _is_dask(ops) else None,
+           # every operation is in exactly one row
+           "operations": int(long[long["what"] == "n"]["v"].sum())}
+    if drops is not None:
+        out["lost"] = _lost(got[2])
+    out.update({"rows": rows, "stragglers": _by_enqueue(e, top), "gpu_stragglers": _late(e)})
+    return out
+
+
+def hangs(ops, comms, kernel_channels=None):
+    """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
+    `ncclscope hang --json` for collectives (hang.h): per communicator with
+    a stuck collective (in flight when its file ended and never completed:
+    the `stuck` column), the one with the lowest seqNumber, the ranks that
+    never entered it (missing), those stuck inside it (with their channels
+    done and, given kernel_channels, the channels still open), those that
+    completed it and the ranks that left no trace. Stuck point-to-point
+    operations (hang's "waits") are not covered here."""
+    cols = ["comm", "op", "seq", "rank", "p2p", "stuck", "stop_ns", "channels", "channels_done",
+            "file_index", "event_id"]
+    o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
+    kc = None
+    if kernel_channels is not None:
+        kc = _compute_all(kernel_channels[["file_index", "op_id", "channel", "stop_ns"]])[0]
+        kc = kc[kc["stop_ns"] == 0]
+    coll = o[o["p2p"] == 0]
+    stuck = coll[coll["stuck"] == 1]
+    seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
+    out = []
+    for comm in sorted(stuck["comm"].unique()):
+        s = stuck[stuck["comm"] == comm].sort_values(["seq", "op"], kind="stable")
+        target = s.iloc[0]
+        members = c[c["comm"] == comm]
+        nranks = int(members["nranks"].max()) if len(members) else 0
+        traced = set(int(r) for r in members["rank"])
+        inside = s[(s["seq"] == target["seq"]) & (s["op"] == target["op"])]
+        inside_ranks = set(int(r) for r in inside["rank"])
+        missing, done = [], []
+        for r in range(nranks):
+            if r not in traced or r in inside_ranks:
+                continue
+            k = (comm, r, target["op"])
+            if k in seqs.index and seqs.loc[k, "min"] <= target["seq"] <= seqs.loc[k, "max"]:
+                done.append(r)
+            else:
+                missing.append(r)
+        stuck_rows = []
+        for _, x in inside.sort_values("rank").iterrows():
+            row = {"rank": int(x["rank"]), "enqueued": bool(x["stop_ns"]), "nch": int(x["channels"]),
+                   "channels_done": int(x["channels_done"])}
+            if kc is not None:
+                open_ch = kc[(kc["file_index"] == x["file_index"]) & (kc["op_id"] == x["event_id"])]
+                row["channels"] = sorted(int(v) for v in open_ch["channel"])
+            stuck_rows.append(row)
+        out.append({"comm": "0x" + comm,
+                    "name": members["comm_name"].iloc[0] if len(members) else "",
+                    "nranks": nranks, "op": target["op"], "seq": int(target["seq"]),
+                    "missing_ranks": missing, "stuck_ranks": stuck_rows, "completed_ranks": done,
+                    "untraced_ranks": [r for r in range(nranks) if r not in traced]})
+    return out
+
+
+# ---- the command ----
+
+def _fmt(v):
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, float):
+        return "%.3f" % v
+    return str(v)
+
+
+def _json_like_c(s):
+    """stats --json's own layout (%.3f, avg_bytes %.0f): a text diff works too."""
+    def obj(d):
+        return "{" + ", ".join('"%s": %s' % (k, ("%.0f" % v) if k == "avg_bytes" else _fmt(v))
+                               for k, v in d.items()) + "}"
+    parts = ['"files": %s' % _fmt(s["files"]), '"operations": %d' % s["operations"]]
+    if "lost" in s:
+        parts.append('"lost": ' + obj(s["lost"]))
+    head = "{" + ", ".join(parts) + ", "
+    body = []
+    for k in ("rows", "stragglers", "gpu_stragglers"):
+        body.append('"%s": [%s\n]' % (k, ",".join("\n  " + obj(r) for r in s[k])))
+    return head + ", ".join(body) + "}\n"
+
+
+def main(argv=None):
+    from ncclscope import analysis as A  # pickled by module name on the workers, not __main__
+    ap = argparse.ArgumentParser(prog="python3 -m ncclscope.analysis",
+                                 description="analyses of ncclscope traces in pandas or on Dask")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    st = sub.add_parser("stats", help="the rows of `ncclscope stats --json`")
+    st.add_argument("paths", nargs="+")
+    st.add_argument("--scheduler", help="tcp://HOST:PORT of a dask.distributed scheduler")
+    st.add_argument("--scheduler-file", help="the file dask-scheduler --scheduler-file wrote (Slurm)")
+    st.add_argument("--json", action="store_true")
+    st.add_argument("--top", type=int, default=20)
+    st.add_argument("--align", choices=("auto", "realtime"), default="auto")
+    st.add_argument("--max-uncertainty-us", type=float, default=1000.0)
+    a = ap.parse_args(argv)
+    client = None
+    if a.scheduler or a.scheduler_file:
+        from dask.distributed import Client
+        client = Client(a.scheduler) if a.scheduler else Client(scheduler_file=a.scheduler_file)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", A.TraceDamageWarning)
+            job = A.load(a.paths, client, tables=("ops",), align=a.align,
+                         max_uncertainty_us=a.max_uncertainty_us)
+    except (ValueError, FileNotFoundError) as e:
+        print("ncclscope.analysis: %s" % e, file=sys.stderr)
+        return 3
+    for e in job.errors["message"]:
+        print("ncclscope.analysis: %s" % e, file=sys.stderr)
+    s = A.stats(job.ops, job.drops, a.top, files=len(job.files))
+    if a.json:
+        sys.stdout.write(_json_like_c(s))
+    else:
+        print("%d file(s), %d rank-operations" % (s["files"], s["operations"]))
+        print("%-16s %5s %-14s %-12s %10s %8s %-13s %10s %10s %9s" % (
+            "comm", "ranks", "op", "dtype", "size<=", "rank-ops", "timing", "p50 us", "p99 us", "busbw"))
+        for r in s["rows"]:
+            p50 = r["p50_us"] if r["timing"] == "host-only" else r["gpu_p50_us"]
+            p99 = r["p99_us"] if r["timing"] == "host-only" else r["gpu_p99_us"]
+            print("%-16s %5d %-14s %-12s %10d %8d %-13s %10.2f %10.2f %9.2f" % (
+                r["comm"], r["nranks"], r["op"], r["dtype"], r["size_max_bytes"], r["rank_ops"],
+                r["timing"], p50, p99, r["busbw_GBps"]))
+        for r in s["gpu_stragglers"][:a.top]:
+            print("straggler: comm %s rank %d last in %d of %d collectives, made others wait %.2f us"
+                  % (r["comm"], r["rank"], r["last"], r["collectives"], r["wait_us"]))
+    if client is not None:
+        client.close()
+    return 2 if len(job.errors) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

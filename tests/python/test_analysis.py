@@ -1,0 +1,440 @@
+"""ncclscope.analysis on a real Dask cluster and in pandas, against the C tools.
+
+A dask-scheduler and two dask-worker processes are started on 127.0.0.1
+(ports the OS picks, stopped at the end, also on failure). On the 4-process
+trace in tests/data: operations() through the cluster equals operations() in
+pandas row for row; stats() in both and `python3 -m ncclscope.analysis stats
+--json` (pandas and --scheduler) give the numbers `ncclscope stats --json`
+prints; kernel channels and proxy steps point at their operations. Damage:
+a file cut short and a non-trace among good files yield the good files' rows
+and errors naming file and offset (TraceError with errors="raise", on the
+cluster too, whose workers survive). `ncclscope export` writes the same
+operations as CSV, and the SQL of docs/analysis.md (run on sqlite3, which
+reads the same CSV) gives stats' busbw and stragglers.
+
+Needs pandas, numpy, dask.distributed (Debian: python3-pandas python3-dask
+python3-distributed): without them a visible skip (exit 77)."""
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import csv
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+try:
+    import numpy as np  # noqa: F401
+    import pandas as pd
+    import dask.dataframe  # noqa: F401
+    from dask.distributed import Client
+except ImportError as e:
+    print("SKIP: ncclscope.analysis tests need pandas, numpy and dask.distributed (%s): "
+          "apt-get install python3-pandas python3-dask python3-distributed" % e)
+    sys.exit(SKIP)
+
+sys.path.insert(0, os.environ["NSC_BUILD_PY"])
+try:
+    from ncclscope import analysis as A
+except ImportError as e:
+    print("SKIP: ncclscope._analysis not built for %s (%s)" % (sys.executable, e))
+    sys.exit(SKIP)
+
+CLI = os.environ["NSC_CLI"]
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+JOB = os.path.join(DATA, "h200x4_procs")
+
+
+def run(cmd, ok=(0,), env=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode not in ok:
+        fail("%s exited %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-3000:]))
+    return p
+
+
+def c_stats(paths, ok=(0,)):
+    return json.loads(run([CLI, "stats", "--json", *paths], ok=ok).stdout)
+
+
+def same_numbers(a, b, where):
+    """JSON values equal; floats within the 3 decimals stats prints."""
+    if isinstance(a, dict):
+        check(isinstance(b, dict) and set(a) == set(b), "%s: keys %s vs %s" % (where, sorted(a), sorted(b) if isinstance(b, dict) else b))
+        for k in a:
+            same_numbers(a[k], b[k], where + "." + k)
+    elif isinstance(a, list):
+        check(isinstance(b, list) and len(a) == len(b), "%s: %d vs %s rows" % (where, len(a), len(b) if isinstance(b, list) else b))
+        for i, (x, y) in enumerate(zip(a, b)):
+            same_numbers(x, y, "%s[%d]" % (where, i))
+    elif isinstance(a, float) or isinstance(b, float):
+        check(a is not None and b is not None and abs(float(a) - float(b)) <= 0.0015 * max(1.0, abs(float(a)) * 1e-9),
+              "%s: %r vs %r" % (where, a, b))
+    else:
+        check(a == b, "%s: %r vs %r" % (where, a, b))
+
+
+def compare_stats(py, c, where):
+    """stats() and stats --json: every row and straggler; the enqueue
+    straggler list is compared as sorted by (lag, comm, seq, op): C's qsort
+    leaves ties in any order."""
+    py = json.loads(json.dumps(py))
+    key = lambda r: (-round(r["lag_us"], 3), r["comm"], r["seq"], r["op"])
+    for d in (py, c):
+        d["stragglers"] = sorted(d["stragglers"], key=key)
+    same_numbers(c, py, where)
+
+
+class Cluster:
+    """dask-scheduler + 2 dask-worker processes on 127.0.0.1, own process groups."""
+
+    def __init__(self, tmp):
+        self.procs = []
+        self.tmp = tmp
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.environ["NSC_BUILD_PY"] + os.pathsep + env.get("PYTHONPATH", "")
+        env["DASK_DISTRIBUTED__WORKER__DAEMON"] = "False"
+        self.env = env
+
+    def _cmd(self, name, module):
+        exe = shutil.which(name)
+        # the console script runs the Python that has distributed; else this one's module
+        return [exe] if exe else [sys.executable, "-m", module]
+
+    def start(self):
+        sfile = os.path.join(self.tmp, "scheduler.json")
+        self._spawn(self._cmd("dask-scheduler", "distributed.cli.dask_scheduler") +
+                    ["--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                     "--scheduler-file", sfile], "scheduler")
+        t0 = time.time()
+        while not os.path.exists(sfile) or not os.path.getsize(sfile):
+            check(time.time() - t0 < 60, "dask-scheduler did not start: %s" % self._log("scheduler"))
+            check(self.procs[0].poll() is None, "dask-scheduler exited: %s" % self._log("scheduler"))
+            time.sleep(0.2)
+        time.sleep(0.2)
+        self.address = json.load(open(sfile))["address"]
+        check(self.address.startswith("tcp://127.0.0.1:"), self.address)
+        for i in range(2):
+            self._spawn(self._cmd("dask-worker", "distributed.cli.dask_worker") +
+                        [self.address, "--host", "127.0.0.1", "--nthreads", "1", "--no-dashboard",
+                         "--local-directory", os.path.join(self.tmp, "w%d" % i)], "worker%d" % i)
+        return self.address
+
+    def _spawn(self, cmd, name):
+        log = open(os.path.join(self.tmp, name + ".log"), "w")
+        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                           start_new_session=True))
+
+    def _log(self, name):
+        try:
+            return open(os.path.join(self.tmp, name + ".log")).read()[-2000:]
+        except OSError:
+            return ""
+
+    def stop(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def sorted_ops(df):
+    return df.sort_values(["file_index", "row"]).reset_index(drop=True)
+
+
+def damaged_job(tmp, name):
+    """The 4 files, one cut short in its middle, and a file that is no trace."""
+    job = os.path.join(tmp, name)
+    os.makedirs(job)
+    files = sorted(os.listdir(JOB))
+    for f in files:
+        shutil.copy(os.path.join(JOB, f), job)
+    victim = os.path.join(job, files[1])
+    blob = open(victim, "rb").read()
+    open(victim, "wb").write(blob[: len(blob) // 2])
+    open(os.path.join(job, "zz-not-a-trace.nsc"), "wb").write(b"garbage" * 100)
+    return job, victim
+
+
+def test_pandas(tmp):
+    ops = A.operations(JOB)
+    check(len(ops) == 1408 and ops.attrs["files"] == 4 and len(ops.attrs["errors"]) == 0,
+          "4-process trace: %d rows, %r" % (len(ops), ops.attrs))
+    check(sorted(ops["rank"].unique()) == [0, 1, 2, 3], "ranks %s" % ops["rank"].unique())
+    check((ops["gpu_ns"] > 0).all() and (ops["queue_ns"] >= 0).all(), "every op has GPU and queue time")
+    early = ops["gpu_start_ns"] <= ops["enqueue_ns"]
+    check((ops[early]["queue_ns"] == 0).all() and
+          (ops[~early]["queue_ns"] == ops[~early]["gpu_start_ns"] - ops[~early]["enqueue_ns"]).all(),
+          "queue time: enqueue to mapped GPU start, 0 when mapped earlier")
+    # one row per (rank, comm, op, seqNumber) for collectives (p2p have no seqNumber)
+    coll = ops[ops["p2p"] == 0]
+    check(not coll.duplicated(["rank", "comm", "op", "seq"]).any(), "duplicate (rank, comm, op, seq)")
+    shifts = A.job_shifts(A.trace_files(JOB))
+    check(A.load(JOB, shifts=shifts).ops.equals(ops), "load(shifts=job_shifts()) = load()")
+    job = A.load(JOB, tables=("ops", "kernel_channels", "proxy_steps"))
+    kc = job.kernel_channels
+    check(len(kc) > 0 and kc.merge(job.ops, left_on=["file_index", "op_id"],
+                                   right_on=["file_index", "event_id"]).shape[0] == len(kc),
+          "every kernel channel belongs to an operation of its file")
+    per_op = kc.groupby(["file_index", "op_id"]).size()
+    first = job.ops.set_index(["file_index", "event_id"])["channels"]
+    check((per_op == first.reindex(per_op.index)).all(), "kernel channels per op = its nChannels")
+    net = A.load(os.path.join(DATA, "h200x2_net_1MiB.nsc"), tables=("ops", "proxy_steps"))
+    ps = net.proxy_steps
+    check(len(ps) > 0 and (ps["op_id"].isin(net.ops["event_id"])).all() and (ps["stop_ns"] >= ps["start_ns"]).all(),
+          "proxy steps belong to operations and stop after they start")
+    check(len(job.comms) == 4 and (job.comms["nranks"] == 4).all(), "comms: %s" % job.comms)
+    check(len(job.drops) == 4 and (job.drops["ended"] == 1).all(), "drops: %s" % job.drops)
+    # stats() = ncclscope stats --json, in-process and through the command
+    compare_stats(A.stats(ops, job.drops, files=4), c_stats([JOB]), "pandas stats")
+    text = run([sys.executable, "-m", "ncclscope.analysis", "stats", "--json", JOB],
+               env=dict(os.environ, PYTHONPATH=os.environ["NSC_BUILD_PY"])).stdout
+    check(text == run([CLI, "stats", "--json", JOB]).stdout,
+          "python3 -m ncclscope.analysis stats --json prints what ncclscope stats --json prints")
+    for f in ("h200x2_mixed_64KiB.nsc", "h200x2_net_1MiB.nsc"):
+        p = os.path.join(DATA, f)
+        j = A.load(p)
+        compare_stats(A.stats(j.ops, j.drops, files=1), c_stats([p]), f)
+    print("ok: pandas: 1408 operations, kernel channels and proxy steps joined to them, stats = ncclscope stats --json")
+    return ops
+
+
+def test_damage(tmp, client=None):
+    where = "dask" if client else "pandas"
+    job, victim = damaged_job(tmp, "damaged-" + where)
+    try:
+        A.operations(job, client=client, errors="raise")
+        fail("%s: errors=raise on a damaged job did not raise" % where)
+    except A.TraceError as e:
+        check(e.path in (victim, os.path.join(job, "zz-not-a-trace.nsc")) and e.offset >= 0 and
+              e.path in str(e) and "offset" in str(e), "%s: TraceError %r %r %r" % (where, e.path, e.offset, str(e)))
+    j = A.load(job, client=client, errors="ignore")
+    err = j.errors
+    check(len(err) >= 2 and set(err["file"]) == {victim, os.path.join(job, "zz-not-a-trace.nsc")} and
+          (err["offset"] >= 0).all(), "%s: errors name file and offset: %s" % (where, err))
+    ops = j.ops.compute() if client else j.ops
+    good = A.operations(JOB)
+    names = sorted(os.listdir(JOB))
+    for i, n in enumerate(names):
+        if os.path.join(job, n) == victim:
+            continue
+        mine = ops[ops["file"] == os.path.join(job, n)].drop(columns=["file", "file_index"]).reset_index(drop=True)
+        want = good[good["file_index"] == i].drop(columns=["file", "file_index"]).reset_index(drop=True)
+        check(mine.equals(want), "%s: the good file %s lost rows in a damaged job" % (where, n))
+    cut = ops[ops["file"] == victim]
+    # its one record block was cut: what is before the cut (the session) and nothing of it
+    check(len(cut) < 352, "%s: the cut file: %d rows" % (where, len(cut)))
+    drops = j.drops.compute() if client else j.drops
+    c = c_stats([job], ok=(2,))
+    compare_stats(A.stats(ops, drops, files=len(j.files)), c, where + " damaged stats")
+    print("ok: %s: damage -> TraceError(file, offset); the good files' rows kept; stats as C's" % where)
+
+
+def test_export(tmp, ops):
+    out = os.path.join(tmp, "export")
+    r = run([CLI, "export", JOB, "-o", out])
+    check("1408 operations" in r.stderr, r.stderr)
+    parts = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(out, "ops")) for f in fs)
+    check([os.path.relpath(p, out) for p in parts] == ["ops/vm/rank-%d.csv" % i for i in range(4)], parts)
+    types = {c: (str if k == "str" else "int64") for c, k in A.schema()["ops"]}
+    csvd = pd.concat([pd.read_csv(p, dtype=types, keep_default_na=False) for p in parts], ignore_index=True)
+    a = sorted_ops(csvd)
+    b = sorted_ops(ops)
+    b["file"] = b["file"].astype(str)
+    check(list(a.columns) == list(b.columns), "CSV header = the schema")
+    for col in a.columns:
+        check((a[col].astype(str).values == b[col].astype(str).values).all(), "CSV column %s differs" % col)
+    # the SQL of docs/analysis.md, on sqlite3 (standard SQL over the same CSV)
+    db = sqlite3.connect(":memory:")
+    cols = A.schema()["ops"]
+    db.execute("CREATE TABLE ops (%s)" % ", ".join("%s %s" % (c, "TEXT" if k == "str" else "INTEGER") for c, k in cols))
+    for p in parts:
+        with open(p) as f:
+            rd = csv.reader(f)
+            next(rd)
+            db.executemany("INSERT INTO ops VALUES (%s)" % ",".join("?" * len(cols)),
+                           [[v if k == "str" else int(v) for v, (c, k) in zip(row, cols)] for row in rd])
+    c = c_stats([JOB])
+    stragglers = db.execute(SQL_STRAGGLERS).fetchall()
+    want = {(g["comm"], g["rank"]): g for g in c["gpu_stragglers"]}
+    check(len(stragglers) == len(want), "SQL stragglers: %d rows, stats %d" % (len(stragglers), len(want)))
+    for comm, rank, last, wait_us in stragglers:
+        g = want[(comm, rank)]
+        check(g["last"] == last and abs(g["wait_us"] - wait_us) < 0.001, "SQL straggler %s %d" % (comm, rank))
+    rows = {(r["comm"], r["op"], r["dtype"], r["size_max_bytes"]): r for r in c["rows"] if not r["p2p"]}
+    busbw = db.execute(SQL_BUSBW).fetchall()
+    check(len(busbw) == len(rows), "SQL per-size rows %d vs stats %d" % (len(busbw), len(rows)))
+    for comm, op, dtype, size, n, nranks, avg, p50, bw in busbw:
+        r = rows[(comm, op, dtype, size)]
+        # stats' p50 is its histogram bucket's upper edge: within 1.6 % of the sample
+        check(r["rank_ops"] == n and r["gpu_ops"] == n and abs(r["busbw_GBps"] - bw) <= 0.02 * bw + 0.001,
+              "SQL busbw %s %s %d: %s vs stats %s" % (op, dtype, size, bw, r["busbw_GBps"]))
+    print("ok: export: one CSV per rank, the operations' rows; the documented SQL gives stats' stragglers")
+
+
+# The queries of docs/analysis.md (kept equal by hand: the doc says so).
+SQL_STRAGGLERS = """
+WITH coll AS (
+  SELECT comm, op, seq, COUNT(*) AS ranks,
+         SUM(CASE WHEN gpu_start_ns > 0 THEN 1 ELSE 0 END) AS gpu_ranks,
+         MIN(NULLIF(gpu_start_ns, 0)) AS gpu_first, MAX(gpu_start_ns) AS gpu_last
+  FROM ops WHERE p2p = 0 GROUP BY comm, op, seq),
+last AS (
+  SELECT c.comm, c.op, c.seq, MIN(o.file_index) AS file_index, c.gpu_last - c.gpu_first AS lag
+  FROM coll c JOIN ops o ON o.comm = c.comm AND o.op = c.op AND o.seq = c.seq
+                        AND o.gpu_start_ns = c.gpu_last
+  WHERE c.gpu_ranks >= 2 AND c.gpu_ranks = c.ranks
+  GROUP BY c.comm, c.op, c.seq)
+SELECT l.comm, o.rank, COUNT(*) AS last, SUM(l.lag) / 1e3 AS wait_us
+FROM last l JOIN ops o ON o.comm = l.comm AND o.op = l.op AND o.seq = l.seq
+                      AND o.file_index = l.file_index
+GROUP BY l.comm, o.rank ORDER BY wait_us DESC
+"""
+
+SQL_BUSBW = """
+WITH s AS (
+  SELECT comm, op, dtype, nranks, bytes, gpu_ns,
+         CASE WHEN bytes <= 1 THEN 1 ELSE CAST(POWER(2, CEIL(LOG2(bytes))) AS BIGINT) END AS size_max
+  FROM ops WHERE p2p = 0 AND gpu_ns > 0),
+r AS (
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY comm, op, dtype, size_max ORDER BY gpu_ns) AS k,
+         COUNT(*) OVER (PARTITION BY comm, op, dtype, size_max) AS n
+  FROM s)
+SELECT comm, op, dtype, size_max, n AS rank_ops, MAX(nranks) AS nranks,
+       AVG(bytes) AS avg_bytes, MAX(CASE WHEN k = FLOOR(n * 0.5) + 1 THEN gpu_ns END) AS p50_ns,
+       AVG(bytes) / MAX(CASE WHEN k = FLOOR(n * 0.5) + 1 THEN gpu_ns END)
+         * CASE WHEN op = 'AllReduce' THEN 2.0 * (MAX(nranks) - 1) / MAX(nranks)
+                WHEN op IN ('AllGather', 'ReduceScatter') THEN (MAX(nranks) - 1) * 1.0 / MAX(nranks)
+                ELSE 1.0 END AS busbw_GBps
+FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
+"""
+
+
+def hung_job(tmp):
+    """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
+    seqNumber 9 that rank 3 never enters, ranks 0-2 stuck inside it."""
+    driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
+    if not driver or not plugin:
+        return None
+    d = os.path.join(tmp, "hung")
+    os.makedirs(d)
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
+               NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "4", "--ops", "10",
+                               "--mode", "coll"], env=env, stdout=subprocess.PIPE, text=True)
+             for r in range(4)]
+    try:
+        for p in procs:
+            check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+        deadline = time.time() + 20
+        while time.time() < deadline:  # every operation in the files (test_hang.py)
+            time.sleep(0.2)
+            p = subprocess.run([CLI, "hang", d, "--json"], capture_output=True, text=True)
+            try:
+                if json.loads(p.stdout)["operations"] == 39:
+                    break
+            except ValueError:
+                pass
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+            p.stdout.close()
+    return d
+
+
+def test_hangs(tmp):
+    d = hung_job(tmp)
+    if d is None:
+        print("SKIP (part): hangs(): no NSC_HANG_RANK/NSC_PLUGIN")
+        return
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
+    j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+    py = A.hangs(j.ops, j.comms, j.kernel_channels)
+    check(len(py) == len(c) == 1, "one stuck communicator: %s vs %s" % (py, c))
+    for k in ("comm", "name", "nranks", "op", "seq", "missing_ranks", "completed_ranks", "untraced_ranks"):
+        check(py[0][k] == c[0][k], "hangs()[%s]: %r vs hang --json %r" % (k, py[0][k], c[0][k]))
+    want = [{k: s[k] for k in ("rank", "enqueued", "nch", "channels_done", "channels")} for s in c[0]["stuck_ranks"]]
+    check(py[0]["stuck_ranks"] == want, "stuck ranks: %s vs %s" % (py[0]["stuck_ranks"], want))
+    check(A.hangs(A.operations(JOB), A.comms(JOB)) == [], "complete traces: no hang")
+    print("ok: hangs() = ncclscope hang --json on a killed 4-rank job (missing rank 3, AllReduce 9)")
+
+
+def test_cluster(tmp, ops):
+    cl = Cluster(tmp)
+    client = None
+    try:
+        addr = cl.start()
+        client = Client(addr, timeout=60)
+        client.wait_for_workers(2, timeout=60)
+        check(len(client.scheduler_info()["workers"]) == 2, "two workers")
+        dk = A.operations(JOB, client=client)
+        check(dk.npartitions == 4, "one partition per file: %d" % dk.npartitions)
+        got = sorted_ops(dk.compute())
+        check(got.equals(sorted_ops(ops)), "Dask operations differ from pandas'")
+        # the files were read on the workers
+        who = client.run(lambda: __import__("sys").modules.get("ncclscope._analysis") is not None)
+        check(all(who.values()) and len(who) == 2, "the workers read the files: %s" % who)
+        drops = A.drops(JOB, client=client)
+        s_dask = A.stats(dk, drops, files=4)
+        c = c_stats([JOB])
+        compare_stats(s_dask, c, "dask stats")
+        compare_stats(A.stats(ops, A.drops(JOB), files=4), json.loads(json.dumps(s_dask)), "pandas vs dask")
+        gd, _ = A.stragglers(dk)
+        gp, _ = A.stragglers(ops)
+        check(gd == gp and len(gp) > 0, "stragglers: dask %s pandas %s" % (gd, gp))
+        text = run([sys.executable, "-m", "ncclscope.analysis", "stats", "--json", JOB, "--scheduler", addr],
+                   env=dict(os.environ, PYTHONPATH=os.environ["NSC_BUILD_PY"])).stdout
+        check(text == run([CLI, "stats", "--json", JOB]).stdout,
+              "python3 -m ncclscope.analysis stats --scheduler: not what ncclscope stats --json prints")
+        print("ok: dask cluster (scheduler + 2 workers on %s): operations and stats = pandas = ncclscope stats --json" % addr)
+        test_damage(tmp, client)
+        check(len(client.scheduler_info()["workers"]) == 2, "a worker died on damaged input")
+    finally:
+        if client is not None:
+            client.close()
+        cl.stop()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="nsc-analysis-")
+    try:
+        ops = test_pandas(tmp)
+        test_damage(tmp)
+        test_export(tmp, ops)
+        test_hangs(tmp)
+        try:
+            A.operations(os.path.join(tmp, "nosuch"))
+            fail("a missing path did not raise")
+        except FileNotFoundError:
+            pass
+        test_cluster(tmp, ops)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ok: analysis")
+
+
+if __name__ == "__main__":
+    main()
