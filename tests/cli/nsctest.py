@@ -1,7 +1,9 @@
 """Helpers for ncclscope's command-line tests: run the tools, read traces back
 as JSON, and compare them with NCCL callback recordings."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -71,8 +73,24 @@ def thread_names(doc):
     return names
 
 
+_tmpdirs = []
+
+
+def _remove_tmpdirs(owner=os.getpid()):
+    if os.environ.get("NSC_KEEP_TMP") or os.getpid() != owner:
+        return
+    for d in _tmpdirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def tmpdir():
-    return tempfile.mkdtemp(prefix="nsc-test-")
+    """A temporary directory removed when the test exits (NSC_KEEP_TMP=1 keeps
+    them for a post-mortem): a suite run thousands of times must not fill /tmp."""
+    d = tempfile.mkdtemp(prefix="nsc-test-")
+    if not _tmpdirs:
+        atexit.register(_remove_tmpdirs)
+    _tmpdirs.append(d)
+    return d
 
 
 def shared_recordings():

@@ -11,6 +11,7 @@ JSON is megabytes)."""
 import difflib
 import lzma
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,7 @@ def main():
         print("FAIL: %d of %d outputs differ from the golden files" % (bad, len(cases())))
         sys.exit(1)
     print("ok: %d outputs %s" % (len(cases()), "recorded" if update else "identical to the golden files"))
+    shutil.rmtree(tmp, ignore_errors=True)  # kept above when something differs
 
 
 main()

@@ -3,6 +3,7 @@ every state is taken attaches once one frees (issue: thread churn and late
 threads). Runs in the stress suite, also under TSan."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,4 +52,7 @@ last = max(files, key=lambda f: os.path.getmtime(os.path.join(d2, f)))
 info2 = subprocess.run([cli, "info", os.path.join(d2, last)], capture_output=True, text=True).stdout
 check("closed cleanly  yes" in info2 and "GroupApi=1" in info2, "the last session's file: %s" % info2)
 print("%d passed, %d failed" % (passed, failed))
+if not failed:  # kept for a post-mortem when something failed
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(d2, ignore_errors=True)
 sys.exit(1 if failed else 0)
