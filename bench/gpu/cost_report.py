@@ -24,6 +24,10 @@ def main(path):
         print("\nncclscope every event / empty plugin every event: %s; ncclscope default / no plugin: %s; "
               "empty every event / no plugin: %s" % (ratio("scope_all", "empty_all"),
                                                     ratio("scope_default", "none"), ratio("empty_all", "none")))
+        extra = [c for c in ("scope_flight", "scope_nowatch", "scope_metrics") if c in med]
+        if extra:
+            print("every event, vs the empty plugin: " +
+                  "; ".join("%s %s" % (c, ratio(c, "empty_all")) for c in ["scope_all"] + extra))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 # Needs build-gpu (bench/gpu/build_gpu.sh) and an nccl-tests build (bench/gpu/run_nccl_tests.sh
 # STEPS=build leaves it under .nccl-tests/work). Writes $OUT/cost.tsv, $OUT/knee.json and
 # prints the medians and ratios (bench/gpu/cost_report.py).
-#   OUT (/tmp/ncclscope-cost), ROUNDS (6), ITERS (30000), PHASES ("T P H"), KNEE_S (60)
+#   OUT (/tmp/ncclscope-cost), ROUNDS (6), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS
 set -euo pipefail
 OUT=${OUT:-/tmp/ncclscope-cost}
 ROUNDS=${ROUNDS:-6}
@@ -25,16 +25,23 @@ HARNESS=$PWD/build-gpu/bench/ncclscope-bench
 ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
 [ -x "$ART" ] || ART=$(find "$PWD/.nccl-tests/work" -name all_reduce_perf -type f 2>/dev/null | head -1)
 export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
-CONFIGS="none empty_all scope_default scope_all"
+# CONFIGS picks among these (default the first four); the last three price
+# issue 11's features on top of every event: flight mode, the hang watchdog
+# off (slab and watchdog are on by default), live metrics on.
+CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
 cfg_env() {
     case $1 in
     none) echo "NCCLSCOPE_ENABLE=1" ;;
     empty_all) echo "NCCL_PROFILER_PLUGIN=$EMPTY NCCLSCOPE_EVENTS=all" ;;
     scope_default) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=default" ;;
     scope_all) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all" ;;
+    scope_flight) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_MODE=flight" ;;
+    scope_nowatch) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_HANG_SECONDS=0" ;;
+    scope_metrics) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_METRICS_DIR=/tmp/nsc-cost-metrics NCCLSCOPE_METRICS_SECONDS=1" ;;
     esac
 }
 : >"$OUT/cost.tsv"
+mkdir -p /tmp/nsc-cost-metrics
 if has T; then
     [ -n "$ART" ] || { echo "no all_reduce_perf under .nccl-tests/work: run run_nccl_tests.sh STEPS=build first"; exit 1; }
     for r in $(seq 1 "$ROUNDS"); do
