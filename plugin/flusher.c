@@ -70,7 +70,10 @@ struct job {
     uint64_t dseq;           /* its drainer's job number: written in this order */
     unsigned char *raw;      /* packed segments */
     size_t raw_len, raw_cap;
-    uint64_t records;
+    /* Added to by its drainer without mu while FILLING; an abandoning
+     * finalize sums it under mu while that drainer may still run: atomic
+     * (relaxed: a count, no data hangs off it). */
+    _Atomic uint64_t records;
     struct nsc_anchor anchor;
 };
 
@@ -247,7 +250,7 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
                                          .nbytes = (uint32_t)(p - seg_at - sizeof(seg))};
         memcpy(seg_at, &seg, sizeof(seg));
         j->raw_len = (size_t)(p - j->raw);
-        j->records += take;
+        atomic_fetch_add_explicit(&j->records, take, memory_order_relaxed);
         pos += take;
         n -= take;
         total += take;
