@@ -476,6 +476,10 @@ int nsc_decoder_run(struct nsc_decoder *d, const struct nsc_decode_ops *ops, voi
         case NSC_BLK_END:
             d->ended = 1;
             break;
+        case NSC_BLK_HANG:
+            if (ops->hang)
+                ops->hang(ud, d, b.data, b.len);
+            break;
         }
     }
     for (uint32_t i = 0; i < d->nthreads; i++)
