@@ -177,7 +177,7 @@ struct nsc_hang_header {
     uint32_t ncomms, nops, nproxies;
     uint32_t hang_seconds;  /* NCCLSCOPE_HANG_SECONDS */
     uint32_t left_out;      /* operations/ProxyOps in flight that did not fit */
-    uint32_t reserved2;
+    uint32_t reserved2, reserved3;
     uint64_t ticks;         /* record clock when the watchdog fired */
     uint64_t slab_full;     /* events left record-only: the slab was full */
     uint64_t slab_orphans;  /* children whose parent's slot was gone */
@@ -224,7 +224,7 @@ struct nsc_hang_proxy {
     uint16_t waiting[5];    /* open steps: posted, for the GPU, for the peer's receive,
                              * for the network, flushing (enum nsc_hang_wait) */
     uint16_t reserved2;
-    uint32_t reserved3;
+    uint32_t reserved3, reserved4;
 };
 _Static_assert(sizeof(struct nsc_hang_proxy) == 48, "hang proxy");
 

@@ -17,8 +17,16 @@
 #include "slab.h"
 
 #define SCAN_MS 100
-#define OPS_CAP 4096u
+#define OPS_CAP 4096u      /* what a scan collects */
 #define PROXIES_CAP 8192u
+/* What a HANG block holds: under the writer's 256 KiB for small blocks
+ * (64 + 256 x 96 + 2048 x 80 + 1280 x 48 = 249,920 bytes); the oldest
+ * operations first, the rest counted in left_out. */
+#define BLOCK_COMMS 256u
+#define BLOCK_OPS 2048u
+#define BLOCK_PROXIES 1280u
+_Static_assert(64 + BLOCK_COMMS * 96 + BLOCK_OPS * 80 + BLOCK_PROXIES * 48 <= (256u << 10),
+               "a HANG block fits the writer's small-block buffer");
 
 static pthread_t thread;
 static int running, flight;
@@ -51,7 +59,7 @@ static void name_of(char *dst, size_t n, uint16_t id) {
 struct comm_agg {
     uint32_t inflight;
     uint64_t oldest_start;
-    int32_t oldest; /* index in ops */
+    struct nsc_opst_op oldest; /* a copy: fire() sorts ops */
     int stuck;
     struct nsc_opst_comm st;
     int have_st;
@@ -60,20 +68,49 @@ static struct comm_agg agg[NSC_MAX_COMMS];
 
 /* Builds the HANG payload for every comm with operations in flight and
  * publishes it; logs one line per stalled comm. */
+static int by_start(const void *a, const void *b) {
+    const struct nsc_opst_op *x = a, *y = b;
+    return x->start_ticks < y->start_ticks ? -1 : x->start_ticks > y->start_ticks;
+}
+
 static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out) {
     uint32_t ninfo = nsc_comm_describe_open(infos, NSC_MAX_COMMS);
     uint32_t nc = 0;
     for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++)
         nc += agg[ci].inflight && agg[ci].have_st;
+    /* The oldest operations first; the ProxyOps of those kept. (The
+     * per-comm aggregates point into ops: they are read before this.) */
+    qsort(ops, nops, sizeof(*ops), by_start);
+    if (nops > BLOCK_OPS) {
+        left_out += nops - BLOCK_OPS;
+        nops = BLOCK_OPS;
+    }
+    uint32_t kp = 0;
+    for (uint32_t i = 0; i < nprox; i++) {
+        int keep = 0;
+        for (uint32_t k = 0; k < nops && !keep; k++)
+            keep = ops[k].id == proxies[i].op_id;
+        if (keep && kp < BLOCK_PROXIES)
+            proxies[kp++] = proxies[i];
+        else
+            left_out++;
+    }
+    nprox = kp;
+    if (nc > BLOCK_COMMS) {
+        left_out += nc - BLOCK_COMMS;
+        nc = BLOCK_COMMS;
+    }
     struct nsc_hang_comm *hc = calloc(nc ? nc : 1, sizeof(*hc));
     struct nsc_hang_op *ho = calloc(nops ? nops : 1, sizeof(*ho));
     struct nsc_hang_proxy *hp = calloc(nprox ? nprox : 1, sizeof(*hp));
     if (!hc || !ho || !hp)
         goto out;
     uint32_t k = 0;
-    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++) {
+    /* Stalled comms first, then the others, up to the block's room. */
+    for (uint32_t pass = 0; pass < 2 * NSC_MAX_COMMS && k < nc; pass++) {
+        uint32_t ci = pass % NSC_MAX_COMMS;
         struct comm_agg *a = &agg[ci];
-        if (!a->inflight || !a->have_st)
+        if (!a->inflight || !a->have_st || (pass < NSC_MAX_COMMS) != (a->stuck != 0))
             continue;
         struct nsc_hang_comm *c = &hc[k++];
         c->serial = a->st.serial;
@@ -164,7 +201,7 @@ out:
                 id = infos[i].comm_id;
             }
         char fn[16] = "", peer[32] = "";
-        const struct nsc_opst_op *o = a->oldest >= 0 ? &ops[a->oldest] : NULL;
+        const struct nsc_opst_op *o = &a->oldest;
         if (o)
             name_of(fn, sizeof(fn), o->func);
         if (o && o->etype == 2) /* P2p */
@@ -172,7 +209,7 @@ out:
         nsc_log_warn("ncclscope: hang watchdog: comm %016llx rank %d: %u operation(s) in flight, "
                      "none completed for %u s; oldest %s seq %llu%s, channels %d/%d done, "
                      "ProxyOps %u/%u done; HANG block written%s",
-                     (unsigned long long)id, rank, a->inflight, hang_seconds, o ? fn : "?",
+                     (unsigned long long)id, rank, a->inflight, hang_seconds, fn[0] ? fn : "?",
                      o ? (unsigned long long)o->seq : 0ull, peer,
                      o ? __builtin_popcountll(o->ch_done) : 0, o ? o->nch : 0,
                      o ? o->proxies_done : 0, o ? o->proxies : 0,
@@ -191,7 +228,7 @@ static void check(uint64_t now, uint64_t tps) {
         struct comm_agg *a = &agg[ops[i].comm_index];
         if (!a->inflight || ops[i].start_ticks < a->oldest_start) {
             a->oldest_start = ops[i].start_ticks;
-            a->oldest = (int32_t)i;
+            a->oldest = ops[i];
         }
         a->inflight++;
     }
