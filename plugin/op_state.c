@@ -38,6 +38,7 @@ enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2, W_CLOSED = 13 };
  * never undefined bytes (and TSan has nothing to report). */
 struct watch {
     _Atomic uint32_t serial; /* 0 while the slot is being reset */
+    _Atomic uint32_t busy;   /* completions writing now (complete_op) */
     _Atomic uint32_t enq_meta, done_meta; /* func << 8 | etype */
     _Atomic uint64_t enq_seq, done_seq, done_ticks, started, completed;
 };
@@ -45,7 +46,13 @@ static struct watch watch[NSC_MAX_COMMS];
 
 void nsc_opst_comm_open(uint32_t ci, uint32_t serial) {
     struct watch *w = &watch[ci];
-    atomic_store_explicit(&w->serial, 0, RLX);
+    /* A completion may still be writing the previous comm's entry (the
+     * watchdog finished an operation of it late). SEQ_CST here and in
+     * complete_op (Dekker): either it sees serial 0 and writes nothing, or
+     * we see its busy count and wait (a few stores) for it to leave. */
+    atomic_store_explicit(&w->serial, 0, memory_order_seq_cst);
+    while (atomic_load_explicit(&w->busy, memory_order_seq_cst))
+        ; /* ACQUIRE enough: its stores happen before our resets below */
     /* RELEASE fence: a reader that sees any of the resets below also sees
      * serial 0 (or the new serial) on its re-check, so it discards a mix. */
     atomic_thread_fence(memory_order_release);
@@ -74,6 +81,11 @@ int nsc_opst_comm_read(uint32_t ci, struct nsc_opst_comm *o) {
     uint32_t s1 = atomic_load_explicit(&w->serial, memory_order_acquire);
     if (!s1 || !(atomic_load_explicit(&nsc_comms[ci].gen, memory_order_acquire) & 1))
         return 0;
+    /* The counts first, ACQUIRE: pairs with the RELEASE increments made
+     * after the operation's fields, so a count of n comes with the fields of
+     * the n-th operation or a later one (never "1 started, none enqueued"). */
+    o->started = atomic_load_explicit(&w->started, memory_order_acquire);
+    o->completed = atomic_load_explicit(&w->completed, memory_order_acquire);
     uint32_t em = atomic_load_explicit(&w->enq_meta, RLX);
     uint32_t dm = atomic_load_explicit(&w->done_meta, RLX);
     o->serial = s1;
@@ -81,8 +93,6 @@ int nsc_opst_comm_read(uint32_t ci, struct nsc_opst_comm *o) {
     o->enq_seq = atomic_load_explicit(&w->enq_seq, RLX);
     o->done_seq = atomic_load_explicit(&w->done_seq, RLX);
     o->done_ticks = atomic_load_explicit(&w->done_ticks, RLX);
-    o->started = atomic_load_explicit(&w->started, RLX);
-    o->completed = atomic_load_explicit(&w->completed, RLX);
     /* ACQUIRE fence: the loads above stay before the re-check (pairs with
      * the RELEASE fence in nsc_opst_comm_open). */
     atomic_thread_fence(memory_order_acquire);
@@ -141,15 +151,22 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks) {
     if (ci >= NSC_MAX_COMMS)
         return;
     struct watch *w = &watch[ci];
-    if (atomic_load_explicit(&w->serial, memory_order_acquire) != serial)
-        return;
-    /* Relaxed: completions of one comm are normally finished by one thread
-     * (its proxy thread); two finishing at once may leave either as the
-     * last, which is what "last completed" can mean then. */
-    atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
-    atomic_store_explicit(&w->done_meta, (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)), RLX);
-    atomic_store_explicit(&w->done_ticks, ticks, RLX);
-    atomic_fetch_add_explicit(&w->completed, 1, RLX);
+    /* The comm may have been finalized and its entry handed to the next
+     * comm meanwhile (the watchdog finishes operations late): announce
+     * ourselves, then check the serial (nsc_opst_comm_open's other half). */
+    atomic_fetch_add_explicit(&w->busy, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&w->serial, memory_order_seq_cst) == serial) {
+        /* Relaxed: completions of one comm are normally finished by one
+         * thread (its proxy thread); two finishing at once may leave
+         * either as the last, which is what "last completed" means then. */
+        atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
+        atomic_store_explicit(&w->done_meta, (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)),
+                              RLX);
+        atomic_store_explicit(&w->done_ticks, ticks, RLX);
+        atomic_fetch_add_explicit(&w->completed, 1, memory_order_release); /* after the fields */
+    }
+    /* RELEASE: our stores before the opener's resets (it waits for 0). */
+    atomic_fetch_sub_explicit(&w->busy, 1, memory_order_release);
 }
 
 /* We own slot i (our CAS moved its life to 0): account for it, release
@@ -165,8 +182,12 @@ static void finish(uint32_t i, uint64_t ticks, int complete) {
         uint32_t p = (uint32_t)LD(s, W_PSLOT);
         uint64_t pid = LD(s, W_PID);
         struct nsc_slab_slot *ps = &nsc_slab_slots[p];
-        /* We still hold the reference taken at start: the parent is ours. */
-        if (kind == NSC_OPST_PROXY)
+        /* We still hold the reference taken at start: the parent is ours.
+         * A child reclaimed with its finalized comm did not finish: its
+         * parent makes no progress from it. */
+        if (!complete)
+            ;
+        else if (kind == NSC_OPST_PROXY)
             atomic_fetch_add_explicit(&ps->w[9], 1, RLX);
         else if (kind == NSC_OPST_STEP)
             atomic_fetch_add_explicit(&ps->w[6], 1, RLX);
@@ -247,7 +268,7 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         struct watch *w = &watch[ci];
         atomic_store_explicit(&w->enq_seq, coll ? d->coll.seqNumber : 0, RLX);
         atomic_store_explicit(&w->enq_meta, (uint32_t)fid << 8 | et, RLX);
-        atomic_fetch_add_explicit(&w->started, 1, RLX);
+        atomic_fetch_add_explicit(&w->started, 1, memory_order_release); /* after the fields */
         break;
     }
     case NSC_OPST_PROXY:
