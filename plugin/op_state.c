@@ -81,11 +81,11 @@ int nsc_opst_comm_read(uint32_t ci, struct nsc_opst_comm *o) {
     uint32_t s1 = atomic_load_explicit(&w->serial, memory_order_acquire);
     if (!s1 || !(atomic_load_explicit(&nsc_comms[ci].gen, memory_order_acquire) & 1))
         return 0;
-    /* The counts first, ACQUIRE: pairs with the RELEASE increments made
+    /* The counts first (completed, then started), ACQUIRE: pairs with the RELEASE increments made
      * after the operation's fields, so a count of n comes with the fields of
      * the n-th operation or a later one (never "1 started, none enqueued"). */
-    o->started = atomic_load_explicit(&w->started, memory_order_acquire);
     o->completed = atomic_load_explicit(&w->completed, memory_order_acquire);
+    o->started = atomic_load_explicit(&w->started, memory_order_acquire); /* after: >= completed */
     uint32_t em = atomic_load_explicit(&w->enq_meta, RLX);
     uint32_t dm = atomic_load_explicit(&w->done_meta, RLX);
     o->serial = s1;

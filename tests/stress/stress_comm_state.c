@@ -93,7 +93,11 @@ static void *reader(void *arg) {
             atomic_fetch_add_explicit(&snapshots, 1, memory_order_relaxed);
             uint64_t base = (uint64_t)o.serial * 1000;
             if (o.started > 3 || o.completed > o.started)
+            {
+                fprintf(stderr, "serial %u started %llu completed %llu\n", o.serial,
+                        (unsigned long long)o.started, (unsigned long long)o.completed);
                 fail("counts of another lifetime in a snapshot");
+            }
             if (o.started && (o.enq_seq < base || o.enq_seq >= base + 3))
 { fprintf(stderr, "serial %u enq %llu started %llu done %llu completed %llu\n", o.serial, (unsigned long long)o.enq_seq, (unsigned long long)o.started, (unsigned long long)o.done_seq, (unsigned long long)o.completed); fail("enqueued seqNumber of another comm in a snapshot"); }
             if (o.any_done && (o.done_seq < base || o.done_seq >= base + 2))
