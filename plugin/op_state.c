@@ -305,12 +305,23 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
     uint64_t l = atomic_load_explicit(&s->life, memory_order_acquire);
     if ((l >> NSC_LIFE_ID_SHIFT) != id)
         return; /* reclaimed with its finalized comm, or a second stop */
-    if (atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP)
+    int op = atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP;
+    if (op)
         ST(s, 7, ticks);
-    /* ACQ_REL: the stop time before DONE, for whoever finishes the slot. */
+    /* ACQ_REL: the stop time before DONE, for whoever finishes the slot. A
+     * child nobody references is finished by this one CAS (the common case:
+     * ProxySteps, KernelCh), without passing through DONE. */
     for (;;) {
         if ((l >> NSC_LIFE_ID_SHIFT) != id || (l & NSC_LIFE_DONE))
             return;
+        if (!op && (l & NSC_LIFE_REFS) == 0) {
+            if (atomic_compare_exchange_weak_explicit(&s->life, &l, 0, memory_order_acq_rel,
+                                                      memory_order_acquire)) {
+                finish(i, ticks, 1);
+                return;
+            }
+            continue;
+        }
         if (atomic_compare_exchange_weak_explicit(&s->life, &l, l | NSC_LIFE_DONE,
                                                   memory_order_acq_rel, memory_order_acquire))
             break;
