@@ -388,9 +388,19 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
     nsc_slab_counts(&sc);
     /* Two passes: operations and ProxyOps first, then the steps tallied
      * into their ProxyOp. */
-    for (int pass = 0; pass < 2; pass++)
+    /* Children are visited only when their ProxyOps are collected (a
+     * firing) and, to reclaim finalized comms' slots, every tenth scan:
+     * most slots of a busy process are ProxySteps and KernelCh, and a
+     * reference per slot every 100 ms would be the watchdog's whole cost. */
+    int sweep = scan_no % 10 == 0;
+    for (int pass = 0; pass < (proxies ? 2 : 1); pass++)
         for (uint32_t i = 0; i < sc.high; i++) {
             struct nsc_slab_slot *s = &nsc_slab_slots[i];
+            /* Relaxed: a hint (attach below checks the occupant). */
+            uint32_t k0 = atomic_load_explicit(&s->kind, RLX);
+            if (pass == 0 ? k0 != NSC_OPST_OP && !sweep && !(proxies && k0 == NSC_OPST_PROXY)
+                          : k0 != NSC_OPST_STEP)
+                continue;
             uint64_t l = atomic_load_explicit(&s->life, memory_order_acquire);
             if (!l)
                 continue;
@@ -401,7 +411,8 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
             uint64_t c = LD(s, W_COMM);
             if (pass == 0 && !comm_open((uint32_t)c & 0xffff, (uint32_t)(c >> 32))) {
                 /* Finalized comm: its events will never finish. Reclaim
-                 * after ten scans (a second), once no child holds it. */
+                 * ten scans (a second) after a sweep first saw it closed,
+                 * once no child holds it. */
                 if (!LD(s, W_CLOSED))
                     ST(s, W_CLOSED, scan_no);
                 uint64_t mine = NSC_LIFE(id) | 1;

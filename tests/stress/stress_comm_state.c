@@ -141,8 +141,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         pthread_join(r[i], NULL);
     pthread_join(wd, NULL);
-    /* Every comm is closed: ten more scans reclaim what was left in flight. */
-    for (int k = 0; k < 12; k++)
+    /* Every comm is closed: two sweeps (20 scans) reclaim what was left in flight. */
+    for (int k = 0; k < 25; k++)
         nsc_opst_scan(1000000 + (uint64_t)k, 10, NULL, NULL, 0, NULL, NULL, 0, NULL);
     struct nsc_slab_counts sc;
     nsc_slab_counts(&sc);
