@@ -384,8 +384,7 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
     scan_no++;
     if (proxies)
         memset(proxy_at, 0, sizeof(proxy_at));
-    struct nsc_slab_counts sc;
-    nsc_slab_counts(&sc);
+    uint32_t high = atomic_load_explicit(&nsc_slab_high, RLX);
     /* Two passes: operations and ProxyOps first, then the steps tallied
      * into their ProxyOp. */
     /* Children are visited only when their ProxyOps are collected (a
@@ -394,7 +393,7 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
      * reference per slot every 100 ms would be the watchdog's whole cost. */
     int sweep = scan_no % 10 == 0;
     for (int pass = 0; pass < (proxies ? 2 : 1); pass++)
-        for (uint32_t i = 0; i < sc.high; i++) {
+        for (uint32_t i = 0; i < high; i++) {
             struct nsc_slab_slot *s = &nsc_slab_slots[i];
             /* Relaxed: a hint (attach below checks the occupant). */
             uint32_t k0 = atomic_load_explicit(&s->kind, RLX);

@@ -21,7 +21,6 @@ struct nsc_slab_slot *nsc_slab_slots;
  * `next` (ABA). */
 static _Atomic uint64_t free_head;
 _Atomic uint32_t nsc_slab_high; /* slots ever handed out: [0, high) */
-static _Atomic uint32_t live;
 static _Atomic uint64_t n_full, n_orphans, n_untracked;
 
 int nsc_slab_create(void) {
@@ -35,7 +34,6 @@ int nsc_slab_create(void) {
         return -1;
     atomic_store_explicit(&free_head, 0, memory_order_relaxed);
     atomic_store_explicit(&nsc_slab_high, 0, memory_order_relaxed);
-    atomic_store_explicit(&live, 0, memory_order_relaxed);
     /* RELEASE: pairs with nsc_slab_on()'s ACQUIRE (the counters above and
      * the zeroed slots before any use). */
     atomic_store_explicit((_Atomic(struct nsc_slab_slot *) *)&nsc_slab_slots,
@@ -68,7 +66,6 @@ int32_t nsc_slab_alloc(void) {
         if (atomic_compare_exchange_weak_explicit(&free_head, &h, nh, memory_order_acquire,
                                                   memory_order_acquire)) {
             UNPOISON(&S[i], sizeof(S[i]));
-            atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
             return (int32_t)i;
         }
     }
@@ -78,10 +75,8 @@ int32_t nsc_slab_alloc(void) {
     uint32_t n = atomic_load_explicit(&nsc_slab_high, memory_order_relaxed);
     while (n < NSC_SLAB_SLOTS)
         if (atomic_compare_exchange_weak_explicit(&nsc_slab_high, &n, n + 1, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+                                                  memory_order_relaxed))
             return (int32_t)n;
-        }
     atomic_fetch_add_explicit(&n_full, 1, memory_order_relaxed);
     return -1;
 }
@@ -91,7 +86,6 @@ void nsc_slab_free(uint32_t i) {
     atomic_store_explicit(&S[i].kind, 0, memory_order_relaxed);
     for (int k = 0; k < 14; k++)
         atomic_store_explicit(&S[i].w[k], 0, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
     uint64_t h = atomic_load_explicit(&free_head, memory_order_relaxed);
     do
         atomic_store_explicit(&S[i].next_free, (uint32_t)h, memory_order_relaxed);
@@ -116,7 +110,11 @@ void nsc_slab_counts(struct nsc_slab_counts *out) {
     out->orphans = atomic_load_explicit(&n_orphans, memory_order_relaxed);
     out->untracked = atomic_load_explicit(&n_untracked, memory_order_relaxed);
     out->high = atomic_load_explicit(&nsc_slab_high, memory_order_relaxed);
-    out->live = atomic_load_explicit(&live, memory_order_relaxed);
+    /* Counted here, not kept: a shared counter would be two contended
+     * atomic adds per event on the callback path. */
+    out->live = 0;
+    for (uint32_t i = 0; i < out->high && nsc_slab_slots; i++)
+        out->live += atomic_load_explicit(&nsc_slab_slots[i].life, memory_order_relaxed) != 0;
 }
 
 int nsc_slab_check_invariants(void) {
@@ -140,5 +138,8 @@ int nsc_slab_check_invariants(void) {
     uint32_t taken = 0;
     for (uint32_t i = 0; i < hi; i++)
         taken += !seen[i];
-    return taken == atomic_load_explicit(&live, memory_order_relaxed) ? 0 : -1;
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < hi; i++)
+        live += atomic_load_explicit(&S[i].life, memory_order_relaxed) != 0;
+    return taken == live ? 0 : -1;
 }
