@@ -219,7 +219,8 @@ _Static_assert(sizeof(struct nsc_hang_op) == 80, "hang op");
 struct nsc_hang_proxy {
     uint64_t op_id;         /* its operation's id */
     int32_t peer, nsteps;
-    uint32_t steps_started, steps_done;
+    uint32_t steps_open;    /* ProxySteps posted and not stopped */
+    int32_t lowest_open_step; /* the lowest step number among them (-1: none) */
     uint8_t ch, is_send, done, reserved;
     uint16_t waiting[5];    /* open steps: posted, for the GPU, for the peer's receive,
                              * for the network, flushing (enum nsc_hang_wait) */

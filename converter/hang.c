@@ -40,7 +40,8 @@ struct pairs {
 struct wd_proxy {
     int peer, nsteps;
     unsigned ch, is_send, done;
-    uint32_t steps_started, steps_done;
+    uint32_t steps_open;
+    int lowest_open;
     uint16_t waiting[5];
 };
 
@@ -264,8 +265,8 @@ static void on_hang(void *ud, struct nsc_decoder *d, const void *data, size_t le
                 w->ch = hp.ch;
                 w->is_send = hp.is_send;
                 w->done = hp.done;
-                w->steps_started = hp.steps_started;
-                w->steps_done = hp.steps_done;
+                w->steps_open = hp.steps_open;
+                w->lowest_open = hp.lowest_open_step;
                 memcpy(w->waiting, hp.waiting, sizeof(w->waiting));
             }
         }
@@ -408,7 +409,7 @@ static const char *wd_waiting(const struct wd_proxy *p) {
             best = k;
     if (best >= 0)
         return wait_names[best];
-    return p->done ? "done" : p->steps_started > p->steps_done ? "posted" : "no step posted";
+    return p->done ? "done" : p->steps_open ? "posted" : "no step open";
 }
 
 /* The same, from a HANG block: the watchdog's in-process view. */
@@ -438,9 +439,9 @@ static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
         for (uint32_t i = 0; i < s->nproxies; i++) {
             const struct wd_proxy *p = &s->proxies[i];
             fprintf(f, "%s{\"channel\":%u,\"peer\":%d,\"send\":%s,\"done\":%s,\"nsteps\":%d,"
-                       "\"steps_posted\":%u,\"steps_done\":%u,\"steps_waiting\":{",
+                       "\"steps_open\":%u,\"lowest_open_step\":%d,\"steps_waiting\":{",
                     i ? "," : "", p->ch, p->peer, p->is_send ? "true" : "false",
-                    p->done ? "true" : "false", p->nsteps, p->steps_started, p->steps_done);
+                    p->done ? "true" : "false", p->nsteps, p->steps_open, p->lowest_open);
             for (int k = 0; k < 5; k++)
                 fprintf(f, "%s\"%s\":%u", k ? "," : "", wait_keys[k], p->waiting[k]);
             fputs("},\"waiting\":", f);
@@ -468,9 +469,11 @@ static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
         const struct wd_proxy *p = &s->proxies[i];
         if (p->done)
             continue;
-        fprintf(f, "      proxy ch %u %s peer %d: %s (steps posted %u, done %u of %d)\n", p->ch,
-                p->is_send ? "send to" : "recv from", p->peer, wd_waiting(p), p->steps_started,
-                p->steps_done, p->nsteps);
+        fprintf(f, "      proxy ch %u %s peer %d: %s (%u step(s) open", p->ch,
+                p->is_send ? "send to" : "recv from", p->peer, wd_waiting(p), p->steps_open);
+        if (p->lowest_open >= 0)
+            fprintf(f, ", lowest step %d", p->lowest_open);
+        fprintf(f, " of %d)\n", p->nsteps);
     }
 }
 

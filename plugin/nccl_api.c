@@ -277,7 +277,7 @@ static nsc_abi_result stop_event(void *eHandle) {
         nsc_chain_stop(eHandle);
     /* hook: watchdog state; last, since it may free the handle's slot */
     if (nsc_handle_is_slab((uint64_t)(uintptr_t)eHandle))
-        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, nsc_clock_ticks());
+        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, 0); /* 0: it reads the clock if it must */
     return NSC_ABI_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "clock.h"
 #include "control.h"
 #include "event_types.h"
 #include "intern.h"
@@ -18,13 +19,19 @@
  *           w3  func (string id)    w4 channels started (bits)   w5 channels done (bits)
  *           w6  start ticks         w7 stop ticks    w8 ProxyOps    w9 ProxyOps done   w11 last child gone
  *   PROXY   w1  parent slot   w2 parent id   w3 peer | ch << 32 | is_send << 40
- *           w4  nSteps        w5 steps started   w6 steps done   w7 last ProxyOp state + 1 (v1-v3)
+ *           w4  nSteps        w7 last ProxyOp state + 1 (v1-v3)
  *   STEP    w1  parent slot   w2 parent id   w3 step   w4 last state + 1 (0: none yet)
+ *           (no reference on its ProxyOp: the scan checks the id)
  *   KCH     w1  parent slot   w2 parent id   w3 channel
  */
 enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2, W_CLOSED = 13 };
 
 #define RLX memory_order_relaxed
+
+/* Callers pass ticks 0 when they did not read the clock: it is read only
+ * where a time is kept (an operation's stop, its last child, a completion),
+ * so a ProxyStep's stop costs no rdtsc. */
+static inline uint64_t now_or(uint64_t t) { return t ? t : nsc_clock_ticks(); }
 #define LD(s, k) atomic_load_explicit(&(s)->w[k], RLX)
 #define ST(s, k, v) atomic_store_explicit(&(s)->w[k], (uint64_t)(v), RLX)
 
@@ -131,7 +138,7 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks);
 static void detach(uint32_t i, uint64_t id, uint64_t ticks, int touch) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     if (touch && atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP)
-        ST(s, 11, ticks); /* a child went: the grace without KernelCh starts again */
+        ST(s, 11, ticks = now_or(ticks)); /* a child went: the grace without KernelCh starts again */
     uint64_t l = atomic_fetch_sub_explicit(&s->life, 1, memory_order_acq_rel) - 1;
     if ((l & NSC_LIFE_REFS) == 0 && (l & NSC_LIFE_DONE))
         try_finish(i, id, ticks);
@@ -162,7 +169,7 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks) {
         atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
         atomic_store_explicit(&w->done_meta, (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)),
                               RLX);
-        atomic_store_explicit(&w->done_ticks, ticks, RLX);
+        atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
         atomic_fetch_add_explicit(&w->completed, 1, memory_order_release); /* after the fields */
     }
     /* RELEASE: our stores before the opener's resets (it waits for 0). */
@@ -178,7 +185,7 @@ static void finish(uint32_t i, uint64_t ticks, int complete) {
     if (kind == NSC_OPST_OP) {
         if (complete)
             complete_op(s, ticks);
-    } else if (kind == NSC_OPST_PROXY || kind == NSC_OPST_STEP || kind == NSC_OPST_KCH) {
+    } else if (kind == NSC_OPST_PROXY || kind == NSC_OPST_KCH) {
         uint32_t p = (uint32_t)LD(s, W_PSLOT);
         uint64_t pid = LD(s, W_PID);
         struct nsc_slab_slot *ps = &nsc_slab_slots[p];
@@ -189,8 +196,6 @@ static void finish(uint32_t i, uint64_t ticks, int complete) {
             ;
         else if (kind == NSC_OPST_PROXY)
             atomic_fetch_add_explicit(&ps->w[9], 1, RLX);
-        else if (kind == NSC_OPST_STEP)
-            atomic_fetch_add_explicit(&ps->w[6], 1, RLX);
         else
             atomic_fetch_or_explicit(&ps->w[5], UINT64_C(1) << (LD(s, 3) & 63), RLX);
         nsc_slab_free(i);
@@ -237,14 +242,18 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
             return h; /* the parent is record-only (or none): so is the child */
         pslot = nsc_handle_slot(p);
         pid = p & NSC_SLAB_ID_MASK;
-        if (attach(pslot, pid) != 0) {
+        /* A ProxyStep takes no reference: it only names its ProxyOp (slot
+         * and id), which the watchdog compares when it tallies steps. Steps
+         * are most of the network path's callbacks; a reference would cost
+         * two more atomic RMWs each. */
+        if (kind != NSC_OPST_STEP && attach(pslot, pid) != 0) {
             nsc_slab_count_orphan(); /* its slot completed (and maybe reused) */
             return h;
         }
     }
     int32_t i = nsc_slab_alloc();
     if (i < 0) {
-        if (kind != NSC_OPST_OP)
+        if (kind != NSC_OPST_OP && kind != NSC_OPST_STEP)
             detach(pslot, pid, ticks, 1);
         return h; /* full: record-only (counted) */
     }
@@ -279,7 +288,6 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         break;
     case NSC_OPST_STEP:
         ST(s, 3, (uint64_t)(uint32_t)d->proxyStep.step);
-        atomic_fetch_add_explicit(&ps->w[5], 1, RLX);
         break;
     default: /* KCH */
         ST(s, 3, d->kernelCh.channelId & 63);
@@ -307,7 +315,7 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
         return; /* reclaimed with its finalized comm, or a second stop */
     int op = atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP;
     if (op)
-        ST(s, 7, ticks);
+        ST(s, 7, ticks = now_or(ticks));
     /* ACQ_REL: the stop time before DONE, for whoever finishes the slot. A
      * child nobody references is finished by this one CAS (the common case:
      * ProxySteps, KernelCh), without passing through DONE. */
@@ -470,8 +478,8 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                         p->ch = (uint8_t)(w3 >> 32);
                         p->is_send = (uint8_t)(w3 >> 40 & 1);
                         p->nsteps = (int32_t)(uint32_t)LD(s, 4);
-                        p->steps_started = (uint32_t)LD(s, 5);
-                        p->steps_done = (uint32_t)LD(s, 6);
+                        p->self_id = id;
+                        p->lowest_open = -1;
                         p->done = (atomic_load_explicit(&s->life, RLX) & NSC_LIFE_DONE) != 0;
                         proxy_at[i] = np;
                     } else
@@ -479,9 +487,15 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                 }
             } else if (pass == 1 && kind == NSC_OPST_STEP && proxies) {
                 uint32_t p = (uint32_t)LD(s, W_PSLOT);
-                if (p < NSC_SLAB_SLOTS && proxy_at[p]) { /* the step holds its ProxyOp */
-                    unsigned k = wait_of(LD(s, 4));
-                    proxies[proxy_at[p] - 1].waiting[k]++;
+                /* its ProxyOp, if that is still the occupant the step names */
+                if (p < NSC_SLAB_SLOTS && proxy_at[p] &&
+                    proxies[proxy_at[p] - 1].self_id == LD(s, W_PID)) {
+                    struct nsc_opst_proxy *px = &proxies[proxy_at[p] - 1];
+                    int32_t step = (int32_t)(uint32_t)LD(s, 3);
+                    px->waiting[wait_of(LD(s, 4))]++;
+                    px->steps_open++;
+                    if (px->lowest_open < 0 || step < px->lowest_open)
+                        px->lowest_open = step;
                 }
             }
             detach(i, id, now, 0);

@@ -17,7 +17,8 @@
  *     context is published.
  *
  * Slots and references. Coll and P2p take an OP slot; ProxyOp a PROXY slot
- * that references its OP; ProxyStep a STEP slot referencing its PROXY;
+ * that references its OP; ProxyStep a STEP slot that names its PROXY (slot
+ * and id, no reference: the watchdog checks the id when it tallies);
  * KernelCh a KCH slot referencing its OP. A child takes its reference with
  * one CAS that also checks the parent's id (slab.h: `life`), so a child of
  * an operation whose slot was completed and reused is an orphan, counted,
@@ -58,6 +59,7 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
         return h;
     return nsc_opst_start_slow(c, et, d, h, ticks, func);
 }
+/* ticks 0: read the clock only where a time is kept. */
 void nsc_opst_stop(uint64_t h, uint64_t ticks);
 void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks);
 
@@ -68,9 +70,11 @@ void nsc_opst_comm_open(uint32_t comm_index, uint32_t serial);
 
 struct nsc_opst_proxy {
     uint64_t op_id;          /* the operation it belongs to */
+    uint64_t self_id;        /* its own event id */
     int32_t peer, nsteps;
     uint8_t ch, is_send, done;
-    uint32_t steps_started, steps_done;
+    uint32_t steps_open;     /* ProxySteps started and not stopped */
+    int32_t lowest_open;     /* the lowest step number among them (-1: none) */
     uint32_t waiting[NSC_WAIT_COUNT]; /* open steps by what they wait for */
 };
 

@@ -156,8 +156,8 @@ static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out)
         h->op_id = p->op_id;
         h->peer = p->peer;
         h->nsteps = p->nsteps;
-        h->steps_started = p->steps_started;
-        h->steps_done = p->steps_done;
+        h->steps_open = p->steps_open;
+        h->lowest_open_step = p->lowest_open;
         h->ch = p->ch;
         h->is_send = p->is_send;
         h->done = p->done;

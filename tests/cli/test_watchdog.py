@@ -29,7 +29,7 @@ HANG = 9
 HDR = struct.Struct("<IHHHHIIIIIIIQQQ")       # nsc_hang_header, 64 bytes
 COMM = struct.Struct("<IiQQQQQQIBBBB16s16s")  # nsc_hang_comm, 96 bytes
 OP = struct.Struct("<QQQQQIiIIBBBBI16s")      # nsc_hang_op, 80 bytes
-PROXY = struct.Struct("<QiiIIBBBB5HHII")       # nsc_hang_proxy, 48 bytes
+PROXY = struct.Struct("<QiiIiBBBB5HHII")       # nsc_hang_proxy, 48 bytes
 WATCHDOG_LINE = "ncclscope: hang watchdog:"
 
 
@@ -136,6 +136,7 @@ def test_coll(flight):
         # channel 1's ProxyOp finished (its slot is free again): channel 0's
         open_p = [p for p in proxies if not p[7]]
         check(len(proxies) == 1 and open_p and open_p[0][5] == 0, proxies)
+        check(open_p[0][3] == 1 and open_p[0][4] == 0, "step 0 open: %s" % (open_p,))
         check(len(open_p) == 1 and open_p[0][9 + 2] == 1, "one step waiting for the peer: %s" % proxies)
     p = run([cli, "hang", d, "--json"], ok=(4,))
     h = json.loads(p.stdout)["hangs"]
@@ -152,7 +153,8 @@ def test_coll(flight):
         check(s["source"] == "watchdog" and s["channels"] == [0] and s["peers"] == [s["rank"] + 1], s)
         po = [x for x in s["proxy_ops"] if not x["done"]]
         check(len(po) == 1 and po[0]["waiting"] == "waiting for the peer's receive" and
-              po[0]["steps_waiting"]["peer"] == 1, s)
+              po[0]["steps_waiting"]["peer"] == 1 and po[0]["steps_open"] == 1 and
+              po[0]["lowest_open_step"] == 0, s)
 
 
 def test_p2p(flight):
