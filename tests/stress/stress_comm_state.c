@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "comm_table.h"
 #include "control.h"
 #include "event_types.h"
@@ -124,7 +126,54 @@ static void *watchdog(void *arg) {
     return NULL;
 }
 
+/* `stress_comm_state bench N`: the slab's own cost, one thread, no
+ * contention: N times an AllReduce with one KernelCh and one ProxyOp with
+ * 4 ProxySteps (the start, stop and state hooks the callbacks call),
+ * nanoseconds per hook call (docs/benchmarks.md). */
+static int bench(long n) {
+    struct nsc_comm *c = nsc_comm_open(0x2000, "bench", 1, 2, 0, 0);
+    nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);
+    nsc_abi_descr_v7 d;
+    struct timespec t0, t1;
+    long calls = 0;
+    /* CPU time of this thread: the machine may be shared */
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    for (long i = 0; i < n; i++) {
+        memset(&d, 0, sizeof(d));
+        d.coll.seqNumber = (uint64_t)i;
+        d.coll.nChannels = 1;
+        uint64_t op = nsc_opst_start(c, NSC_ET_COLL, &d, handle(NSC_ET_COLL), 1, NULL);
+        d.parentObj = (void *)(uintptr_t)op;
+        uint64_t k = nsc_opst_start(c, NSC_ET_KERNEL_CH, &d, handle(NSC_ET_KERNEL_CH), 2, NULL);
+        d.proxyOp.pid = nsc_session_pid;
+        uint64_t px = nsc_opst_start(c, NSC_ET_PROXY_OP, &d, handle(NSC_ET_PROXY_OP), 2, NULL);
+        d.parentObj = (void *)(uintptr_t)px;
+        for (int st = 0; st < 4; st++) {
+            uint64_t step = nsc_opst_start(c, NSC_ET_PROXY_STEP, &d, handle(NSC_ET_PROXY_STEP), 3, NULL);
+            nsc_opst_state(step, NSC_ABI_PROXY_STEP_SEND_WAIT, 0, 0);
+            nsc_opst_stop(step, 0);
+        }
+        nsc_opst_stop(px, 0);
+        nsc_opst_stop(op, 0);
+        nsc_opst_stop(k, 4);
+        calls += 3 + 12 + 3;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    struct nsc_slab_counts sc;
+    nsc_slab_counts(&sc);
+    printf("%ld operations, %.1f ns per hook call (start/stop/state), %.1f ns per operation; "
+           "slots used %u, live %u, full %llu\n",
+           n, ns / (double)calls, ns / (double)n, sc.high, sc.live, (unsigned long long)sc.full);
+    return sc.live == 0 && sc.full == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "bench")) {
+        nsc_session_pid = 1;
+        nsc_clock_init("auto"); /* the plugin's clock: rdtsc where invariant */
+        return nsc_slab_create() == 0 ? bench(atol(argv[2])) : 1;
+    }
     cycles = argc > 1 ? atol(argv[1]) : 100000;
     if (nsc_slab_create() != 0) {
         fprintf(stderr, "no slab\n");
