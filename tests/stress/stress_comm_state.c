@@ -65,7 +65,16 @@ static void *writer(void *arg) {
             d.type = NSC_ABI_COLL;
             d.coll.seqNumber = (uint64_t)c->serial * 1000 + (uint64_t)k;
             d.coll.nChannels = 1;
-            uint64_t op = nsc_opst_start(c, NSC_ET_COLL, &d, handle(NSC_ET_COLL), 1, NULL);
+            uint64_t plain = handle(NSC_ET_COLL);
+            uint64_t op = nsc_opst_start(c, NSC_ET_COLL, &d, plain, 1, NULL);
+            /* a slab handle keeps the id, the type and the flags, and names
+             * a slot below the high-water mark; a full slab gives the plain one */
+            if (nsc_handle_is_slab(op)
+                    ? (op & NSC_SLAB_ID_MASK) != (plain & NSC_ID_MASK) ||
+                          (op & ~(NSC_HANDLE_SLAB | (uint64_t)(NSC_SLAB_SLOTS - 1) << NSC_SLAB_ID_BITS)) != plain ||
+                          !nsc_slab_slot_used(nsc_handle_slot(op))
+                    : op != plain)
+                fail("handle");
             memset(&d, 0, sizeof(d));
             d.type = NSC_ABI_KERNEL_CH;
             d.parentObj = (void *)(uintptr_t)op;
