@@ -132,6 +132,7 @@ static void close_session(void) {
     int joined = nsc_flusher_stop();
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */
+    nsc_watchdog_release(); /* the HANG blocks kept (under its lock: a writer left behind is safe) */
     nsc_ctl_session_close();
     session_open = 0;
 }

@@ -86,6 +86,11 @@ void nsc_slab_free(uint32_t i) {
     atomic_store_explicit(&S[i].kind, 0, memory_order_relaxed);
     for (int k = 0; k < 14; k++)
         atomic_store_explicit(&S[i].w[k], 0, memory_order_relaxed);
+    /* Nothing but the list may touch a free slot's payload: ASan says so if
+     * anyone does (life, kind and next_free stay readable: the watchdog
+     * scans them, pops read next_free). Before the push: once on the list
+     * the slot may be popped (and unpoisoned) by another thread at once. */
+    POISON(&S[i].w, sizeof(S[i].w));
     uint64_t h = atomic_load_explicit(&free_head, memory_order_relaxed);
     do
         atomic_store_explicit(&S[i].next_free, (uint32_t)h, memory_order_relaxed);
@@ -93,10 +98,6 @@ void nsc_slab_free(uint32_t i) {
      * visible on the list; pairs with nsc_slab_alloc's ACQUIRE. */
     while (!atomic_compare_exchange_weak_explicit(&free_head, &h, ((h >> 32) + 1) << 32 | (i + 1),
                                                   memory_order_release, memory_order_relaxed));
-    /* Nothing but the list may touch a free slot's payload: ASan says so if
-     * anyone does (life and next_free stay readable: the watchdog scans
-     * life, and pops read next_free). */
-    POISON(&S[i].w, sizeof(S[i].w));
 }
 
 void nsc_slab_count_orphan(void) { atomic_fetch_add_explicit(&n_orphans, 1, memory_order_relaxed); }

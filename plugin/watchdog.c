@@ -326,8 +326,18 @@ void nsc_watchdog_stop(void) {
     free(proxies);
     free(infos);
     ops = NULL, proxies = NULL, infos = NULL;
-    /* A block still pending is written by the session's last job; the
-     * latest one is dropped with the session. */
+    /* A block still pending is written by the session's last job (and
+     * the latest goes into flight mode's last dump): nsc_watchdog_release
+     * frees them after the flusher stopped. */
+}
+
+void nsc_watchdog_release(void) {
+    pthread_mutex_lock(&mu);
+    free(pending);
+    free(latest);
+    pending = latest = NULL;
+    pending_len = latest_len = 0;
+    pthread_mutex_unlock(&mu);
 }
 
 void nsc_watchdog_emit(struct nsc_writer *w, int dump) {

@@ -32,6 +32,8 @@
  * made (the plugin runs without a watchdog; logged). */
 int nsc_watchdog_start(const struct nsc_config *cfg);
 void nsc_watchdog_stop(void);
+/* The session's end, after the flusher stopped: frees the blocks kept. */
+void nsc_watchdog_release(void);
 
 /* Writes the HANG block due in w: in streaming mode (dump = 0) the one not
  * written yet; in a flight dump (dump = 1) the latest. */
