@@ -207,14 +207,38 @@ static void finish(uint32_t i, uint64_t ticks, int complete) {
 
 static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
-    uint64_t l = NSC_LIFE(id) | NSC_LIFE_DONE;
-    if (atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP && !kernel_done(s))
+    const uint64_t l = NSC_LIFE(id) | NSC_LIFE_DONE;
+    uint64_t exp = l;
+    if (atomic_load_explicit(&s->kind, RLX) != NSC_OPST_OP) {
+        /* ACQ_REL: the winner sees every update made before the references
+         * were dropped; exactly one thread wins. */
+        if (atomic_compare_exchange_strong_explicit(&s->life, &exp, 0, memory_order_acq_rel,
+                                                    memory_order_relaxed))
+            finish(i, ticks, 1);
         return;
-    /* ACQ_REL: the winner sees every update made before the references
-     * were dropped; exactly one thread wins. */
-    if (atomic_compare_exchange_strong_explicit(&s->life, &l, 0, memory_order_acq_rel,
-                                                memory_order_relaxed))
-        finish(i, ticks, 1);
+    }
+    /* An operation also needs its channels done, which is in its payload:
+     * read it holding a reference (a late child attaching and finishing it
+     * meanwhile must not free the slot under our reads). */
+    for (;;) {
+        exp = l;
+        if (!atomic_compare_exchange_strong_explicit(&s->life, &exp, l + 1, memory_order_acq_rel,
+                                                     memory_order_relaxed))
+            return; /* someone holds it (their detach re-checks) or it is gone */
+        int done = kernel_done(s);
+        exp = l + 1;
+        if (done && atomic_compare_exchange_strong_explicit(&s->life, &exp, 0,
+                                                            memory_order_acq_rel,
+                                                            memory_order_relaxed)) {
+            finish(i, ticks, 1);
+            return;
+        }
+        /* Not done (a later KernelCh stop re-checks), or a child came and
+         * went while we held it: its own check failed on our reference, so
+         * we check again if we are the last. */
+        if (atomic_fetch_sub_explicit(&s->life, 1, memory_order_acq_rel) - 1 != l || !done)
+            return;
+    }
 }
 
 /* ---- callbacks ---- */
