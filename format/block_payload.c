@@ -65,3 +65,72 @@ int nsc_stats_decode(const void *data, size_t len, struct nsc_stats_header *h,
     *threads = (const unsigned char *)data + hsize;
     return 0;
 }
+
+size_t nsc_hang_encode(unsigned char *buf, const struct nsc_hang_header *h,
+                       const struct nsc_hang_comm *comms, uint32_t ncomms,
+                       const struct nsc_hang_op *ops, uint32_t nops,
+                       const struct nsc_hang_proxy *proxies, uint32_t nproxies) {
+    struct nsc_hang_header hh = *h;
+    hh.header_size = sizeof(hh);
+    hh.comm_size = sizeof(*comms);
+    hh.op_size = sizeof(*ops);
+    hh.proxy_size = sizeof(*proxies);
+    hh.ncomms = ncomms;
+    hh.nops = nops;
+    hh.nproxies = nproxies;
+    unsigned char *p = buf;
+    memcpy(p, &hh, sizeof(hh));
+    p += sizeof(hh);
+    if (ncomms)
+        memcpy(p, comms, ncomms * sizeof(*comms));
+    p += ncomms * sizeof(*comms);
+    if (nops)
+        memcpy(p, ops, nops * sizeof(*ops));
+    p += nops * sizeof(*ops);
+    if (nproxies)
+        memcpy(p, proxies, nproxies * sizeof(*proxies));
+    p += nproxies * sizeof(*proxies);
+    return (size_t)(p - buf);
+}
+
+int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const char **why) {
+    memset(v, 0, sizeof(*v));
+    if (len < sizeof(v->h)) {
+        *why = "hang block too short";
+        return -1;
+    }
+    memcpy(&v->h, data, sizeof(v->h));
+    const struct nsc_hang_header *h = &v->h;
+    if (h->header_size < sizeof(v->h) || h->comm_size < sizeof(struct nsc_hang_comm) ||
+        h->op_size < sizeof(struct nsc_hang_op) || h->proxy_size < sizeof(struct nsc_hang_proxy)) {
+        *why = "hang block: header or entry sizes smaller than version 3's";
+        return -1;
+    }
+    /* 64-bit sums of 32-bit products: no overflow, whatever the counts say */
+    uint64_t need = (uint64_t)h->header_size + (uint64_t)h->ncomms * h->comm_size +
+                    (uint64_t)h->nops * h->op_size + (uint64_t)h->nproxies * h->proxy_size;
+    if (need > len) {
+        *why = "hang block shorter than its counts";
+        return -1;
+    }
+    const unsigned char *p = (const unsigned char *)data + h->header_size;
+    v->comms = p;
+    v->ops = v->comms + (size_t)h->ncomms * h->comm_size;
+    v->proxies = v->ops + (size_t)h->nops * h->op_size;
+    return 0;
+}
+
+void nsc_hang_comm_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_comm *out) {
+    memcpy(out, v->comms + (size_t)k * v->h.comm_size, sizeof(*out));
+    out->enq_func[sizeof(out->enq_func) - 1] = 0;
+    out->done_func[sizeof(out->done_func) - 1] = 0;
+}
+
+void nsc_hang_op_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_op *out) {
+    memcpy(out, v->ops + (size_t)k * v->h.op_size, sizeof(*out));
+    out->func[sizeof(out->func) - 1] = 0;
+}
+
+void nsc_hang_proxy_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_proxy *out) {
+    memcpy(out, v->proxies + (size_t)k * v->h.proxy_size, sizeof(*out));
+}

@@ -6,6 +6,7 @@
  *   STRINGS  (u32 id, u16 len, len bytes)*      ids 1..65535, no terminator
  *   COMMS    struct nsc_comm_info[]             128 bytes each
  *   STATS    struct nsc_stats_header (header_size bytes), struct nsc_thread_stats[]
+ *   HANG     struct nsc_hang_header, nsc_hang_comm[], nsc_hang_op[], nsc_hang_proxy[]
  *
  * Pure functions on caller-owned buffers: no allocation, no I/O.
  */
@@ -44,5 +45,35 @@ static inline size_t nsc_stats_size(uint32_t nthreads) {
  * -1 with a reason in *why. */
 int nsc_stats_decode(const void *data, size_t len, struct nsc_stats_header *h,
                      const unsigned char **threads, const char **why);
+
+/* ---- HANG ---- */
+
+/* Bytes of a HANG payload with these counts. */
+static inline size_t nsc_hang_size(uint32_t ncomms, uint32_t nops, uint32_t nproxies) {
+    return sizeof(struct nsc_hang_header) + (size_t)ncomms * sizeof(struct nsc_hang_comm) +
+           (size_t)nops * sizeof(struct nsc_hang_op) + (size_t)nproxies * sizeof(struct nsc_hang_proxy);
+}
+
+/* Writes a HANG payload into buf (nsc_hang_size bytes): h (its counts and
+ * sizes are set here from the arrays), then the arrays. Returns the bytes
+ * written. */
+size_t nsc_hang_encode(unsigned char *buf, const struct nsc_hang_header *h,
+                       const struct nsc_hang_comm *comms, uint32_t ncomms,
+                       const struct nsc_hang_op *ops, uint32_t nops,
+                       const struct nsc_hang_proxy *proxies, uint32_t nproxies);
+
+/* A decoded HANG payload: the header, and where each array's entry k
+ * starts (entry sizes may exceed this reader's structs: copy with
+ * nsc_hang_comm_at & co., which fill the fields this reader knows). */
+struct nsc_hang_view {
+    struct nsc_hang_header h;
+    const unsigned char *comms, *ops, *proxies;
+};
+/* Returns 0, or -1 with a reason in *why (short block, sizes that do not
+ * add up, entries smaller than version 3's). */
+int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const char **why);
+void nsc_hang_comm_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_comm *out);
+void nsc_hang_op_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_op *out);
+void nsc_hang_proxy_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_proxy *out);
 
 #endif /* NSC_BLOCK_PAYLOAD_H */

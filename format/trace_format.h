@@ -45,7 +45,8 @@ enum nsc_block_type {
     NSC_BLK_STATS = 6,   /* struct nsc_stats_header, struct nsc_thread_stats[] */
     NSC_BLK_END = 7,     /* empty: the session ended cleanly */
     NSC_BLK_PACKED = 8,  /* (struct nsc_packed_segment, packed records)[] (v2) */
-    NSC_BLK_TYPE_MAX = 8
+    NSC_BLK_HANG = 9,    /* v3: the hang watchdog's in-process state (struct nsc_hang_header ...) */
+    NSC_BLK_TYPE_MAX = 9
 };
 
 #define NSC_BLK_F_ZSTD 0x1
@@ -164,6 +165,72 @@ struct nsc_stats_header {
 #define NSC_STATS_HEADER_V2 40u
 #define NSC_STATS_HEADER_88 88u /* v3 before rotation and chaining */
 _Static_assert(sizeof(struct nsc_stats_header) == 120, "stats header");
+
+/* HANG (v3): what the watchdog saw when it fired. Header, then ncomms
+ * nsc_hang_comm, nops nsc_hang_op, nproxies nsc_hang_proxy (each array
+ * its entry size times its count; sizes in the header, so entries may grow
+ * at the end). Function names are text: the block does not depend on the
+ * string table. */
+struct nsc_hang_header {
+    uint32_t header_size;   /* 64 */
+    uint16_t comm_size, op_size, proxy_size, reserved; /* 96, 80, 48 */
+    uint32_t ncomms, nops, nproxies;
+    uint32_t hang_seconds;  /* NCCLSCOPE_HANG_SECONDS */
+    uint32_t left_out;      /* operations/ProxyOps in flight that did not fit */
+    uint32_t reserved2, reserved3;
+    uint64_t ticks;         /* record clock when the watchdog fired */
+    uint64_t slab_full;     /* events left record-only: the slab was full */
+    uint64_t slab_orphans;  /* children whose parent's slot was gone */
+};
+_Static_assert(sizeof(struct nsc_hang_header) == 64, "hang header");
+
+struct nsc_hang_comm {
+    uint32_t serial;        /* the COMMS entry */
+    int32_t rank;
+    uint64_t comm_id;
+    uint64_t enq_seq;       /* last enqueued: seqNumber (0 for p2p) */
+    uint64_t done_seq;      /* last completed */
+    uint64_t done_ticks;    /* when (0: nothing completed yet) */
+    uint64_t started, completed; /* operations since init */
+    uint32_t in_flight;
+    uint8_t enq_etype, done_etype; /* 1 Coll, 2 P2p, 0 none */
+    uint8_t stuck;          /* 1: this comm made the watchdog fire */
+    uint8_t reserved;
+    char enq_func[16], done_func[16];
+};
+_Static_assert(sizeof(struct nsc_hang_comm) == 96, "hang comm");
+
+struct nsc_hang_op {
+    uint64_t id;            /* event id of the Coll/P2p */
+    uint64_t seq;           /* seqNumber (Coll) */
+    uint64_t start_ticks;
+    uint64_t ch_started, ch_done; /* KernelCh channel bitmasks */
+    uint32_t serial;        /* comm */
+    int32_t peer;           /* P2p peer (-1 for Coll) */
+    uint32_t proxies, proxies_done; /* ProxyOps started and stopped */
+    uint8_t etype, nch;
+    uint8_t stopped;        /* the host-side stop came (enqueued) */
+    uint8_t kernel_tracked; /* KernelCh was recorded: ch_done is meaningful */
+    uint32_t reserved;
+    char func[16];
+};
+_Static_assert(sizeof(struct nsc_hang_op) == 80, "hang op");
+
+struct nsc_hang_proxy {
+    uint64_t op_id;         /* its operation's id */
+    int32_t peer, nsteps;
+    uint32_t steps_open;    /* ProxySteps posted and not stopped */
+    int32_t lowest_open_step; /* the lowest step number among them (-1: none) */
+    uint8_t ch, is_send, done, reserved;
+    uint16_t waiting[5];    /* open steps: posted, for the GPU, for the peer's receive,
+                             * for the network, flushing (enum nsc_hang_wait) */
+    uint16_t reserved2;
+    uint32_t reserved3, reserved4;
+};
+_Static_assert(sizeof(struct nsc_hang_proxy) == 48, "hang proxy");
+
+enum nsc_hang_wait { NSC_HANG_POSTED = 0, NSC_HANG_GPU = 1, NSC_HANG_PEER = 2, NSC_HANG_NET = 3,
+                     NSC_HANG_FLUSH = 4 };
 
 struct nsc_thread_stats {
     uint32_t thread;

@@ -246,6 +246,10 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     cfg->flight = mode && !strcmp(mode, "flight");
     if (get_u32("NCCLSCOPE_FLIGHT_MB", 32, 1, 65536, " MiB", &cfg->flight_mb, err, errlen))
         return -1;
+    /* docs/design.md "Hang watchdog" says why 300 */
+    if (get_u32("NCCLSCOPE_HANG_SECONDS", 300, 0, 604800, " s (0: no watchdog, no slab)",
+                &cfg->hang_seconds, err, errlen))
+        return -1;
     /* A signal only if the user names one: by name (USR1, SIGUSR2, ...) or
      * number. Fatal signals dump anyway in flight mode; SIGKILL and SIGSTOP
      * cannot be caught. */

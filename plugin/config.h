@@ -30,6 +30,7 @@ struct nsc_config {
     uint32_t max_mb;         /* NCCLSCOPE_MAX_MB: cap of the session's segment files (0: no cap) */
     int flight;              /* NCCLSCOPE_MODE=flight: keep the newest chunks in memory, dump on a trigger */
     uint32_t flight_mb;      /* NCCLSCOPE_FLIGHT_MB: the flight window's memory (default 32) */
+    uint32_t hang_seconds;   /* NCCLSCOPE_HANG_SECONDS: the watchdog's stall limit (0: off) */
     int dump_signal;         /* NCCLSCOPE_DUMP_SIGNAL: a signal that dumps (0: none) */
 };
 

@@ -125,6 +125,22 @@ struct flusher {
 };
 
 static struct flusher *F; /* the running session's; NULL between sessions */
+
+/* The hang watchdog's hooks (watchdog.c sets them; NULL without one). The
+ * RELEASE in nsc_flusher_set_hang_hooks pairs with the ACQUIREs here. */
+static _Atomic(nsc_hang_emit_fn) hang_emit;
+static _Atomic(nsc_hang_dump_fn) hang_dump;
+
+void nsc_flusher_set_hang_hooks(nsc_hang_emit_fn emit, nsc_hang_dump_fn dump) {
+    atomic_store_explicit(&hang_emit, emit, memory_order_release);
+    atomic_store_explicit(&hang_dump, dump, memory_order_release);
+}
+
+static void hang_emit_now(struct nsc_writer *w, int dump) {
+    nsc_hang_emit_fn fn = atomic_load_explicit(&hang_emit, memory_order_acquire);
+    if (fn)
+        fn(w, dump);
+}
 /* Set by the NCCLSCOPE_DUMP_SIGNAL handler (async-signal-safe: a lock-free
  * atomic store), turned into a dump request by a drainer. */
 static volatile _Atomic int dump_signalled;
@@ -293,6 +309,9 @@ static uint64_t next_file_check_ns;
 static int flight_triggers(struct flusher *f, uint64_t now) {
     int req = 0;
     if (atomic_exchange_explicit(&dump_signalled, 0, memory_order_relaxed))
+        req = 1;
+    nsc_hang_dump_fn hd = atomic_load_explicit(&hang_dump, memory_order_acquire);
+    if (hd && hd()) /* hook: the hang watchdog fired */
         req = 1;
     if (now >= next_file_check_ns) {
         next_file_check_ns = now + (uint64_t)f->cfg.flush_ms * 1000000ull;
@@ -650,6 +669,7 @@ static void flight_dump(struct flusher *f, const char *why) {
         write_threads(f, a.ticks);
         f->threads_due = 0;
     }
+    hang_emit_now(&f->w, 1); /* hook: the latest HANG block */
     stats_block(f);
     nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
     f->dumps++;
@@ -936,6 +956,7 @@ static void *compressor_main(void *arg) {
             if (atomic_exchange_explicit(&f->dump_req, 0, memory_order_acq_rel) || last)
                 flight_dump(f, last ? "end of the session" : "trigger");
         } else if (f->w.fd >= 0) {
+            hang_emit_now(&f->w, 0); /* hook: a HANG block not written yet */
             stats_block(f);
             if (last)
                 nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);

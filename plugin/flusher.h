@@ -46,6 +46,15 @@ int nsc_flusher_stop(void);
  * Under the session mutex. */
 int nsc_flusher_request_dump(void);
 
+/* The hang watchdog's hooks (watchdog.h), so the flusher does not depend
+ * on it: emit writes a due HANG block into w (dump: in a flight dump) from
+ * the compressor whose turn it is; dump returns 1 once when the watchdog
+ * wants a flight dump (drainer 0). Set by the watchdog, any time. */
+struct nsc_writer;
+typedef void (*nsc_hang_emit_fn)(struct nsc_writer *w, int dump);
+typedef int (*nsc_hang_dump_fn)(void);
+void nsc_flusher_set_hang_hooks(nsc_hang_emit_fn emit, nsc_hang_dump_fn dump);
+
 /* Where the trace goes (the directory until the file exists). */
 const char *nsc_flusher_path(void);
 

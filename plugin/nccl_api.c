@@ -20,6 +20,7 @@
 #include "log.h"
 #include "nccl_abi.h"
 #include "nccl_v1_names.h"
+#include "op_state.h"
 #include "python_caller.h"
 #include "recorder.h"
 #include "session.h"
@@ -205,7 +206,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
         /* PXN: the parent lives in another process. Its handle is an id
          * there; keep it as a number for the converter, flag it. */
         flags |= NSC_RF_FOREIGN_PARENT;
-        parent = (uint64_t)(uintptr_t)d->parentObj & NSC_ID_MASK;
+        parent = nsc_handle_id((uint64_t)(uintptr_t)d->parentObj);
     } else {
         parent = nsc_parent_id(d->parentObj, &flags);
     }
@@ -217,6 +218,12 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
         fill(&s, d, (unsigned)et, v7);
         nsc_start_commit(&s);
     }
+    /* hook: per-operation state for the watchdog (op_state.h): Coll, P2p
+     * and their children take a slab handle; others, or a full slab, keep
+     * the plain one */
+    *eHandle = (void *)(uintptr_t)nsc_opst_start(
+        c, (unsigned)et, d, (uint64_t)(uintptr_t)*eHandle, ticks,
+        et == NSC_ET_COLL ? d->coll.func : et == NSC_ET_P2P ? d->p2p.func : NULL);
     if (__builtin_expect(chained & type, 0)) /* also when the ring was full */
         nsc_chain_start(c, (uint64_t)(uintptr_t)*eHandle, d, dsize, version);
 }
@@ -238,6 +245,7 @@ static inline nsc_abi_result record_state(void *eHandle, int eState, const void 
     nsc_record_state(eHandle, eState, arg);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_state(eHandle, eState, arg);
+    nsc_opst_state((uint64_t)(uintptr_t)eHandle, eState, arg, 0); /* hook: watchdog state */
     return NSC_ABI_SUCCESS;
 }
 
@@ -245,6 +253,9 @@ static nsc_abi_result stop_event(void *eHandle) {
     nsc_record_stop(eHandle);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);
+    /* hook: watchdog state; last, since it may free the handle's slot */
+    if (nsc_handle_is_slab((uint64_t)(uintptr_t)eHandle))
+        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, 0); /* 0: it reads the clock if it must */
     return NSC_ABI_SUCCESS;
 }
 

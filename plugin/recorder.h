@@ -20,16 +20,24 @@
 #include "comm_table.h"
 #include "event_types.h"
 #include "counters.h"
+#include "slab.h"
 #include "thread_state.h"
 #include "trace_format.h"
 
-/* Bits a handle of ours may have set. */
+/* Bits a handle of ours may have set (slab.h: bit 61 marks a slab handle,
+ * whose bits 42..55 are its slot). */
 #define NSC_HANDLE_VALID_BITS                                                                  \
-    (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED | (0xfull << NSC_HANDLE_ETYPE_SHIFT) | NSC_ID_MASK)
+    (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED | NSC_HANDLE_SLAB |                            \
+     (0xfull << NSC_HANDLE_ETYPE_SHIFT) | NSC_ID_MASK)
+
+/* The event id of a handle: the low 42 bits of a slab handle, 56 of others. */
+static inline uint64_t nsc_handle_id(uint64_t h) {
+    return h & (nsc_handle_is_slab(h) ? NSC_SLAB_ID_MASK : NSC_ID_MASK);
+}
 
 static inline int nsc_handle_valid(uint64_t h) {
     return h != 0 && (h & ~NSC_HANDLE_VALID_BITS) == 0 &&
-           ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) < NSC_ET_COUNT && (h & NSC_ID_MASK) != 0;
+           ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) < NSC_ET_COUNT && nsc_handle_id(h) != 0;
 }
 
 /* A handle this process issued: well-formed, and its id below the ids
@@ -40,7 +48,8 @@ static inline int nsc_handle_valid(uint64_t h) {
  * may come from another process (PXN). */
 static inline int nsc_handle_issued(uint64_t h) {
     return nsc_handle_valid(h) &&
-           (h & NSC_ID_MASK) < atomic_load_explicit(&nsc_next_id, memory_order_relaxed);
+           nsc_handle_id(h) < atomic_load_explicit(&nsc_next_id, memory_order_relaxed) &&
+           (!nsc_handle_is_slab(h) || nsc_slab_slot_used(nsc_handle_slot(h)));
 }
 
 /* Parent id of a parentObj of ours (0 for NULL). A value we could not have
@@ -54,7 +63,7 @@ static inline uint64_t nsc_parent_id(const void *parent_obj, uint16_t *flags) {
         return 0;
     }
     /* A parent only a chained plugin took: as if NCCL had passed NULL. */
-    return p & NSC_HANDLE_UNRECORDED ? 0 : p & NSC_ID_MASK;
+    return p & NSC_HANDLE_UNRECORDED ? 0 : nsc_handle_id(p);
 }
 
 /* A START being built: the record(s) reserved in the ring. */
@@ -127,7 +136,7 @@ static inline void nsc_record_one(struct nsc_thread *t, uint8_t kind, uint64_t h
     r->h.etype = (uint8_t)((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf);
     r->h.aux = aux;
     r->h.ticks = ticks;
-    r->h.id = h & NSC_ID_MASK;
+    r->h.id = nsc_handle_id(h);
     r->u.state.arg = arg;
     ring_commit(&t->ring, pos, 1);
 }

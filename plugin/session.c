@@ -1,5 +1,7 @@
 /* session.c - init/finalize bookkeeping, fork and unload handling. */
 #include "session.h"
+#include "op_state.h"
+#include "watchdog.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -88,6 +90,7 @@ static int open_session(int api_version) {
         return -1;
     }
     nsc_ops_start(&cfg);
+    nsc_watchdog_start(&cfg); /* a watchdog that cannot start does not stop us (logged) */
     char names[256];
     nsc_log_info("ncclscope %s: NCCL profiler API v%d, events %s, clock %s, writing %s",
                  NSC_VERSION, api_version, nsc_mask_format(s.event_mask, names, sizeof(names)),
@@ -107,6 +110,8 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
     struct nsc_comm *c = NULL;
     if (!forked_child && (session_open || open_session(api_version) == 0)) {
         c = nsc_comm_open(comm_id, name, nnodes, nranks, rank, nsc_clock_ticks());
+        if (c) /* hook: the watchdog's per-comm state starts over (op_state.h) */
+            nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);
         if (!c)
             nsc_log_warn("ncclscope: more than %d communicators at once; not profiling comm %llx",
                          NSC_MAX_COMMS, (unsigned long long)comm_id);
@@ -123,9 +128,11 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
  * metrics), then what they used. Under the session mutex. */
 static void close_session(void) {
     atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
+    nsc_watchdog_stop(); /* before the flusher: a HANG block it built still reaches the file */
     int joined = nsc_flusher_stop();
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */
+    nsc_watchdog_release(); /* the HANG blocks kept (under its lock: a writer left behind is safe) */
     nsc_ctl_session_close();
     session_open = 0;
 }

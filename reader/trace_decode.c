@@ -481,6 +481,10 @@ int nsc_decoder_step(struct nsc_decoder *d, const struct nsc_decode_ops *ops, vo
     case NSC_BLK_END:
         d->ended = 1;
         break;
+    case NSC_BLK_HANG:
+        if (ops->hang)
+            ops->hang(ud, d, b.data, b.len);
+        break;
     }
     return 1;
 }

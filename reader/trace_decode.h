@@ -9,6 +9,7 @@
 #ifndef NSC_TRACE_DECODE_H
 #define NSC_TRACE_DECODE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace_format.h"
@@ -25,6 +26,8 @@ struct nsc_decode_ops {
     /* Drop/record counters (the last STATS block of a file is the final word). */
     void (*stats)(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
                   const struct nsc_thread_stats *t);
+    /* A HANG block's payload (block_payload.h decodes it). */
+    void (*hang)(void *ud, struct nsc_decoder *d, const void *data, size_t len);
     /* Damage: msg names the file and the offset. */
     void (*error)(void *ud, struct nsc_decoder *d, const char *msg);
 };

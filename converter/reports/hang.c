@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "block_payload.h"
 #include "json_writer.h"
 #include "coll_track.h"
 #include "event_types.h"
@@ -34,14 +35,31 @@ struct pairs {
     uint64_t n;
 };
 
+/* A ProxyOp of a stuck operation as the watchdog saw it in the process
+ * (a HANG block). */
+struct wd_proxy {
+    int peer, nsteps;
+    unsigned ch, is_send, done;
+    uint32_t steps_open;
+    int lowest_open;
+    uint16_t waiting[5];
+};
+
 struct stuck {
-    uint64_t comm;
+    uint64_t comm, id;
     int rank, is_p2p, peer, nch;
     char func[32];
     uint64_t seq, start_ns;
     uint32_t kch_done, stopped;
     struct nsc_track_child *open;
     uint32_t nopen;
+    /* From a HANG block (watchdog = 1): channels by bitmask, ProxyOps with
+     * their steps by what they wait for, instead of `open`. */
+    int watchdog;
+    uint64_t ch_started, ch_done;
+    int kernel_tracked;
+    struct wd_proxy *proxies;
+    uint32_t nproxies;
 };
 
 #define VEC(T) struct { T *v; size_t n, cap; }
@@ -68,12 +86,24 @@ struct job {
     uint64_t ops;
 };
 
+/* The ops the file's latest HANG block says were in flight; `stale` once
+ * the records show one completed. */
+#define RECENT 4096
 struct file_run {
     struct job *j;
     struct nsc_coll_track *t;
     uint32_t mask;
     int oom;
+    VEC(struct stuck) wd;
+    unsigned char *wd_stale;
+    uint64_t recent[RECENT]; /* ids of the latest completed operations (a ring) */
+    uint64_t nrecent;
 };
+
+static void free_stuck(struct stuck *s) {
+    free(s->open);
+    free(s->proxies);
+}
 
 static struct seqs *seqs_of(struct job *j, uint64_t comm, int rank, const char *func) {
     for (size_t k = 0; k <= j->seqs.n; k++) {
@@ -135,9 +165,16 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->n++;
         }
     }
-    if (!op->at_end || !is_stuck(op, fr->mask))
+    if (!op->at_end || !is_stuck(op, fr->mask)) {
+        /* Completed: a HANG block's operation with this id was not stuck
+         * after all (the watchdog fired, then it went on). */
+        fr->recent[fr->nrecent++ % RECENT] = op->id;
+        for (size_t i = 0; i < fr->wd.n; i++)
+            if (fr->wd.v[i].id == op->id)
+                fr->wd_stale[i] = 1;
         return;
-    struct stuck s = {.comm = op->comm_id, .rank = op->rank, .is_p2p = op->is_p2p,
+    }
+    struct stuck s = {.comm = op->comm_id, .id = op->id, .rank = op->rank, .is_p2p = op->is_p2p,
                       .peer = op->peer, .nch = op->nch, .seq = op->seq,
                       .start_ns = op->start_ns, .kch_done = op->kernel_channels_done,
                       .stopped = op->stop_ns != 0, .nopen = op->nopen};
@@ -162,6 +199,129 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
     }
     if (fr->t)
         nsc_track_record(fr->t, thread, r, ext);
+}
+
+/* A HANG block: the in-process view of the operations in flight when the
+ * watchdog fired. The latest block of a file replaces earlier ones. */
+static void on_hang(void *ud, struct nsc_decoder *d, const void *data, size_t len) {
+    struct file_run *fr = ud;
+    struct nsc_hang_view v;
+    const char *why;
+    if (nsc_hang_decode(data, len, &v, &why) != 0) {
+        fr->j->damaged = 1;
+        fprintf(stderr, "ncclscope hang: %s: %s\n", d->rd.path, why);
+        return;
+    }
+    for (size_t i = 0; i < fr->wd.n; i++)
+        free_stuck(&fr->wd.v[i]);
+    fr->wd.n = 0;
+    free(fr->wd_stale);
+    fr->wd_stale = calloc(v.h.nops + 1, 1);
+    if (!fr->wd_stale)
+        return;
+    for (uint32_t k = 0; k < v.h.nops; k++) {
+        struct nsc_hang_op o;
+        nsc_hang_op_at(&v, k, &o);
+        struct stuck s;
+        memset(&s, 0, sizeof(s));
+        s.rank = -1;
+        for (uint32_t c = 0; c < v.h.ncomms; c++) {
+            struct nsc_hang_comm hc;
+            nsc_hang_comm_at(&v, c, &hc);
+            if (hc.serial == o.serial) {
+                s.comm = hc.comm_id;
+                s.rank = hc.rank;
+            }
+        }
+        if (!s.comm)
+            continue; /* a comm the block does not describe: damage */
+        s.id = o.id;
+        s.is_p2p = o.etype == NSC_ET_P2P;
+        s.peer = o.peer;
+        s.nch = o.nch;
+        snprintf(s.func, sizeof(s.func), "%s", o.func[0] ? o.func : "?");
+        s.seq = o.seq;
+        s.kch_done = (uint32_t)__builtin_popcountll(o.ch_done);
+        s.stopped = o.stopped;
+        s.watchdog = 1;
+        s.ch_started = o.ch_started;
+        s.ch_done = o.ch_done;
+        s.kernel_tracked = o.kernel_tracked;
+        uint32_t np = 0;
+        for (uint32_t q = 0; q < v.h.nproxies; q++) {
+            struct nsc_hang_proxy hp;
+            nsc_hang_proxy_at(&v, q, &hp);
+            np += hp.op_id == o.id;
+        }
+        if (np && (s.proxies = calloc(np, sizeof(*s.proxies)))) {
+            for (uint32_t q = 0; q < v.h.nproxies; q++) {
+                struct nsc_hang_proxy hp;
+                nsc_hang_proxy_at(&v, q, &hp);
+                if (hp.op_id != o.id)
+                    continue;
+                struct wd_proxy *w = &s.proxies[s.nproxies++];
+                w->peer = hp.peer;
+                w->nsteps = hp.nsteps;
+                w->ch = hp.ch;
+                w->is_send = hp.is_send;
+                w->done = hp.done;
+                w->steps_open = hp.steps_open;
+                w->lowest_open = hp.lowest_open_step;
+                memcpy(w->waiting, hp.waiting, sizeof(w->waiting));
+            }
+        }
+        int stale = 0;
+        for (uint64_t r = 0; r < fr->nrecent && r < RECENT; r++)
+            stale |= fr->recent[r] == o.id;
+        size_t n = fr->wd.n;
+        PUSH(fr->wd, s);
+        if (fr->wd.n == n)
+            free_stuck(&s);
+        else
+            fr->wd_stale[n] = (unsigned char)stale;
+    }
+    /* The comms' last enqueued collective counts as entered (a flight dump
+     * may hold only the end of the run). */
+    for (uint32_t c = 0; c < v.h.ncomms; c++) {
+        struct nsc_hang_comm hc;
+        nsc_hang_comm_at(&v, c, &hc);
+        if (hc.enq_etype != NSC_ET_COLL || !hc.comm_id || !hc.enq_func[0])
+            continue;
+        struct seqs *q = seqs_of(fr->j, hc.comm_id, hc.rank, hc.enq_func);
+        if (q && (!q->n || hc.enq_seq > q->max)) {
+            if (!q->n)
+                q->min = hc.enq_seq;
+            q->max = hc.enq_seq;
+            q->n++;
+        }
+    }
+}
+
+/* After a file: its HANG block's operations still in flight replace what
+ * the records say about the same operations (the in-process view has the
+ * channels and steps even when the window lost the operation's records). */
+static void merge_watchdog(struct file_run *fr, size_t first_stuck) {
+    struct job *j = fr->j;
+    for (size_t k = 0; k < fr->wd.n; k++) {
+        struct stuck *w = &fr->wd.v[k];
+        if (fr->wd_stale[k]) {
+            free_stuck(w);
+            continue;
+        }
+        for (size_t i = first_stuck; i < j->stuck.n; i++)
+            if (j->stuck.v[i].id == w->id && j->stuck.v[i].comm == w->comm) {
+                free_stuck(&j->stuck.v[i]);
+                memmove(&j->stuck.v[i], &j->stuck.v[i + 1], (j->stuck.n - i - 1) * sizeof(j->stuck.v[i]));
+                j->stuck.n--;
+                break;
+            }
+        size_t n = j->stuck.n;
+        PUSH(j->stuck, *w);
+        if (j->stuck.n == n)
+            free_stuck(w);
+    }
+    free(fr->wd.v);
+    free(fr->wd_stale);
 }
 
 static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
@@ -237,8 +397,92 @@ static int cmp_int(const void *a, const void *b) {
     return *(const int *)a - *(const int *)b;
 }
 
+static const char *const wait_names[5] = {"posted", "waiting for GPU", "waiting for the peer's receive",
+                                          "waiting for the network", "flushing"};
+static const char *const wait_keys[5] = {"posted", "gpu", "peer", "network", "flush"};
+
+/* What most of a ProxyOp's open steps wait for ("done" when none is open). */
+static const char *wd_waiting(const struct wd_proxy *p) {
+    int best = -1;
+    for (int k = 0; k < 5; k++)
+        if (p->waiting[k] && (best < 0 || p->waiting[k] > p->waiting[best]))
+            best = k;
+    if (best >= 0)
+        return wait_names[best];
+    return p->done ? "done" : p->steps_open ? "posted" : "no step open";
+}
+
+/* The same, from a HANG block: the watchdog's in-process view. */
+static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
+    int ch[64], nch = 0, peers[256], npeers = 0;
+    for (int c = 0; c < 64 && c < (s->nch ? s->nch : 64); c++)
+        if (!((s->ch_done >> c) & 1) && (s->nch || ((s->ch_started >> c) & 1)))
+            ch[nch++] = c;
+    for (uint32_t i = 0; i < s->nproxies; i++) {
+        if (s->proxies[i].done)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < npeers; k++)
+            seen |= peers[k] == s->proxies[i].peer;
+        if (!seen && npeers < 256)
+            peers[npeers++] = s->proxies[i].peer;
+    }
+    qsort(peers, (size_t)npeers, sizeof(int), cmp_int);
+    if (json) {
+        fprintf(f, "{\"rank\":%d,\"source\":\"watchdog\",\"enqueued\":%s,\"nch\":%d,"
+                   "\"channels_done\":%u,\"channels\":",
+                s->rank, s->stopped ? "true" : "false", s->nch, s->kch_done);
+        print_ranks(f, ch, nch, 1);
+        fputs(",\"peers\":", f);
+        print_ranks(f, peers, npeers, 1);
+        fputs(",\"proxy_ops\":[", f);
+        for (uint32_t i = 0; i < s->nproxies; i++) {
+            const struct wd_proxy *p = &s->proxies[i];
+            fprintf(f, "%s{\"channel\":%u,\"peer\":%d,\"send\":%s,\"done\":%s,\"nsteps\":%d,"
+                       "\"steps_open\":%u,\"lowest_open_step\":%d,\"steps_waiting\":{",
+                    i ? "," : "", p->ch, p->peer, p->is_send ? "true" : "false",
+                    p->done ? "true" : "false", p->nsteps, p->steps_open, p->lowest_open);
+            for (int k = 0; k < 5; k++)
+                fprintf(f, "%s\"%s\":%u", k ? "," : "", wait_keys[k], p->waiting[k]);
+            fputs("},\"waiting\":", f);
+            jw_print_string(f, wd_waiting(p));
+            fputc('}', f);
+        }
+        fputs("]}", f);
+        return;
+    }
+    fprintf(f, "    rank %d (watchdog): %s", s->rank,
+            s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
+    if (s->nch && s->kernel_tracked) {
+        fprintf(f, ", %u of %d channel(s) done", s->kch_done, s->nch);
+        if (nch) {
+            fputs(", open: ", f);
+            print_ranks(f, ch, nch, 0);
+        }
+    }
+    if (npeers) {
+        fputs("; peers ", f);
+        print_ranks(f, peers, npeers, 0);
+    }
+    fputc('\n', f);
+    for (uint32_t i = 0; i < s->nproxies; i++) {
+        const struct wd_proxy *p = &s->proxies[i];
+        if (p->done)
+            continue;
+        fprintf(f, "      proxy ch %u %s peer %d: %s (%u step(s) open", p->ch,
+                p->is_send ? "send to" : "recv from", p->peer, wd_waiting(p), p->steps_open);
+        if (p->lowest_open >= 0)
+            fprintf(f, ", lowest step %d", p->lowest_open);
+        fprintf(f, " of %d)\n", p->nsteps);
+    }
+}
+
 /* One stuck rank inside a collective: its channels, peers and proxy. */
 static void print_stuck_rank(FILE *f, const struct stuck *s, int json) {
+    if (s->watchdog) {
+        print_watchdog_rank(f, s, json);
+        return;
+    }
     int ch[256], nch = 0, peers[256], npeers = 0;
     for (uint32_t i = 0; i < s->nopen; i++) {
         const struct nsc_track_child *c = &s->open[i];
@@ -527,10 +771,19 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
             nsc_decoder_close(&d);
             continue;
         }
-        struct file_run fr = {&j, NULL, 0, 0};
-        struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
-        nsc_decoder_run(&d, &ops, &fr);
-        nsc_track_finish(fr.t);
+        struct file_run *fr = calloc(1, sizeof(*fr));
+        if (!fr) {
+            nsc_decoder_close(&d);
+            j.damaged = 1;
+            continue;
+        }
+        fr->j = &j;
+        size_t first_stuck = j.stuck.n;
+        struct nsc_decode_ops ops = {.record = on_record, .error = on_error, .hang = on_hang};
+        nsc_decoder_run(&d, &ops, fr);
+        nsc_track_finish(fr->t);
+        merge_watchdog(fr, first_stuck);
+        free(fr);
         if (!d.ended)
             fprintf(stderr, "ncclscope hang: %s: no END block (a killed or running job)\n", files[i]);
         for (uint32_t c = 0; c < d.ncomms; c++) {
@@ -567,7 +820,7 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
                 nfiles, (unsigned long long)j.ops);
     free(comms);
     for (size_t i = 0; i < j.stuck.n; i++)
-        free(j.stuck.v[i].open);
+        free_stuck(&j.stuck.v[i]);
     free(j.stuck.v);
     free(j.seqs.v);
     free(j.pairs.v);

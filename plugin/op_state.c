@@ -1,0 +1,534 @@
+/* op_state.c - per-operation and per-communicator state in slab slots
+ * (op_state.h has the contract; slab.h the slot layout and reuse rule). */
+#include "op_state.h"
+
+#include <string.h>
+
+#include "clock.h"
+#include "control.h"
+#include "event_types.h"
+#include "intern.h"
+#include "session.h"
+#include "thread_state.h"
+
+/* Payload words per kind (every one an atomic word of the slot, so the
+ * watchdog may read while NCCL's threads write):
+ *
+ *   all     w0  comm serial << 32 | comm index      w13 watchdog: scan that found the comm closed
+ *   OP      w1  seqNumber (Coll; 0 for P2p)          w2  peer | nch << 32 | kernel_tracked << 40 | etype << 48
+ *           w3  func (string id)    w4 channels started (bits)   w5 channels done (bits)
+ *           w6  start ticks         w7 stop ticks    w8 ProxyOps    w9 ProxyOps done   w11 last child gone
+ *   PROXY   w1  parent slot   w2 parent id   w3 peer | ch << 32 | is_send << 40
+ *           w4  nSteps        w7 last ProxyOp state + 1 (v1-v3)
+ *   STEP    w1  parent slot   w2 parent id   w3 step   w4 last state + 1 (0: none yet)
+ *           (no reference on its ProxyOp: the scan checks the id)
+ *   KCH     w1  parent slot   w2 parent id   w3 channel
+ */
+enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2, W_CLOSED = 13 };
+
+#define RLX memory_order_relaxed
+
+/* Callers pass ticks 0 when they did not read the clock: it is read only
+ * where a time is kept (an operation's stop, its last child, a completion),
+ * so a ProxyStep's stop costs no rdtsc. */
+static inline uint64_t now_or(uint64_t t) { return t ? t : nsc_clock_ticks(); }
+#define LD(s, k) atomic_load_explicit(&(s)->w[k], RLX)
+#define ST(s, k, v) atomic_store_explicit(&(s)->w[k], (uint64_t)(v), RLX)
+
+/* ---- per communicator ----
+ * One entry per comm table slot, static: nothing is ever freed, so a reader
+ * (the watchdog) can never touch reclaimed memory. A reader takes a
+ * consistent snapshot the seqlock way: `serial` (ACQUIRE), the fields,
+ * an ACQUIRE fence, `serial` again; the opener zeroes `serial`, issues a
+ * RELEASE fence, resets the fields and stores the new serial (RELEASE). Every
+ * field is an atomic, so a reader racing with a writer reads some value,
+ * never undefined bytes (and TSan has nothing to report). */
+struct watch {
+    _Atomic uint32_t serial; /* 0 while the slot is being reset */
+    _Atomic uint32_t busy;   /* completions writing now (complete_op) */
+    _Atomic uint32_t enq_meta, done_meta; /* func << 8 | etype */
+    _Atomic uint64_t enq_seq, done_seq, done_ticks, started, completed;
+};
+static struct watch watch[NSC_MAX_COMMS];
+
+void nsc_opst_comm_open(uint32_t ci, uint32_t serial) {
+    struct watch *w = &watch[ci];
+    /* A completion may still be writing the previous comm's entry (the
+     * watchdog finished an operation of it late). SEQ_CST here and in
+     * complete_op (Dekker): either it sees serial 0 and writes nothing, or
+     * we see its busy count and wait (a few stores) for it to leave. */
+    atomic_store_explicit(&w->serial, 0, memory_order_seq_cst);
+    while (atomic_load_explicit(&w->busy, memory_order_seq_cst))
+        ; /* ACQUIRE enough: its stores happen before our resets below */
+    /* RELEASE fence: a reader that sees any of the resets below also sees
+     * serial 0 (or the new serial) on its re-check, so it discards a mix. */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&w->enq_meta, 0, RLX);
+    atomic_store_explicit(&w->done_meta, 0, RLX);
+    atomic_store_explicit(&w->enq_seq, 0, RLX);
+    atomic_store_explicit(&w->done_seq, 0, RLX);
+    atomic_store_explicit(&w->done_ticks, 0, RLX);
+    atomic_store_explicit(&w->started, 0, RLX);
+    atomic_store_explicit(&w->completed, 0, RLX);
+    /* RELEASE: pairs with nsc_opst_comm_read's ACQUIRE of serial. */
+    atomic_store_explicit(&w->serial, serial, memory_order_release);
+}
+
+static int comm_open(uint32_t ci, uint32_t serial) {
+    /* ACQUIRE on gen: pairs with nsc_comm_open's RELEASE (comm_table.h). */
+    return ci < NSC_MAX_COMMS && serial &&
+           atomic_load_explicit(&watch[ci].serial, memory_order_acquire) == serial &&
+           (atomic_load_explicit(&nsc_comms[ci].gen, memory_order_acquire) & 1);
+}
+
+int nsc_opst_comm_read(uint32_t ci, struct nsc_opst_comm *o) {
+    if (ci >= NSC_MAX_COMMS)
+        return 0;
+    struct watch *w = &watch[ci];
+    uint32_t s1 = atomic_load_explicit(&w->serial, memory_order_acquire);
+    if (!s1 || !(atomic_load_explicit(&nsc_comms[ci].gen, memory_order_acquire) & 1))
+        return 0;
+    /* The counts first (completed, then started), ACQUIRE: pairs with the RELEASE increments made
+     * after the operation's fields, so a count of n comes with the fields of
+     * the n-th operation or a later one (never "1 started, none enqueued"). */
+    o->completed = atomic_load_explicit(&w->completed, memory_order_acquire);
+    o->started = atomic_load_explicit(&w->started, memory_order_acquire); /* after: >= completed */
+    uint32_t em = atomic_load_explicit(&w->enq_meta, RLX);
+    uint32_t dm = atomic_load_explicit(&w->done_meta, RLX);
+    o->serial = s1;
+    o->comm_index = ci;
+    o->enq_seq = atomic_load_explicit(&w->enq_seq, RLX);
+    o->done_seq = atomic_load_explicit(&w->done_seq, RLX);
+    o->done_ticks = atomic_load_explicit(&w->done_ticks, RLX);
+    /* ACQUIRE fence: the loads above stay before the re-check (pairs with
+     * the RELEASE fence in nsc_opst_comm_open). */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&w->serial, RLX) != s1)
+        return 0;
+    o->enq_func = (uint16_t)(em >> 8);
+    o->enq_etype = (uint8_t)em;
+    o->done_func = (uint16_t)(dm >> 8);
+    o->done_etype = (uint8_t)dm;
+    o->any_done = dm != 0;
+    return 1;
+}
+
+/* ---- references ---- */
+
+/* Takes a reference on slot i if its occupant is event `id` (one CAS that
+ * checks both). ACQ_REL: the occupant's payload (published with the
+ * RELEASE store of life) is visible to us; our reference is ordered before
+ * our updates. Returns 0, or -1 when the slot holds someone else. */
+static int attach(uint32_t i, uint64_t id) {
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    uint64_t l = atomic_load_explicit(&s->life, memory_order_acquire);
+    for (;;) {
+        if ((l >> NSC_LIFE_ID_SHIFT) != id || (l & NSC_LIFE_REFS) == NSC_LIFE_REFS)
+            return -1;
+        if (atomic_compare_exchange_weak_explicit(&s->life, &l, l + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return 0;
+    }
+}
+
+static void try_finish(uint32_t i, uint64_t id, uint64_t ticks);
+
+/* Drops a reference (ACQ_REL: our updates before it; the last one sees
+ * everybody's). The last reference of a finished slot finishes it. */
+static void detach(uint32_t i, uint64_t id, uint64_t ticks, int touch) {
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    if (touch && atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP)
+        ST(s, 11, ticks = now_or(ticks)); /* a child went: the grace without KernelCh starts again */
+    uint64_t l = atomic_fetch_sub_explicit(&s->life, 1, memory_order_acq_rel) - 1;
+    if ((l & NSC_LIFE_REFS) == 0 && (l & NSC_LIFE_DONE))
+        try_finish(i, id, ticks);
+}
+
+static int kernel_done(const struct nsc_slab_slot *s) {
+    uint64_t w2 = LD(s, 2);
+    if (!((w2 >> 40) & 1))
+        return 0; /* KernelCh not recorded: the watchdog decides (grace) */
+    unsigned nch = (unsigned)(w2 >> 32) & 0xff;
+    return (unsigned)__builtin_popcountll(LD(s, 5)) >= nch;
+}
+
+static void complete_op(struct nsc_slab_slot *s, uint64_t ticks) {
+    uint64_t c = LD(s, W_COMM);
+    uint32_t ci = (uint32_t)c & 0xffff, serial = (uint32_t)(c >> 32);
+    if (ci >= NSC_MAX_COMMS)
+        return;
+    struct watch *w = &watch[ci];
+    /* The comm may have been finalized and its entry handed to the next
+     * comm meanwhile (the watchdog finishes operations late): announce
+     * ourselves, then check the serial (nsc_opst_comm_open's other half). */
+    atomic_fetch_add_explicit(&w->busy, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&w->serial, memory_order_seq_cst) == serial) {
+        /* Relaxed: completions of one comm are normally finished by one
+         * thread (its proxy thread); two finishing at once may leave
+         * either as the last, which is what "last completed" means then. */
+        atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
+        atomic_store_explicit(&w->done_meta, (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)),
+                              RLX);
+        atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
+        atomic_fetch_add_explicit(&w->completed, 1, memory_order_release); /* after the fields */
+    }
+    /* RELEASE: our stores before the opener's resets (it waits for 0). */
+    atomic_fetch_sub_explicit(&w->busy, 1, memory_order_release);
+}
+
+/* We own slot i (our CAS moved its life to 0): account for it, release
+ * its parent, give it back. `complete`: an operation that completed (not
+ * one reclaimed with its finalized comm). */
+static void finish(uint32_t i, uint64_t ticks, int complete) {
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    uint32_t kind = atomic_load_explicit(&s->kind, RLX);
+    if (kind == NSC_OPST_OP) {
+        if (complete)
+            complete_op(s, ticks);
+    } else if (kind == NSC_OPST_PROXY || kind == NSC_OPST_KCH) {
+        uint32_t p = (uint32_t)LD(s, W_PSLOT);
+        uint64_t pid = LD(s, W_PID);
+        struct nsc_slab_slot *ps = &nsc_slab_slots[p];
+        /* We still hold the reference taken at start: the parent is ours.
+         * A child reclaimed with its finalized comm did not finish: its
+         * parent makes no progress from it. */
+        if (!complete)
+            ;
+        else if (kind == NSC_OPST_PROXY)
+            atomic_fetch_add_explicit(&ps->w[9], 1, RLX);
+        else
+            atomic_fetch_or_explicit(&ps->w[5], UINT64_C(1) << (LD(s, 3) & 63), RLX);
+        nsc_slab_free(i);
+        detach(p, pid, ticks, 1);
+        return;
+    }
+    nsc_slab_free(i);
+}
+
+static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    const uint64_t l = NSC_LIFE(id) | NSC_LIFE_DONE;
+    uint64_t exp = l;
+    if (atomic_load_explicit(&s->kind, RLX) != NSC_OPST_OP) {
+        /* ACQ_REL: the winner sees every update made before the references
+         * were dropped; exactly one thread wins. */
+        if (atomic_compare_exchange_strong_explicit(&s->life, &exp, 0, memory_order_acq_rel,
+                                                    memory_order_relaxed))
+            finish(i, ticks, 1);
+        return;
+    }
+    /* An operation also needs its channels done, which is in its payload:
+     * read it holding a reference (a late child attaching and finishing it
+     * meanwhile must not free the slot under our reads). */
+    for (;;) {
+        exp = l;
+        if (!atomic_compare_exchange_strong_explicit(&s->life, &exp, l + 1, memory_order_acq_rel,
+                                                     memory_order_relaxed))
+            return; /* someone holds it (their detach re-checks) or it is gone */
+        int done = kernel_done(s);
+        exp = l + 1;
+        if (done && atomic_compare_exchange_strong_explicit(&s->life, &exp, 0,
+                                                            memory_order_acq_rel,
+                                                            memory_order_relaxed)) {
+            finish(i, ticks, 1);
+            return;
+        }
+        /* Not done (a later KernelCh stop re-checks), or a child came and
+         * went while we held it: its own check failed on our reference, so
+         * we check again if we are the last. */
+        if (atomic_fetch_sub_explicit(&s->life, 1, memory_order_acq_rel) - 1 != l || !done)
+            return;
+    }
+}
+
+/* ---- callbacks ---- */
+
+uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
+                             uint64_t h, uint64_t ticks, const char *func) {
+    if (h & NSC_HANDLE_UNRECORDED)
+        return h;
+    uint64_t id = h & NSC_ID_MASK;
+    if (id > NSC_SLAB_ID_MASK) {
+        nsc_slab_count_untracked();
+        return h;
+    }
+    uint32_t kind = et == NSC_ET_COLL || et == NSC_ET_P2P ? NSC_OPST_OP
+                    : et == NSC_ET_PROXY_OP                ? NSC_OPST_PROXY
+                    : et == NSC_ET_PROXY_STEP              ? NSC_OPST_STEP
+                                                           : NSC_OPST_KCH;
+    uint32_t pslot = 0;
+    uint64_t pid = 0;
+    if (kind != NSC_OPST_OP) {
+        uint64_t p = (uint64_t)(uintptr_t)d->parentObj;
+        if (kind == NSC_OPST_PROXY && d->proxyOp.pid != nsc_session_pid)
+            return h; /* PXN: the parent's state is in another process */
+        if (!nsc_handle_is_slab(p) || (p & NSC_HANDLE_UNRECORDED))
+            return h; /* the parent is record-only (or none): so is the child */
+        pslot = nsc_handle_slot(p);
+        pid = p & NSC_SLAB_ID_MASK;
+        /* A ProxyStep takes no reference: it only names its ProxyOp (slot
+         * and id), which the watchdog compares when it tallies steps. Steps
+         * are most of the network path's callbacks; a reference would cost
+         * two more atomic RMWs each. */
+        if (kind != NSC_OPST_STEP && attach(pslot, pid) != 0) {
+            nsc_slab_count_orphan(); /* its slot completed (and maybe reused) */
+            return h;
+        }
+    }
+    int32_t i = nsc_slab_alloc();
+    if (i < 0) {
+        if (kind != NSC_OPST_OP && kind != NSC_OPST_STEP)
+            detach(pslot, pid, ticks, 1);
+        return h; /* full: record-only (counted) */
+    }
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    uint32_t ci = (uint32_t)(c - nsc_comms);
+    atomic_store_explicit(&s->kind, kind, RLX);
+    ST(s, W_COMM, (uint64_t)c->serial << 32 | ci);
+    struct nsc_slab_slot *ps = &nsc_slab_slots[pslot];
+    switch (kind) {
+    case NSC_OPST_OP: {
+        int coll = et == NSC_ET_COLL;
+        unsigned nch = coll ? d->coll.nChannels : d->p2p.nChannels;
+        int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0;
+        uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;
+        ST(s, 1, coll ? d->coll.seqNumber : 0);
+        ST(s, 2, (uint64_t)(uint32_t)(coll ? -1 : d->p2p.peer) | (uint64_t)(nch & 0xff) << 32 |
+                     (uint64_t)kt << 40 | (uint64_t)et << 48);
+        ST(s, 3, fid);
+        ST(s, 6, ticks);
+        ST(s, 11, ticks);
+        struct watch *w = &watch[ci];
+        atomic_store_explicit(&w->enq_seq, coll ? d->coll.seqNumber : 0, RLX);
+        atomic_store_explicit(&w->enq_meta, (uint32_t)fid << 8 | et, RLX);
+        atomic_fetch_add_explicit(&w->started, 1, memory_order_release); /* after the fields */
+        break;
+    }
+    case NSC_OPST_PROXY:
+        ST(s, 3, (uint64_t)(uint32_t)d->proxyOp.peer | (uint64_t)(d->proxyOp.channelId & 0xff) << 32 |
+                     (uint64_t)(d->proxyOp.isSend != 0) << 40);
+        ST(s, 4, (uint64_t)(uint32_t)d->proxyOp.nSteps);
+        atomic_fetch_add_explicit(&ps->w[8], 1, RLX);
+        break;
+    case NSC_OPST_STEP:
+        ST(s, 3, (uint64_t)(uint32_t)d->proxyStep.step);
+        break;
+    default: /* KCH */
+        ST(s, 3, d->kernelCh.channelId & 63);
+        atomic_fetch_or_explicit(&ps->w[4], UINT64_C(1) << (d->kernelCh.channelId & 63), RLX);
+        break;
+    }
+    if (kind != NSC_OPST_OP) {
+        ST(s, W_PSLOT, pslot);
+        ST(s, W_PID, pid);
+    }
+    /* RELEASE: the payload before the occupant's id; pairs with attach's
+     * and the watchdog's ACQUIRE. */
+    atomic_store_explicit(&s->life, NSC_LIFE(id), memory_order_release);
+    return nsc_handle_make_slab(h, (uint32_t)i);
+}
+
+void nsc_opst_stop(uint64_t h, uint64_t ticks) {
+    if (!nsc_handle_is_slab(h) || !nsc_slab_on())
+        return;
+    uint32_t i = nsc_handle_slot(h);
+    uint64_t id = h & NSC_SLAB_ID_MASK;
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    uint64_t l = atomic_load_explicit(&s->life, memory_order_acquire);
+    if ((l >> NSC_LIFE_ID_SHIFT) != id)
+        return; /* reclaimed with its finalized comm, or a second stop */
+    int op = atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP;
+    if (op)
+        ST(s, 7, ticks = now_or(ticks));
+    /* ACQ_REL: the stop time before DONE, for whoever finishes the slot. A
+     * child nobody references is finished by this one CAS (the common case:
+     * ProxySteps, KernelCh), without passing through DONE. */
+    for (;;) {
+        if ((l >> NSC_LIFE_ID_SHIFT) != id || (l & NSC_LIFE_DONE))
+            return;
+        if (!op && (l & NSC_LIFE_REFS) == 0) {
+            if (atomic_compare_exchange_weak_explicit(&s->life, &l, 0, memory_order_acq_rel,
+                                                      memory_order_acquire)) {
+                finish(i, ticks, 1);
+                return;
+            }
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(&s->life, &l, l | NSC_LIFE_DONE,
+                                                  memory_order_acq_rel, memory_order_acquire))
+            break;
+    }
+    if ((l & NSC_LIFE_REFS) == 0)
+        try_finish(i, id, ticks);
+}
+
+void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks) {
+    (void)arg;
+    (void)ticks;
+    if (!nsc_handle_is_slab(h) || !nsc_slab_on())
+        return;
+    uint32_t i = nsc_handle_slot(h);
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    /* NCCL serialises an event's states with its stop, and the watchdog
+     * reclaims a slot only a second after its comm was finalized, so a slot
+     * that is ours at this load stays ours for the store below. */
+    if ((atomic_load_explicit(&s->life, memory_order_acquire) >> NSC_LIFE_ID_SHIFT) !=
+        (h & NSC_SLAB_ID_MASK))
+        return;
+    uint32_t kind = atomic_load_explicit(&s->kind, RLX);
+    if (kind == NSC_OPST_STEP)
+        ST(s, 4, (uint64_t)state + 1);
+    else if (kind == NSC_OPST_PROXY)
+        ST(s, 7, (uint64_t)state + 1);
+}
+
+/* ---- the watchdog's scan ---- */
+
+static unsigned wait_of(uint64_t st) {
+    if (!st)
+        return NSC_WAIT_POSTED;
+    switch ((int)st - 1) {
+    case NSC_ABI_PROXY_STEP_SEND_GPU_WAIT:
+    case NSC_ABI_PROXY_STEP_RECV_GPU_WAIT:
+        return NSC_WAIT_GPU;
+    case NSC_ABI_PROXY_STEP_SEND_PEER_WAIT_V4:
+        return NSC_WAIT_PEER;
+    case NSC_ABI_PROXY_STEP_SEND_WAIT:
+    case NSC_ABI_PROXY_STEP_RECV_WAIT:
+        return NSC_WAIT_NET;
+    case NSC_ABI_PROXY_STEP_RECV_FLUSH_WAIT:
+        return NSC_WAIT_FLUSH;
+    default:
+        return NSC_WAIT_POSTED;
+    }
+}
+
+/* The watchdog's scratch (one scan at a time, op_state.h). */
+static uint32_t proxy_at[NSC_SLAB_SLOTS]; /* slot -> index in proxies + 1 */
+static uint64_t scan_no;
+
+void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
+                   uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
+                   uint32_t proxies_cap, uint32_t *left_out) {
+    uint32_t no = 0, np = 0, lo = 0;
+    if (!nsc_slab_on())
+        goto out;
+    scan_no++;
+    if (proxies)
+        memset(proxy_at, 0, sizeof(proxy_at));
+    uint32_t high = atomic_load_explicit(&nsc_slab_high, RLX);
+    /* Two passes: operations and ProxyOps first, then the steps tallied
+     * into their ProxyOp. */
+    /* Children are visited only when their ProxyOps are collected (a
+     * firing) and, to reclaim finalized comms' slots, every tenth scan:
+     * most slots of a busy process are ProxySteps and KernelCh, and a
+     * reference per slot every 100 ms would be the watchdog's whole cost. */
+    int sweep = scan_no % 10 == 0;
+    for (int pass = 0; pass < (proxies ? 2 : 1); pass++)
+        for (uint32_t i = 0; i < high; i++) {
+            struct nsc_slab_slot *s = &nsc_slab_slots[i];
+            /* Relaxed: a hint (attach below checks the occupant). */
+            uint32_t k0 = atomic_load_explicit(&s->kind, RLX);
+            if (pass == 0 ? k0 != NSC_OPST_OP && !sweep && !(proxies && k0 == NSC_OPST_PROXY)
+                          : k0 != NSC_OPST_STEP)
+                continue;
+            uint64_t l = atomic_load_explicit(&s->life, memory_order_acquire);
+            if (!l)
+                continue;
+            uint64_t id = l >> NSC_LIFE_ID_SHIFT;
+            if (attach(i, id) != 0) /* a reference: the slot stays this event's while we read */
+                continue;
+            uint32_t kind = atomic_load_explicit(&s->kind, RLX);
+            uint64_t c = LD(s, W_COMM);
+            if (pass == 0 && !comm_open((uint32_t)c & 0xffff, (uint32_t)(c >> 32))) {
+                /* Finalized comm: its events will never finish. Reclaim
+                 * ten scans (a second) after a sweep first saw it closed,
+                 * once no child holds it. */
+                if (!LD(s, W_CLOSED))
+                    ST(s, W_CLOSED, scan_no);
+                uint64_t mine = NSC_LIFE(id) | 1;
+                uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
+                if (scan_no - LD(s, W_CLOSED) >= 10 && (cur & ~NSC_LIFE_DONE) == mine &&
+                    atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
+                                                            memory_order_acq_rel, RLX)) {
+                    finish(i, now, 0);
+                    continue;
+                }
+                detach(i, id, now, 0);
+                continue;
+            }
+            if (pass == 0 && kind == NSC_OPST_OP) {
+                uint64_t w2 = LD(s, 2);
+                uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
+                uint64_t last = LD(s, 11) > LD(s, 7) ? LD(s, 11) : LD(s, 7);
+                if (!((w2 >> 40) & 1) && cur == (NSC_LIFE(id) | NSC_LIFE_DONE | 1) &&
+                    now - last > grace &&
+                    atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
+                                                            memory_order_acq_rel, RLX)) {
+                    finish(i, now, 1); /* no KernelCh: quiet after its stop */
+                    continue;
+                }
+                if (ops) {
+                    if (no < ops_cap) {
+                        struct nsc_opst_op *o = &ops[no++];
+                        memset(o, 0, sizeof(*o));
+                        o->id = id;
+                        o->serial = (uint32_t)(c >> 32);
+                        o->comm_index = (uint32_t)c & 0xffff;
+                        o->seq = LD(s, 1);
+                        o->peer = (int32_t)(uint32_t)w2;
+                        o->nch = (uint8_t)(w2 >> 32);
+                        o->kernel_tracked = (uint8_t)(w2 >> 40 & 1);
+                        o->etype = (uint8_t)(w2 >> 48);
+                        o->func = (uint16_t)LD(s, 3);
+                        o->ch_started = LD(s, 4);
+                        o->ch_done = LD(s, 5);
+                        o->start_ticks = LD(s, 6);
+                        o->stop_ticks = LD(s, 7);
+                        o->stopped = (cur & NSC_LIFE_DONE) != 0;
+                        o->proxies = (uint32_t)LD(s, 8);
+                        o->proxies_done = (uint32_t)LD(s, 9);
+                    } else
+                        lo++;
+                }
+            } else if (pass == 0 && kind == NSC_OPST_PROXY) {
+                if (proxies) {
+                    if (np < proxies_cap) {
+                        struct nsc_opst_proxy *p = &proxies[np++];
+                        memset(p, 0, sizeof(*p));
+                        uint64_t w3 = LD(s, 3);
+                        p->op_id = LD(s, W_PID);
+                        p->peer = (int32_t)(uint32_t)w3;
+                        p->ch = (uint8_t)(w3 >> 32);
+                        p->is_send = (uint8_t)(w3 >> 40 & 1);
+                        p->nsteps = (int32_t)(uint32_t)LD(s, 4);
+                        p->self_id = id;
+                        p->lowest_open = -1;
+                        p->done = (atomic_load_explicit(&s->life, RLX) & NSC_LIFE_DONE) != 0;
+                        proxy_at[i] = np;
+                    } else
+                        lo++;
+                }
+            } else if (pass == 1 && kind == NSC_OPST_STEP && proxies) {
+                uint32_t p = (uint32_t)LD(s, W_PSLOT);
+                /* its ProxyOp, if that is still the occupant the step names */
+                if (p < NSC_SLAB_SLOTS && proxy_at[p] &&
+                    proxies[proxy_at[p] - 1].self_id == LD(s, W_PID)) {
+                    struct nsc_opst_proxy *px = &proxies[proxy_at[p] - 1];
+                    int32_t step = (int32_t)(uint32_t)LD(s, 3);
+                    px->waiting[wait_of(LD(s, 4))]++;
+                    px->steps_open++;
+                    if (px->lowest_open < 0 || step < px->lowest_open)
+                        px->lowest_open = step;
+                }
+            }
+            detach(i, id, now, 0);
+        }
+out:
+    if (nops)
+        *nops = no;
+    if (nproxies)
+        *nproxies = np;
+    if (left_out)
+        *left_out = lo;
+}

@@ -1,0 +1,365 @@
+/* watchdog.c - the hang watchdog's thread (watchdog.h has the contract). */
+#include "watchdog.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "block_payload.h"
+#include "clock.h"
+#include "comm_table.h"
+#include "flusher.h"
+#include "intern.h"
+#include "log.h"
+#include "op_state.h"
+#include "slab.h"
+
+#define SCAN_MS 100
+#define OPS_CAP 4096u      /* what a scan collects */
+#define PROXIES_CAP 8192u
+/* What a HANG block holds: under the writer's 256 KiB for small blocks
+ * (64 + 256 x 96 + 2048 x 80 + 1280 x 48 = 249,920 bytes); the oldest
+ * operations first, the rest counted in left_out. */
+#define BLOCK_COMMS 256u
+#define BLOCK_OPS 2048u
+#define BLOCK_PROXIES 1280u
+_Static_assert(64 + BLOCK_COMMS * 96 + BLOCK_OPS * 80 + BLOCK_PROXIES * 48 <= (256u << 10),
+               "a HANG block fits the writer's small-block buffer");
+
+static pthread_t thread;
+static int running, flight;
+static uint32_t hang_seconds;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int stop_req;
+
+/* The blocks built, under mu: `pending` not written yet (streaming),
+ * `latest` kept for every later flight dump. */
+static unsigned char *pending, *latest;
+static size_t pending_len, latest_len;
+static _Atomic int dump_wanted;
+static _Atomic uint64_t fired;
+
+/* The watchdog thread's own memory (made at start, freed at stop). */
+static struct nsc_opst_op *ops;
+static struct nsc_opst_proxy *proxies;
+static struct nsc_comm_info *infos;
+/* Per comm slot: the serial and completion count at the last firing, so a
+ * comm fires again only after it completed something. */
+static uint32_t fired_serial[NSC_MAX_COMMS];
+static uint64_t fired_completed[NSC_MAX_COMMS];
+
+static void name_of(char *dst, size_t n, uint16_t id) {
+    const char *t = id ? nsc_intern_text(id) : NULL;
+    snprintf(dst, n, "%s", t ? t : "");
+}
+
+struct comm_agg {
+    uint32_t inflight;
+    uint64_t oldest_start;
+    struct nsc_opst_op oldest; /* a copy: fire() sorts ops */
+    int stuck;
+    struct nsc_opst_comm st;
+    int have_st;
+};
+static struct comm_agg agg[NSC_MAX_COMMS];
+
+/* Builds the HANG payload for every comm with operations in flight and
+ * publishes it; logs one line per stalled comm. */
+static int by_start(const void *a, const void *b) {
+    const struct nsc_opst_op *x = a, *y = b;
+    return x->start_ticks < y->start_ticks ? -1 : x->start_ticks > y->start_ticks;
+}
+
+static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out) {
+    uint32_t ninfo = nsc_comm_describe_open(infos, NSC_MAX_COMMS);
+    uint32_t nc = 0;
+    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++)
+        nc += agg[ci].inflight && agg[ci].have_st;
+    /* The oldest operations first; the ProxyOps of those kept. (The
+     * per-comm aggregates point into ops: they are read before this.) */
+    qsort(ops, nops, sizeof(*ops), by_start);
+    if (nops > BLOCK_OPS) {
+        left_out += nops - BLOCK_OPS;
+        nops = BLOCK_OPS;
+    }
+    uint32_t kp = 0;
+    for (uint32_t i = 0; i < nprox; i++) {
+        int keep = 0;
+        for (uint32_t k = 0; k < nops && !keep; k++)
+            keep = ops[k].id == proxies[i].op_id;
+        if (keep && kp < BLOCK_PROXIES)
+            proxies[kp++] = proxies[i];
+        else
+            left_out++;
+    }
+    nprox = kp;
+    if (nc > BLOCK_COMMS) {
+        left_out += nc - BLOCK_COMMS;
+        nc = BLOCK_COMMS;
+    }
+    struct nsc_hang_comm *hc = calloc(nc ? nc : 1, sizeof(*hc));
+    struct nsc_hang_op *ho = calloc(nops ? nops : 1, sizeof(*ho));
+    struct nsc_hang_proxy *hp = calloc(nprox ? nprox : 1, sizeof(*hp));
+    if (!hc || !ho || !hp)
+        goto out;
+    uint32_t k = 0;
+    /* Stalled comms first, then the others, up to the block's room. */
+    for (uint32_t pass = 0; pass < 2 * NSC_MAX_COMMS && k < nc; pass++) {
+        uint32_t ci = pass % NSC_MAX_COMMS;
+        struct comm_agg *a = &agg[ci];
+        if (!a->inflight || !a->have_st || (pass < NSC_MAX_COMMS) != (a->stuck != 0))
+            continue;
+        struct nsc_hang_comm *c = &hc[k++];
+        c->serial = a->st.serial;
+        c->rank = -1;
+        for (uint32_t i = 0; i < ninfo; i++)
+            if (infos[i].serial == a->st.serial) {
+                c->rank = infos[i].rank;
+                c->comm_id = infos[i].comm_id;
+            }
+        c->enq_seq = a->st.enq_seq;
+        c->done_seq = a->st.done_seq;
+        c->done_ticks = a->st.any_done ? a->st.done_ticks : 0;
+        c->started = a->st.started;
+        c->completed = a->st.completed;
+        c->in_flight = a->inflight;
+        c->enq_etype = a->st.enq_etype;
+        c->done_etype = a->st.done_etype;
+        c->stuck = (uint8_t)(a->stuck != 0);
+        name_of(c->enq_func, sizeof(c->enq_func), a->st.enq_func);
+        name_of(c->done_func, sizeof(c->done_func), a->st.done_func);
+    }
+    for (uint32_t i = 0; i < nops; i++) {
+        const struct nsc_opst_op *o = &ops[i];
+        struct nsc_hang_op *h = &ho[i];
+        h->id = o->id;
+        h->seq = o->seq;
+        h->start_ticks = o->start_ticks;
+        h->ch_started = o->ch_started;
+        h->ch_done = o->ch_done;
+        h->serial = o->serial;
+        h->peer = o->peer;
+        h->proxies = o->proxies;
+        h->proxies_done = o->proxies_done;
+        h->etype = o->etype;
+        h->nch = o->nch;
+        h->stopped = o->stopped;
+        h->kernel_tracked = o->kernel_tracked;
+        name_of(h->func, sizeof(h->func), o->func);
+    }
+    for (uint32_t i = 0; i < nprox; i++) {
+        const struct nsc_opst_proxy *p = &proxies[i];
+        struct nsc_hang_proxy *h = &hp[i];
+        h->op_id = p->op_id;
+        h->peer = p->peer;
+        h->nsteps = p->nsteps;
+        h->steps_open = p->steps_open;
+        h->lowest_open_step = p->lowest_open;
+        h->ch = p->ch;
+        h->is_send = p->is_send;
+        h->done = p->done;
+        for (int w = 0; w < NSC_WAIT_COUNT; w++)
+            h->waiting[w] = (uint16_t)(p->waiting[w] > 65535 ? 65535 : p->waiting[w]);
+    }
+    struct nsc_slab_counts sc;
+    nsc_slab_counts(&sc);
+    struct nsc_hang_header hh = {.hang_seconds = hang_seconds, .left_out = left_out,
+                                 .ticks = now, .slab_full = sc.full,
+                                 .slab_orphans = sc.orphans};
+    size_t len = nsc_hang_size(k, nops, nprox);
+    unsigned char *buf = malloc(len);
+    unsigned char *copy = malloc(len);
+    if (!buf || !copy) {
+        free(buf);
+        free(copy);
+        goto out;
+    }
+    nsc_hang_encode(buf, &hh, hc, k, ho, nops, hp, nprox);
+    memcpy(copy, buf, len);
+    pthread_mutex_lock(&mu);
+    free(pending);
+    free(latest);
+    pending = buf;
+    pending_len = len;
+    latest = copy;
+    latest_len = len;
+    pthread_mutex_unlock(&mu);
+out:
+    /* The log line, once per firing, per stalled comm (NCCL_DEBUG=WARN shows it). */
+    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++) {
+        struct comm_agg *a = &agg[ci];
+        if (a->stuck != 2)
+            continue;
+        uint64_t id = 0;
+        int rank = -1;
+        for (uint32_t i = 0; i < ninfo; i++)
+            if (infos[i].serial == a->st.serial) {
+                rank = infos[i].rank;
+                id = infos[i].comm_id;
+            }
+        char fn[16] = "", peer[32] = "";
+        const struct nsc_opst_op *o = &a->oldest;
+        if (o)
+            name_of(fn, sizeof(fn), o->func);
+        if (o && o->etype == 2) /* P2p */
+            snprintf(peer, sizeof(peer), " peer %d", o->peer);
+        nsc_log_warn("ncclscope: hang watchdog: comm %016llx rank %d: %u operation(s) in flight, "
+                     "none completed for %u s; oldest %s seq %llu%s, channels %d/%d done, "
+                     "ProxyOps %u/%u done; HANG block written%s",
+                     (unsigned long long)id, rank, a->inflight, hang_seconds, fn[0] ? fn : "?",
+                     o ? (unsigned long long)o->seq : 0ull, peer,
+                     o ? __builtin_popcountll(o->ch_done) : 0, o ? o->nch : 0,
+                     o ? o->proxies_done : 0, o ? o->proxies : 0,
+                     flight ? ", flight recorder dumping" : "");
+    }
+    free(hc);
+    free(ho);
+    free(hp);
+}
+
+static void check(uint64_t now, uint64_t tps) {
+    uint32_t nops = 0, nprox = 0, left_out = 0;
+    nsc_opst_scan(now, tps / 10, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
+    memset(agg, 0, sizeof(agg));
+    for (uint32_t i = 0; i < nops; i++) {
+        struct comm_agg *a = &agg[ops[i].comm_index];
+        if (!a->inflight || ops[i].start_ticks < a->oldest_start) {
+            a->oldest_start = ops[i].start_ticks;
+            a->oldest = ops[i];
+        }
+        a->inflight++;
+    }
+    uint64_t limit = (uint64_t)hang_seconds * tps;
+    int any_new = 0;
+    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++) {
+        struct comm_agg *a = &agg[ci];
+        if (!a->inflight)
+            continue;
+        a->have_st = nsc_opst_comm_read(ci, &a->st);
+        if (!a->have_st)
+            continue;
+        uint64_t since = a->st.any_done && a->st.done_ticks > a->oldest_start ? a->st.done_ticks
+                                                                              : a->oldest_start;
+        if (now <= since || now - since < limit)
+            continue;
+        a->stuck = 1;
+        if (fired_serial[ci] == a->st.serial && fired_completed[ci] == a->st.completed)
+            continue; /* fired for this stall already */
+        fired_serial[ci] = a->st.serial;
+        fired_completed[ci] = a->st.completed;
+        a->stuck = 2; /* newly stalled: log it */
+        any_new = 1;
+    }
+    if (!any_new)
+        return;
+    atomic_fetch_add_explicit(&fired, 1, memory_order_relaxed);
+    fire(now, nops, nprox, left_out);
+    if (flight)
+        atomic_store_explicit(&dump_wanted, 1, memory_order_relaxed);
+}
+
+static void *watchdog_main(void *arg) {
+    (void)arg;
+    uint64_t tps = nsc_clock_ticks_per_sec();
+    pthread_mutex_lock(&mu);
+    while (!stop_req) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += SCAN_MS * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&cv, &mu, &dl);
+        if (stop_req)
+            break;
+        pthread_mutex_unlock(&mu);
+        check(nsc_clock_ticks(), tps);
+        pthread_mutex_lock(&mu);
+    }
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+int nsc_watchdog_start(const struct nsc_config *cfg) {
+    hang_seconds = cfg->hang_seconds;
+    flight = cfg->flight;
+    if (!hang_seconds || running)
+        return 0;
+    /* The slab is made once per process and never unmapped: a callback
+     * still holding a slab handle after the session (a late stop) reads
+     * mapped memory; its slot check fails and nothing happens. */
+    if (nsc_slab_create() != 0) {
+        nsc_log_warn("ncclscope: no memory for the operation slab; no hang watchdog");
+        return -1;
+    }
+    ops = malloc(OPS_CAP * sizeof(*ops));
+    proxies = malloc(PROXIES_CAP * sizeof(*proxies));
+    infos = malloc(NSC_MAX_COMMS * sizeof(*infos));
+    stop_req = 0;
+    if (!ops || !proxies || !infos || pthread_create(&thread, NULL, watchdog_main, NULL) != 0) {
+        free(ops);
+        free(proxies);
+        free(infos);
+        ops = NULL, proxies = NULL, infos = NULL;
+        nsc_log_warn("ncclscope: cannot start the hang watchdog");
+        return -1;
+    }
+    running = 1;
+    nsc_flusher_set_hang_hooks(nsc_watchdog_emit, nsc_watchdog_take_dump_request);
+    return 0;
+}
+
+void nsc_watchdog_stop(void) {
+    if (!running)
+        return;
+    pthread_mutex_lock(&mu);
+    stop_req = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(thread, NULL);
+    running = 0;
+    free(ops);
+    free(proxies);
+    free(infos);
+    ops = NULL, proxies = NULL, infos = NULL;
+    /* A block still pending is written by the session's last job (and
+     * the latest goes into flight mode's last dump): nsc_watchdog_release
+     * frees them after the flusher stopped. */
+}
+
+void nsc_watchdog_release(void) {
+    pthread_mutex_lock(&mu);
+    free(pending);
+    free(latest);
+    pending = latest = NULL;
+    pending_len = latest_len = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+void nsc_watchdog_emit(struct nsc_writer *w, int dump) {
+    pthread_mutex_lock(&mu);
+    unsigned char *b = NULL;
+    size_t n = 0;
+    if (!dump && pending) {
+        b = pending, n = pending_len;
+        pending = NULL;
+    } else if (dump && latest && (b = malloc(latest_len)) != NULL) {
+        memcpy(b, latest, latest_len);
+        n = latest_len;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!b)
+        return;
+    nsc_writer_block(w, NSC_BLK_HANG, b, n, 1);
+    free(b);
+}
+
+int nsc_watchdog_take_dump_request(void) {
+    return atomic_exchange_explicit(&dump_wanted, 0, memory_order_relaxed);
+}
+
+uint64_t nsc_watchdog_fired(void) { return atomic_load_explicit(&fired, memory_order_relaxed); }

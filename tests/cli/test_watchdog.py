@@ -1,0 +1,257 @@
+"""The in-process hang watchdog (issue 11), NCCLSCOPE_HANG_SECONDS=1.
+
+Hung jobs of the fake host (tests/cli/hang_rank.c): one rank skips
+AllReduce 9 (4 ranks), and a p2p peer never posts its receive. In each
+process that has operations in flight the watchdog must fire: a HANG block
+in the trace, one log line through NCCL's logger (the host prints it), and
+in flight mode a dump. `ncclscope hang` on the files names the rank and the
+seqNumber from the HANG blocks (source "watchdog").
+
+watchdog_driver.c: the watchdog fires once per stall and again after
+progress resumed and stalled again; a slab that is full leaves events
+record-only (counted in the HANG block; the trace is the same as with the
+watchdog off); a late child of a completed operation whose slot was reused
+is an orphan (counted, not attached to the new occupant, its trace parent
+unchanged)."""
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+from nsctest import *
+import nsctrace
+
+OPS = 10
+HANG = 9
+HDR = struct.Struct("<IHHHHIIIIIIIQQQ")       # nsc_hang_header, 64 bytes
+COMM = struct.Struct("<IiQQQQQQIBBBB16s16s")  # nsc_hang_comm, 96 bytes
+OP = struct.Struct("<QQQQQIiIIBBBBI16s")      # nsc_hang_op, 80 bytes
+PROXY = struct.Struct("<QiiIiBBBB5HHII")       # nsc_hang_proxy, 48 bytes
+WATCHDOG_LINE = "ncclscope: hang watchdog:"
+
+
+def hang_blocks(path):
+    """Every HANG block of a file, decoded: (header dict, comms, ops, proxies)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = []
+    for b in nsctrace.blocks(data):
+        if b.type != HANG:
+            continue
+        p = nsctrace.payload(b)
+        h = HDR.unpack_from(p, 0)
+        keys = ("header_size", "comm_size", "op_size", "proxy_size", "reserved", "ncomms", "nops",
+                "nproxies", "hang_seconds", "left_out", "reserved2", "reserved3", "ticks", "slab_full",
+                "slab_orphans")
+        hd = dict(zip(keys, h))
+        check(hd["header_size"] == 64 and hd["comm_size"] == 96 and hd["op_size"] == 80 and
+              hd["proxy_size"] == 48, "HANG sizes: %s" % hd)
+        check(len(p) == 64 + 96 * hd["ncomms"] + 80 * hd["nops"] + 48 * hd["nproxies"],
+              "HANG length %d: %s" % (len(p), hd))
+        off = 64
+        comms, ops, proxies = [], [], []
+        for _ in range(hd["ncomms"]):
+            comms.append(COMM.unpack_from(p, off))
+            off += 96
+        for _ in range(hd["nops"]):
+            ops.append(OP.unpack_from(p, off))
+            off += 80
+        for _ in range(hd["nproxies"]):
+            proxies.append(PROXY.unpack_from(p, off))
+            off += 48
+        out.append((hd, comms, ops, proxies))
+    return out
+
+
+def wait_lines(errs, n, timeout=20):
+    """Waits until each stderr file holds at least n watchdog lines."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        counts = []
+        for e in errs:
+            with open(e) as f:
+                counts.append(f.read().count(WATCHDOG_LINE))
+        if all(c >= n for c in counts):
+            return counts
+        time.sleep(0.1)
+    return counts
+
+
+def hung_job(mode, nranks, flight):
+    cli, plugin, _ = env_paths()
+    driver = sys.argv[1]
+    d = tmpdir()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
+               NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
+    if flight:
+        env["NCCLSCOPE_MODE"] = "flight"
+    errs = [os.path.join(d, "stderr-%d" % r) for r in range(nranks)]
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
+                               "--ops", str(OPS), "--mode", mode], env=env, stdout=subprocess.PIPE,
+                              stderr=open(errs[r], "w"), text=True) for r in range(nranks)]
+    for p in procs:
+        check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+    # The ranks with an operation in flight: all but the skipping one (coll),
+    # the sender (p2p).
+    inflight = list(range(nranks - 1)) if mode == "coll" else [0]
+    counts = wait_lines([errs[r] for r in inflight], 1)
+    check(all(c >= 1 for c in counts), "the watchdog did not fire in every stuck rank: %s" % counts)
+    # every stuck rank's HANG block in a file (streaming: the next chunk
+    # written; flight: the dump)
+    deadline = time.time() + 20
+    while time.time() < deadline and sum(1 for f in trace_files(d) if hang_blocks(f)) < len(inflight):
+        time.sleep(0.1)
+    time.sleep(1.5)  # a second stall period: it must not fire again
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+    for r in range(nranks):
+        with open(errs[r]) as f:
+            text = f.read()
+        n = text.count(WATCHDOG_LINE)
+        check(n == (1 if r in inflight else 0), "rank %d logged %d watchdog lines: %s" % (r, n, text))
+        if r in inflight:
+            check(("AllReduce seq %d" % (OPS - 1) if mode == "coll" else "Send seq 0 peer 1") in text,
+                  "the log line names the operation: %s" % text)
+            check(not flight or "flight recorder dumping" in text, text)
+    return cli, d, inflight
+
+
+def test_coll(flight):
+    cli, d, inflight = hung_job("coll", 4, flight)
+    files = trace_files(d)
+    with_hang = [f for f in files if hang_blocks(f)]
+    check(len(with_hang) == len(inflight), "HANG blocks in %s of %s" % (with_hang, files))
+    for f in with_hang:
+        hd, comms, ops, proxies = hang_blocks(f)[-1]
+        check(hd["hang_seconds"] == 1 and hd["ncomms"] == 1 and hd["nops"] == 1, hd)
+        c = comms[0]
+        check(c[2] == 0x4a4e470001 and c[3] == OPS - 1 and c[4] == OPS - 2 and c[11] == 1, c)
+        op = ops[0]
+        check(op[1] == OPS - 1 and op[3] == 3 and op[4] == 2 and op[14].rstrip(b"\0") == b"AllReduce", op)
+        # channel 1's ProxyOp finished (its slot is free again): channel 0's
+        open_p = [p for p in proxies if not p[7]]
+        check(len(proxies) == 1 and open_p and open_p[0][5] == 0, proxies)
+        check(open_p[0][3] == 1 and open_p[0][4] == 0, "step 0 open: %s" % (open_p,))
+        check(len(open_p) == 1 and open_p[0][9 + 2] == 1, "one step waiting for the peer: %s" % proxies)
+    p = run([cli, "hang", d, "--json"], ok=(4,))
+    h = json.loads(p.stdout)["hangs"]
+    check(len(h) == 1 and h[0]["op"] == "AllReduce" and h[0]["seq"] == OPS - 1, h)
+    if flight:
+        # rank 3 has nothing in flight: its watchdog never fires, it never
+        # dumps; hang says it left no trace
+        check(h[0]["missing_ranks"] == [] and h[0]["untraced_ranks"] == [3], h)
+    else:
+        check(h[0]["missing_ranks"] == [3], h)
+    stuck = h[0]["stuck_ranks"]
+    check(sorted(s["rank"] for s in stuck) == [0, 1, 2], stuck)
+    for s in stuck:
+        check(s["source"] == "watchdog" and s["channels"] == [0] and s["peers"] == [s["rank"] + 1], s)
+        po = [x for x in s["proxy_ops"] if not x["done"]]
+        check(len(po) == 1 and po[0]["waiting"] == "waiting for the peer's receive" and
+              po[0]["steps_waiting"]["peer"] == 1 and po[0]["steps_open"] == 1 and
+              po[0]["lowest_open_step"] == 0, s)
+
+
+def test_p2p(flight):
+    cli, d, inflight = hung_job("p2p", 2, flight)
+    p = run([cli, "hang", d, "--json"], ok=(4,))
+    h = json.loads(p.stdout)["hangs"]
+    check(len(h) == 1 and h[0]["op"] == "Send", h)
+    check(h[0]["missing_ranks"] == ([] if flight else [1]), h)
+    s = h[0]["stuck_ranks"]
+    check(len(s) == 1 and s[0]["rank"] == 0 and s[0]["source"] == "watchdog", s)
+    check(s[0]["proxy_ops"][0]["peer"] == 1 and s[0]["proxy_ops"][0]["steps_waiting"]["peer"] == 1, s)
+    w = h[0]["waits"]
+    check(len(w) == 1 and w[0]["waits_for"] == 1 and not w[0]["peer_posted"], w)
+    if flight:
+        check(w[0]["why"] == "the peer left no trace", w)
+
+
+def driver_run(mode, hang_seconds="1"):
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
+               NCCLSCOPE_HANG_SECONDS=hang_seconds,
+               NCCLSCOPE_EVENTS="Coll,KernelCh,ProxyOp,ProxyStep")
+    p = subprocess.run([sys.argv[2], "--plugin", plugin, "--mode", mode], env=env,
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0 and p.stdout.strip() == "done", "driver %s: %s %s" % (mode, p.stdout, p.stderr))
+    files = trace_files(d)
+    check(len(files) == 1, files)
+    return cli, files[0], p.stderr
+
+
+def test_rearm():
+    cli, f, err = driver_run("rearm")
+    n = err.count(WATCHDOG_LINE)
+    check(n == 2, "one line per stall, none while idle: %d\n%s" % (n, err))
+    hb = hang_blocks(f)
+    check(len(hb) == 2, "one HANG block per stall: %d" % len(hb))
+    check([b[2][0][1] for b in hb] == [0, 1], "AllReduce 0, then 1: %s" % [b[2] for b in hb])
+    # the second block: AllReduce 0 completed
+    c = hb[1][1][0]
+    check(c[4] == 0 and c[7] == 1 and c[3] == 1, "last completed 0, 1 completed, last enqueued 1: %s" % (c,))
+    run([cli, "hang", f], ok=(0,))  # everything completed in the end: no hang
+
+
+def trace_summary(cli, f):
+    out = os.path.join(tmpdir(), "t.json")
+    doc, _ = convert([f], out)
+    ev = events(doc)
+    return sorted((e["name"], e["args"].get("id"), e["args"].get("parent")) for e in ev)
+
+
+def test_full():
+    cli, f, err = driver_run("full")
+    hb = hang_blocks(f)
+    check(len(hb) == 1, "one HANG block: %d" % len(hb))
+    hd = hb[0][0]
+    # 20,000 operations and their KernelCh for 16,384 slots: 8,192 pairs
+    # tracked; each operation past them is refused (its KernelCh, whose
+    # parent is record-only, is record-only without asking)
+    check(hd["slab_full"] == 20000 - 8192, "full slab counted: %s" % hd)
+    check(hd["nops"] == 2048 and hd["nops"] + hd["left_out"] >= 4096, "oldest 2048 kept: %s" % hd)
+    check([o[1] for o in hb[0][2]] == list(range(2048)), "the oldest operations first")
+    _, f0, _ = driver_run("full", "0")
+    check(not hang_blocks(f0), "no HANG block without the watchdog")
+    a, b = trace_summary(cli, f), trace_summary(cli, f0)
+    check(len(a) == 40000 and [x[0] for x in a] == [x[0] for x in b],
+          "the trace is the same with the watchdog: %d vs %d events" % (len(a), len(b)))
+    # KernelCh parents are their AllReduce, slab handle or not
+    ids = {x[1] for x in a if x[0].startswith("AllReduce")}
+    check(all(x[2] in ids for x in a if x[0] == "KernelCh"), "KernelCh parents")
+
+
+def test_orphan():
+    cli, f, err = driver_run("orphan")
+    hb = hang_blocks(f)
+    check(len(hb) == 1, "one HANG block: %d" % len(hb))
+    hd, comms, ops, proxies = hb[0]
+    check(hd["slab_orphans"] == 1, "the late ProxyOp is an orphan: %s" % hd)
+    check(len(ops) == 1 and ops[0][1] == 1 and ops[0][7] == 0, "AllReduce 1 has no ProxyOp: %s" % ops)
+    out = os.path.join(tmpdir(), "t.json")
+    doc, _ = convert([f], out)
+    ev = events(doc)
+    ar = {e["args"]["seqNumber"]: e["args"]["id"] for e in ev if e["name"] == "AllReduce" and "func" in e["args"]}
+    po = [e for e in ev if e["name"].startswith("ProxyOp")]
+    check(len(po) == 1 and po[0]["args"].get("parent") == ar[0],
+          "the ProxyOp's parent in the trace is AllReduce 0: %s %s" % (po, ar))
+
+
+def main():
+    test_rearm()
+    test_orphan()
+    test_full()
+    for flight in (False, True):
+        test_coll(flight)
+        test_p2p(flight)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

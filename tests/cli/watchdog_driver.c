@@ -1,0 +1,127 @@
+/*
+ * watchdog_driver.c - drives the plugin (loaded as NCCL loads it) through
+ * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
+ * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
+ *
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan
+ *
+ * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for 2 s, then
+ *         completes; AllReduce 1 the same; then 1.5 s with nothing in flight.
+ *         The watchdog must fire twice (once per stall), not while idle.
+ * full:   20,000 AllReduces enqueued whose kernels never finish: more than
+ *         the slab's 16,384 slots. The rest are record-only (counted); the
+ *         trace holds every event; then 1.5 s of stall: one HANG block.
+ * orphan: AllReduce 0 completes (its slot is freed), AllReduce 1 starts
+ *         (and takes that slot), then a late ProxyOp of AllReduce 0 comes:
+ *         it must be counted as an orphan, not attached to AllReduce 1, and
+ *         still name AllReduce 0 as its parent in the trace.
+ * Prints "done" before finalizing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host.h"
+
+static struct nsc_host host;
+static void *ctx;
+
+static void *start(nsc_abi_descr_v7 *d) {
+    void *h = NULL;
+    nsc_host_start(&host, ctx, &h, d);
+    return h;
+}
+
+static void *coll(uint64_t seq, int nch) {
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_COLL;
+    d.coll.seqNumber = seq;
+    d.coll.func = "AllReduce";
+    d.coll.datatype = "ncclFloat32";
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    d.coll.count = 1024;
+    d.coll.nChannels = (uint8_t)nch;
+    void *op = start(&d);
+    nsc_host_stop(&host, op);
+    return op;
+}
+
+static void *kch(void *op, int ch) {
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_KERNEL_CH;
+    d.parentObj = op;
+    d.kernelCh.channelId = (uint8_t)ch;
+    d.kernelCh.pTimer = 1000;
+    return start(&d);
+}
+
+static void kch_stop(void *k) {
+    nsc_host_state(&host, k, NSC_ABI_KERNEL_CH_STOP, 2000);
+    nsc_host_stop(&host, k);
+}
+
+int main(int argc, char **argv) {
+    const char *plugin = NULL, *mode = "rearm";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+            plugin = argv[++i];
+        else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+            mode = argv[++i];
+        else {
+            fprintf(stderr, "watchdog_driver: unknown argument %s\n", argv[i]);
+            return 1;
+        }
+    }
+    char err[1024];
+    if (!plugin || nsc_host_load(&host, plugin, 0, err, sizeof(err)) != 0) {
+        fprintf(stderr, "watchdog_driver: %s\n", plugin ? err : "--plugin is required");
+        return 1;
+    }
+    int mask = 0;
+    if (nsc_host_init(&host, &ctx, 0x57440001ull, &mask, "watchdog", 1, 1, 0) != 0 || !ctx) {
+        fprintf(stderr, "watchdog_driver: init failed\n");
+        return 1;
+    }
+    if (!strcmp(mode, "rearm")) {
+        for (uint64_t s = 0; s < 2; s++) {
+            void *op = coll(s, 2);
+            kch_stop(kch(op, 1));
+            void *k0 = kch(op, 0);
+            usleep(2000000);
+            kch_stop(k0);
+        }
+        usleep(1500000);
+    } else if (!strcmp(mode, "full")) {
+        for (uint64_t s = 0; s < 20000; s++)
+            kch(coll(s, 1), 0); /* the channel never stops */
+        usleep(1500000);
+    } else if (!strcmp(mode, "orphan")) {
+        void *op0 = coll(0, 1);
+        kch_stop(kch(op0, 0)); /* complete: its slot goes back */
+        void *op1 = coll(1, 1); /* in flight: takes the slot */
+        (void)op1;
+        nsc_abi_descr_v7 d;
+        memset(&d, 0, sizeof(d));
+        d.type = NSC_ABI_PROXY_OP;
+        d.parentObj = op0; /* a late child of AllReduce 0 */
+        d.proxyOp.pid = getpid();
+        d.proxyOp.peer = 1;
+        d.proxyOp.nSteps = 1;
+        d.proxyOp.isSend = 1;
+        void *pop = start(&d);
+        nsc_host_stop(&host, pop);
+        usleep(1500000);
+    } else {
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan\n");
+        return 1;
+    }
+    printf("done\n");
+    fflush(stdout);
+    nsc_host_finalize(&host, ctx);
+    nsc_host_unload(&host);
+    return 0;
+}

@@ -1,0 +1,222 @@
+/*
+ * stress_comm_state.c - 100,000 communicator lifetimes while readers walk
+ * their state (issue 11), through the plugin's own code: comm_table.c
+ * (slots, contexts, generations), op_state.c (per-comm and per-operation
+ * state), slab.c (slots for operations). Runs in the stress suite, also
+ * under TSan (tests/run.sh).
+ *
+ *   stress_comm_state CYCLES
+ *
+ * Writers (2 threads) each open a comm, enqueue 3 AllReduces (seqNumber
+ * serial * 1000 + k) with a KernelCh each, complete 2 of them, leave the
+ * third in flight, and finalize: CYCLES comm lifetimes in all. Readers (2
+ * threads) read every comm's state the whole time and check each snapshot
+ * they accept: the seqNumbers belong to the serial the snapshot names,
+ * completed <= started <= 3. A watchdog thread scans the slab (it reclaims
+ * the finalized comms' operations). At the end every slot must be free
+ * again and the slab's invariants hold.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "comm_table.h"
+#include "control.h"
+#include "event_types.h"
+#include "op_state.h"
+#include "slab.h"
+
+/* What op_state.c reads from the session and the control module. */
+int nsc_session_pid;
+_Atomic uint32_t nsc_ctl_record_mask = NSC_ABI_COLL | NSC_ABI_KERNEL_CH;
+
+static long cycles;
+static _Atomic long done_cycles;
+static _Atomic int writers_done;
+static _Atomic uint64_t next_id = 1;
+static _Atomic uint64_t snapshots, bad;
+
+static void fail(const char *what) {
+    atomic_fetch_add(&bad, 1);
+    fprintf(stderr, "FAIL: %s\n", what);
+}
+
+static uint64_t handle(unsigned et) {
+    return atomic_fetch_add(&next_id, 1) | (uint64_t)et << NSC_HANDLE_ETYPE_SHIFT;
+}
+
+static void *writer(void *arg) {
+    long n = (long)(intptr_t)arg;
+    for (long i = 0; i < n; i++) {
+        struct nsc_comm *c = nsc_comm_open(0x1000 + (uint64_t)i, "stress", 1, 2, 0, 0);
+        if (!c) {
+            fail("no comm slot");
+            continue;
+        }
+        nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);
+        for (int k = 0; k < 3; k++) {
+            nsc_abi_descr_v7 d;
+            memset(&d, 0, sizeof(d));
+            d.type = NSC_ABI_COLL;
+            d.coll.seqNumber = (uint64_t)c->serial * 1000 + (uint64_t)k;
+            d.coll.nChannels = 1;
+            uint64_t plain = handle(NSC_ET_COLL);
+            uint64_t op = nsc_opst_start(c, NSC_ET_COLL, &d, plain, 1, NULL);
+            /* a slab handle keeps the id, the type and the flags, and names
+             * a slot below the high-water mark; a full slab gives the plain one */
+            if (nsc_handle_is_slab(op)
+                    ? (op & NSC_SLAB_ID_MASK) != (plain & NSC_ID_MASK) ||
+                          (op & ~(NSC_HANDLE_SLAB | (uint64_t)(NSC_SLAB_SLOTS - 1) << NSC_SLAB_ID_BITS)) != plain ||
+                          !nsc_slab_slot_used(nsc_handle_slot(op))
+                    : op != plain)
+                fail("handle");
+            memset(&d, 0, sizeof(d));
+            d.type = NSC_ABI_KERNEL_CH;
+            d.parentObj = (void *)(uintptr_t)op;
+            uint64_t kch = nsc_opst_start(c, NSC_ET_KERNEL_CH, &d, handle(NSC_ET_KERNEL_CH), 2, NULL);
+            nsc_opst_stop(op, 3);
+            if (k < 2) /* the third stays in flight: the watchdog reclaims it */
+                nsc_opst_stop(kch, 4);
+        }
+        void *ctx = nsc_comm_context(c);
+        struct nsc_comm *cl = nsc_comm_claim_context(ctx);
+        if (cl != c)
+            fail("claim");
+        nsc_comm_close(c);
+        atomic_fetch_add(&done_cycles, 1);
+    }
+    atomic_fetch_add(&writers_done, 1);
+    return NULL;
+}
+
+static void *reader(void *arg) {
+    (void)arg;
+    while (atomic_load(&writers_done) < 2) {
+        for (uint32_t i = 0; i < NSC_MAX_COMMS; i++) {
+            struct nsc_opst_comm o;
+            if (!nsc_opst_comm_read(i, &o))
+                continue;
+            atomic_fetch_add_explicit(&snapshots, 1, memory_order_relaxed);
+            uint64_t base = (uint64_t)o.serial * 1000;
+            if (o.started > 3 || o.completed > o.started)
+            {
+                fprintf(stderr, "serial %u started %llu completed %llu\n", o.serial,
+                        (unsigned long long)o.started, (unsigned long long)o.completed);
+                fail("counts of another lifetime in a snapshot");
+            }
+            if (o.started && (o.enq_seq < base || o.enq_seq >= base + 3))
+{ fprintf(stderr, "serial %u enq %llu started %llu done %llu completed %llu\n", o.serial, (unsigned long long)o.enq_seq, (unsigned long long)o.started, (unsigned long long)o.done_seq, (unsigned long long)o.completed); fail("enqueued seqNumber of another comm in a snapshot"); }
+            if (o.any_done && (o.done_seq < base || o.done_seq >= base + 2))
+{ fprintf(stderr, "serial %u enq %llu started %llu done %llu completed %llu\n", o.serial, (unsigned long long)o.enq_seq, (unsigned long long)o.started, (unsigned long long)o.done_seq, (unsigned long long)o.completed); fail("completed seqNumber of another comm in a snapshot"); }
+        }
+    }
+    return NULL;
+}
+
+static struct nsc_opst_op ops[4096];
+static struct nsc_opst_proxy proxies[64];
+
+static void *watchdog(void *arg) {
+    (void)arg;
+    uint64_t now = 1000;
+    while (atomic_load(&writers_done) < 2) {
+        uint32_t no, np, lo;
+        nsc_opst_scan(now++, 10, ops, &no, 4096, proxies, &np, 64, &lo);
+        for (uint32_t k = 0; k < no; k++)
+            if (ops[k].nch != 1 || ops[k].etype != NSC_ET_COLL)
+                fail("an operation the scan copied is not what was started");
+        usleep(100);
+    }
+    return NULL;
+}
+
+/* `stress_comm_state bench N`: the slab's own cost, one thread, no
+ * contention: N times an AllReduce with one KernelCh and one ProxyOp with
+ * 4 ProxySteps (the start, stop and state hooks the callbacks call),
+ * nanoseconds per hook call (docs/benchmarks.md). */
+static int bench(long n) {
+    struct nsc_comm *c = nsc_comm_open(0x2000, "bench", 1, 2, 0, 0);
+    nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);
+    nsc_abi_descr_v7 d;
+    struct timespec t0, t1;
+    long calls = 0;
+    /* CPU time of this thread: the machine may be shared */
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    for (long i = 0; i < n; i++) {
+        memset(&d, 0, sizeof(d));
+        d.coll.seqNumber = (uint64_t)i;
+        d.coll.nChannels = 1;
+        uint64_t op = nsc_opst_start(c, NSC_ET_COLL, &d, handle(NSC_ET_COLL), 1, NULL);
+        d.parentObj = (void *)(uintptr_t)op;
+        uint64_t k = nsc_opst_start(c, NSC_ET_KERNEL_CH, &d, handle(NSC_ET_KERNEL_CH), 2, NULL);
+        d.proxyOp.pid = nsc_session_pid;
+        uint64_t px = nsc_opst_start(c, NSC_ET_PROXY_OP, &d, handle(NSC_ET_PROXY_OP), 2, NULL);
+        d.parentObj = (void *)(uintptr_t)px;
+        for (int st = 0; st < 4; st++) {
+            uint64_t step = nsc_opst_start(c, NSC_ET_PROXY_STEP, &d, handle(NSC_ET_PROXY_STEP), 3, NULL);
+            nsc_opst_state(step, NSC_ABI_PROXY_STEP_SEND_WAIT, 0, 0);
+            nsc_opst_stop(step, 0);
+        }
+        nsc_opst_stop(px, 0);
+        nsc_opst_stop(op, 0);
+        nsc_opst_stop(k, 4);
+        calls += 3 + 12 + 3;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    struct nsc_slab_counts sc;
+    nsc_slab_counts(&sc);
+    printf("%ld operations, %.1f ns per hook call (start/stop/state), %.1f ns per operation; "
+           "slots used %u, live %u, full %llu\n",
+           n, ns / (double)calls, ns / (double)n, sc.high, sc.live, (unsigned long long)sc.full);
+    return sc.live == 0 && sc.full == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "bench")) {
+        nsc_session_pid = 1;
+        nsc_clock_init("auto"); /* the plugin's clock: rdtsc where invariant */
+        return nsc_slab_create() == 0 ? bench(atol(argv[2])) : 1;
+    }
+    cycles = argc > 1 ? atol(argv[1]) : 100000;
+    if (nsc_slab_create() != 0) {
+        fprintf(stderr, "no slab\n");
+        return 1;
+    }
+    pthread_t w[2], r[2], wd;
+    for (int i = 0; i < 2; i++)
+        pthread_create(&w[i], NULL, writer, (void *)(intptr_t)(cycles / 2));
+    for (int i = 0; i < 2; i++)
+        pthread_create(&r[i], NULL, reader, NULL);
+    pthread_create(&wd, NULL, watchdog, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(w[i], NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(r[i], NULL);
+    pthread_join(wd, NULL);
+    /* Every comm is closed: two sweeps (20 scans) reclaim what was left in flight. */
+    for (int k = 0; k < 25; k++)
+        nsc_opst_scan(1000000 + (uint64_t)k, 10, NULL, NULL, 0, NULL, NULL, 0, NULL);
+    struct nsc_slab_counts sc;
+    nsc_slab_counts(&sc);
+    printf("%ld comm lifetimes, %llu snapshots read, slab high-water %u, live %u, full %llu, "
+           "orphans %llu\n",
+           (long)atomic_load(&done_cycles), (unsigned long long)atomic_load(&snapshots), sc.high,
+           sc.live, (unsigned long long)sc.full, (unsigned long long)sc.orphans);
+    if (atomic_load(&done_cycles) != cycles - cycles % 2)
+        fail("cycles");
+    if (sc.live != 0)
+        fail("slots still taken after every comm was finalized and reclaimed");
+    if (sc.orphans != 0)
+        fail("orphans: no child came late");
+    if (nsc_slab_check_invariants() != 0)
+        fail("slab invariants");
+    if (nsc_comm_active_count() != 0)
+        fail("comm slots still taken");
+    return atomic_load(&bad) ? 1 : 0;
+}
