@@ -403,6 +403,30 @@ static unsigned wait_of(uint64_t st) {
     }
 }
 
+/* Collectives seen overtaken (below): their lost completion is counted,
+ * never reported as a hang. */
+_Atomic uint64_t nsc_opst_overtaken;
+
+/* An operation overtaken by its comm: NCCL runs a communicator's
+ * collectives in order on one stream and numbers them per function, so a
+ * collective older than the comm's last completed one of the same function
+ * has completed too, whatever child stop we missed (NCCL 2.28.9 delivers
+ * about one KernelCh stop in 10,000 twice, and one missing stop would keep
+ * the operation "in flight" for ever: seen on 2 x H200, a watchdog firing
+ * on a rank whose operation 370 of 999 had 21 of 22 channels done). The
+ * fields are a hint read without the comm's seqlock: a stale read only
+ * delays the verdict to the next scan. */
+static int overtaken(uint64_t c, uint64_t w2, uint64_t seq, uint64_t func) {
+    uint32_t ci = (uint32_t)c & 0xffff, serial = (uint32_t)(c >> 32);
+    if ((unsigned)(w2 >> 48 & 0xff) != NSC_ET_COLL || ci >= NSC_MAX_COMMS)
+        return 0;
+    const struct watch *w = &watch[ci];
+    uint32_t meta = atomic_load_explicit(&w->done_meta, RLX);
+    return atomic_load_explicit(&w->serial, memory_order_acquire) == serial &&
+           meta == (uint32_t)(func << 8 | NSC_ET_COLL) &&
+           atomic_load_explicit(&w->done_seq, RLX) > seq;
+}
+
 /* The watchdog's scratch (one scan at a time, op_state.h). */
 static uint32_t proxy_at[NSC_SLAB_SLOTS]; /* slot -> index in proxies + 1 */
 static uint64_t scan_no;
@@ -449,6 +473,22 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                 uint64_t mine = NSC_LIFE(id) | 1;
                 uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
                 if (scan_no - LD(s, W_CLOSED) >= 10 && (cur & ~NSC_LIFE_DONE) == mine &&
+                    atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
+                                                            memory_order_acq_rel, RLX)) {
+                    finish(i, now, 0);
+                    continue;
+                }
+                detach(i, id, now, 0);
+                continue;
+            }
+            if (pass == 0 && kind == NSC_OPST_OP && overtaken(c, LD(s, 2), LD(s, 1), LD(s, 3))) {
+                /* Not in flight: reclaim it when only we hold it (a child
+                 * that never stopped keeps it, unreported, until its comm
+                 * is finalized). */
+                uint64_t mine = NSC_LIFE(id) | 1;
+                uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
+                atomic_fetch_add_explicit(&nsc_opst_overtaken, 1, RLX);
+                if ((cur & ~NSC_LIFE_DONE) == mine &&
                     atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
                                                             memory_order_acq_rel, RLX)) {
                     finish(i, now, 0);
