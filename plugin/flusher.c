@@ -306,20 +306,75 @@ static uint64_t next_sleep_us(const struct flusher *f, uint64_t got, int blocked
  * interval) become a dump request; the job sealed next carries it to a
  * compressor. Returns 1 when a dump was requested now. */
 static uint64_t next_file_check_ns;
+/* $NCCLSCOPE_DIR/dump-all: the job's trigger. Never removed: every process
+ * writing into the directory (a job's ranks on this host; on a shared
+ * filesystem, every host) dumps once each time its modification time
+ * changes. A file already there when we first look is an earlier job's and
+ * only sets the baseline. */
+static struct timespec dump_all_seen;
+static int dump_all_looked;
+static uint64_t dump_last_ns; /* when a dump was last requested here */
+
+static int dump_all_path(const struct flusher *f, char *p, size_t n) {
+    return snprintf(p, n, "%s/dump-all", f->cfg.dir) < (int)n;
+}
+
+static int dump_all_changed(const struct flusher *f) {
+    char p[1100];
+    struct stat st;
+    struct timespec m = {0, 0};
+    if (!dump_all_path(f, p, sizeof(p)))
+        return 0;
+    if (stat(p, &st) == 0)
+        m = st.st_mtim;
+    int changed = dump_all_looked && (m.tv_sec != dump_all_seen.tv_sec ||
+                                      m.tv_nsec != dump_all_seen.tv_nsec) && m.tv_sec;
+    dump_all_seen = m;
+    dump_all_looked = 1;
+    return changed;
+}
+
+/* The hang watchdog fired here: the other ranks' windows matter as much
+ * as ours (the rank that skipped a collective has nothing in flight and
+ * would never dump). Touch dump-all and take its new time as seen. */
+static void dump_all_touch(const struct flusher *f) {
+    char p[1100];
+    if (!dump_all_path(f, p, sizeof(p)) || nsc_writer_mkdir(f->cfg.dir) != 0)
+        return;
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return;
+    futimens(fd, NULL);
+    struct stat st;
+    if (fstat(fd, &st) == 0) {
+        dump_all_seen = st.st_mtim;
+        dump_all_looked = 1;
+    }
+    close(fd);
+}
+
 static int flight_triggers(struct flusher *f, uint64_t now) {
     int req = 0;
     if (atomic_exchange_explicit(&dump_signalled, 0, memory_order_relaxed))
         req = 1;
     nsc_hang_dump_fn hd = atomic_load_explicit(&hang_dump, memory_order_acquire);
-    if (hd && hd()) /* hook: the hang watchdog fired */
+    if (hd && hd()) { /* hook: the hang watchdog fired */
         req = 1;
+        dump_all_touch(f);
+    }
     if (now >= next_file_check_ns) {
         next_file_check_ns = now + (uint64_t)f->cfg.flush_ms * 1000000ull;
         char p[1100];
         /* unlink is the check: one dump per file that appears */
         if (snprintf(p, sizeof(p), "%s/dump-now", f->cfg.dir) < (int)sizeof(p) && unlink(p) == 0)
             req = 1;
+        /* Ranks fire a moment apart, each touching dump-all: a change
+         * within 10 s of a dump of ours belongs to the same episode. */
+        if (dump_all_changed(f) && (!dump_last_ns || now - dump_last_ns > 10000000000ull))
+            req = 1;
     }
+    if (req)
+        dump_last_ns = now;
     if (req)
         atomic_store_explicit(&f->dump_req, 1, memory_order_release);
     return req || atomic_load_explicit(&f->dump_req, memory_order_acquire);

@@ -14,7 +14,7 @@
 #define DIR_MODE 0750
 #define FILE_MODE 0640
 
-static int mkdir_p(const char *dir) {
+int nsc_writer_mkdir(const char *dir) {
     char tmp[1024];
     if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp)) {
         errno = ENAMETOOLONG;
@@ -88,7 +88,7 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
         ZSTD_CCtx_setParameter(w->small_cctx, ZSTD_c_compressionLevel, w->level);
         ZSTD_CCtx_setParameter(w->small_cctx, ZSTD_c_checksumFlag, 1);
     }
-    if (mkdir_p(w->dir) != 0) {
+    if (nsc_writer_mkdir(w->dir) != 0) {
         w->last_errno = errno;
         return -1;
     }

@@ -65,4 +65,7 @@ int nsc_writer_prepared(struct nsc_writer *w, unsigned char *buf, enum nsc_block
 
 void nsc_writer_close(struct nsc_writer *w);
 
+/* Creates dir and its parents (0750 before the umask). Returns 0 or -1 (errno). */
+int nsc_writer_mkdir(const char *dir);
+
 #endif /* NSC_TRACE_WRITER_H */

@@ -760,6 +760,35 @@ out:
     free(untraced);
 }
 
+/* Several files of one process (flight dumps a moment apart: the job's
+ * dump-all, then the rank's own watchdog) report the same operation. A
+ * rank's operation has one event id, so keep one entry per (comm, rank,
+ * id): the watchdog's view when there is one, else the later file's. */
+static void dedupe_stuck(struct job *j) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->stuck.n; i++) {
+        struct stuck *s = &j->stuck.v[i];
+        size_t k = 0;
+        while (k < n && !(j->stuck.v[k].comm == s->comm && j->stuck.v[k].rank == s->rank &&
+                          j->stuck.v[k].id == s->id))
+            k++;
+        if (k == n) {
+            if (n != i)
+                j->stuck.v[n] = *s; /* moved: its buffers go with it */
+            n++;
+            continue;
+        }
+        struct stuck *t = &j->stuck.v[k];
+        if (s->watchdog || !t->watchdog) {
+            free_stuck(t);
+            *t = *s;
+        } else {
+            free_stuck(s);
+        }
+    }
+    j->stuck.n = n;
+}
+
 int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
     struct job j;
     memset(&j, 0, sizeof(j));
@@ -798,6 +827,7 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
         }
         nsc_decoder_close(&d);
     }
+    dedupe_stuck(&j);
     /* Stuck communicators, in the order of their first stuck operation. */
     uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));
     size_t ncomms = 0;
