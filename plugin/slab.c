@@ -19,7 +19,25 @@ struct nsc_slab_slot *nsc_slab_slots;
  * and push, so a CAS that read a head, was preempted while the slot it saw
  * was popped, reused and pushed back, fails instead of installing a stale
  * `next` (ABA). */
-static _Atomic uint64_t free_head;
+/* Sharded: one list per group of threads (a thread pushes and pops its
+ * own shard, and looks at the others only when its own is empty). A single
+ * head was one cache line every writer CASed twice per operation: on 16
+ * device vCPUs it held 16 writers to 11 M callbacks/s with start p50
+ * 2.6 us. Each head sits on its own line. */
+#define SHARDS 16
+static struct {
+    _Alignas(64) _Atomic uint64_t head;
+} free_lists[SHARDS];
+static _Atomic uint32_t next_shard;
+/* 0: not yet chosen; else shard + 1 (initial-exec: no __tls_get_addr call) */
+static __thread uint32_t my_shard __attribute__((tls_model("initial-exec")));
+
+static inline uint32_t shard_of_thread(void) {
+    uint32_t s = my_shard;
+    if (__builtin_expect(!s, 0))
+        my_shard = s = atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % SHARDS + 1;
+    return s - 1;
+}
 _Atomic uint32_t nsc_slab_high; /* slots ever handed out: [0, high) */
 static _Atomic uint64_t n_full, n_orphans, n_untracked;
 
@@ -32,7 +50,8 @@ int nsc_slab_create(void) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return -1;
-    atomic_store_explicit(&free_head, 0, memory_order_relaxed);
+    for (int k = 0; k < SHARDS; k++)
+        atomic_store_explicit(&free_lists[k].head, 0, memory_order_relaxed);
     atomic_store_explicit(&nsc_slab_high, 0, memory_order_relaxed);
     /* RELEASE: pairs with nsc_slab_on()'s ACQUIRE (the counters above and
      * the zeroed slots before any use). */
@@ -51,11 +70,12 @@ void nsc_slab_destroy(void) {
     munmap(s, (size_t)NSC_SLAB_SLOTS * sizeof(*s));
 }
 
-int32_t nsc_slab_alloc(void) {
-    struct nsc_slab_slot *S = nsc_slab_slots;
+/* Pops one slot of shard k, or -1 when it is empty. */
+static int32_t pop(struct nsc_slab_slot *S, uint32_t k) {
+    _Atomic uint64_t *head = &free_lists[k].head;
     /* ACQUIRE: pairs with the RELEASE CAS in nsc_slab_free, so the
      * next_free read below is the one the pusher wrote. */
-    uint64_t h = atomic_load_explicit(&free_head, memory_order_acquire);
+    uint64_t h = atomic_load_explicit(head, memory_order_acquire);
     while ((uint32_t)h) {
         uint32_t i = (uint32_t)h - 1;
         UNPOISON(&S[i].next_free, sizeof(S[i].next_free));
@@ -63,11 +83,22 @@ int32_t nsc_slab_alloc(void) {
          * the tag changed and the CAS fails. */
         uint32_t next = atomic_load_explicit(&S[i].next_free, memory_order_relaxed);
         uint64_t nh = ((h >> 32) + 1) << 32 | next;
-        if (atomic_compare_exchange_weak_explicit(&free_head, &h, nh, memory_order_acquire,
+        if (atomic_compare_exchange_weak_explicit(head, &h, nh, memory_order_acquire,
                                                   memory_order_acquire)) {
             UNPOISON(&S[i], sizeof(S[i]));
             return (int32_t)i;
         }
+    }
+    return -1;
+}
+
+int32_t nsc_slab_alloc(void) {
+    struct nsc_slab_slot *S = nsc_slab_slots;
+    uint32_t me = shard_of_thread();
+    for (uint32_t k = 0; k < SHARDS; k++) {
+        int32_t i = pop(S, (me + k) % SHARDS);
+        if (i >= 0)
+            return i;
     }
     /* Never used slots: the high-water mark (relaxed: the slot itself is
      * zero from the mapping and reaches other threads only through `life`,
@@ -91,12 +122,13 @@ void nsc_slab_free(uint32_t i) {
      * scans them, pops read next_free). Before the push: once on the list
      * the slot may be popped (and unpoisoned) by another thread at once. */
     POISON(&S[i].w, sizeof(S[i].w));
-    uint64_t h = atomic_load_explicit(&free_head, memory_order_relaxed);
+    _Atomic uint64_t *head = &free_lists[shard_of_thread()].head;
+    uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
     do
         atomic_store_explicit(&S[i].next_free, (uint32_t)h, memory_order_relaxed);
     /* RELEASE: next_free (and the cleared payload) before the slot is
-     * visible on the list; pairs with nsc_slab_alloc's ACQUIRE. */
-    while (!atomic_compare_exchange_weak_explicit(&free_head, &h, ((h >> 32) + 1) << 32 | (i + 1),
+     * visible on the list; pairs with pop's ACQUIRE. */
+    while (!atomic_compare_exchange_weak_explicit(head, &h, ((h >> 32) + 1) << 32 | (i + 1),
                                                   memory_order_release, memory_order_relaxed));
 }
 
@@ -126,16 +158,18 @@ int nsc_slab_check_invariants(void) {
     uint32_t onlist = 0, steps = 0;
     static unsigned char seen[NSC_SLAB_SLOTS];
     memset(seen, 0, sizeof(seen));
-    for (uint32_t v = (uint32_t)atomic_load_explicit(&free_head, memory_order_relaxed); v;) {
-        uint32_t i = v - 1;
-        if (i >= hi || seen[i] || ++steps > NSC_SLAB_SLOTS)
-            return -1;
-        seen[i] = 1;
-        if (atomic_load_explicit(&S[i].life, memory_order_relaxed) != 0)
-            return -1; /* a free slot has no occupant */
-        onlist++;
-        v = atomic_load_explicit(&S[i].next_free, memory_order_relaxed);
-    }
+    for (int k = 0; k < SHARDS; k++)
+        for (uint32_t v = (uint32_t)atomic_load_explicit(&free_lists[k].head, memory_order_relaxed);
+             v;) {
+            uint32_t i = v - 1;
+            if (i >= hi || seen[i] || ++steps > NSC_SLAB_SLOTS)
+                return -1;
+            seen[i] = 1;
+            if (atomic_load_explicit(&S[i].life, memory_order_relaxed) != 0)
+                return -1; /* a free slot has no occupant */
+            onlist++;
+            v = atomic_load_explicit(&S[i].next_free, memory_order_relaxed);
+        }
     uint32_t taken = 0;
     for (uint32_t i = 0; i < hi; i++)
         taken += !seen[i];
