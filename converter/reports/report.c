@@ -266,17 +266,6 @@ static const char *dur(char *buf, size_t n, double ns) {
     return buf;
 }
 
-static void size_label(char *buf, size_t n, unsigned bucket) {
-    uint64_t v = 1ull << bucket;
-    if (v >= (1ull << 30))
-        snprintf(buf, n, "%lluG", (unsigned long long)(v >> 30));
-    else if (v >= (1ull << 20))
-        snprintf(buf, n, "%lluM", (unsigned long long)(v >> 20));
-    else if (v >= 1024)
-        snprintf(buf, n, "%lluK", (unsigned long long)(v >> 10));
-    else
-        snprintf(buf, n, "%lluB", (unsigned long long)v);
-}
 
 static void legend_item(FILE *f, const char *color, const char *text) {
     fprintf(f, "<li><span class='sw' style='background:%s'></span>", color);
@@ -687,7 +676,7 @@ static void ops_table(FILE *f, const struct nsc_stats_result *s) {
     for (size_t i = 0; i < s->nrows; i++) {
         const struct nsc_stats_row *x = &s->rows[i];
         char sz[16];
-        size_label(sz, sizeof(sz), x->bucket);
+        nsc_stats_size_label(sz, sizeof(sz), x->bucket);
         fprintf(f, "<tr%s><td>%016llx</td><td>", x->host_only ? " class='host'" : "",
                 (unsigned long long)x->comm_id);
         esc(f, x->func);
@@ -747,7 +736,7 @@ static void latency_chart(FILE *f, const struct nsc_stats_result *s) {
             continue;
         double x = L + (W - L - R) * (double)(b - bmin) / (double)(bmax - bmin);
         char lab[16];
-        size_label(lab, sizeof(lab), b);
+        nsc_stats_size_label(lab, sizeof(lab), b);
         fprintf(f, "<text x='%.1f' y='%.0f' text-anchor='middle' font-size='11'>%s</text>\n", x,
                 H - B + 16, lab);
     }

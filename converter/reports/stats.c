@@ -309,7 +309,7 @@ static int cmp_lag(const void *x, const void *y) {
     return la < lb ? 1 : la > lb ? -1 : 0;
 }
 
-static void size_label(char *buf, size_t n, unsigned bucket) {
+void nsc_stats_size_label(char *buf, size_t n, unsigned bucket) {
     uint64_t v = 1ull << bucket;
     if (v >= (1ull << 30))
         snprintf(buf, n, "%lluG", (unsigned long long)(v >> 30));
@@ -521,6 +521,19 @@ static void print_losses_json(FILE *f, const struct lost *l) {
             (unsigned long long)l->memory_budget);
 }
 
+/* The collectives seen on more than one rank, largest enqueue lag first
+ * (NULL: out of memory; *ns = 0 then). */
+static struct entry *by_enqueue_lag(const struct agg *a, size_t *ns) {
+    *ns = 0;
+    struct entry *st = calloc(a->ent_n + 1, sizeof(*st));
+    for (size_t i = 0; st && i < a->ent_cap; i++)
+        if (a->ent[i].seq && a->ent[i].ranks > 1)
+            st[(*ns)++] = a->ent[i];
+    if (st)
+        qsort(st, *ns, sizeof(*st), cmp_lag);
+    return st;
+}
+
 static void print(const struct nsc_stats_opts *o, struct agg *a) {
     size_t nrows = 0;
     for (struct row *r = a->rows; r; r = r->next)
@@ -532,12 +545,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     qsort(v, nrows, sizeof(*v), cmp_row);
     /* stragglers: entries seen on more than one rank, largest lag first */
     size_t ns = 0;
-    struct entry *st = calloc(a->ent_n + 1, sizeof(*st));
-    for (size_t i = 0; st && i < a->ent_cap; i++)
-        if (a->ent[i].seq && a->ent[i].ranks > 1)
-            st[ns++] = a->ent[i];
-    if (st)
-        qsort(st, ns, sizeof(*st), cmp_lag);
+    struct entry *st = by_enqueue_lag(a, &ns);
     size_t top = ns < (size_t)o->top ? ns : (size_t)o->top;
     size_t nlate = 0;
     struct late_rank **late = late_ranks(a, &nlate);
@@ -603,7 +611,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
             char sz[16], q[16];
-            size_label(sz, sizeof(sz), r->bucket);
+            nsc_stats_size_label(sz, sizeof(sz), r->bucket);
             struct row_numbers n = numbers(r);
             if (n.queue_p50 >= 0)
                 snprintf(q, sizeof(q), "%.2f", n.queue_p50 / 1e3);
@@ -1003,12 +1011,7 @@ static int fill_result(const struct nsc_stats_opts *o, const struct agg *a,
         w->count[c]++;
     }
     size_t ns = 0;
-    struct entry *st = calloc(a->ent_n + 1, sizeof(*st));
-    for (size_t i = 0; st && i < a->ent_cap; i++)
-        if (a->ent[i].seq && a->ent[i].ranks > 1)
-            st[ns++] = a->ent[i];
-    if (st)
-        qsort(st, ns, sizeof(*st), cmp_lag);
+    struct entry *st = by_enqueue_lag(a, &ns);
     size_t top = ns < (size_t)o->top ? ns : (size_t)o->top;
     if (top && !(res->by_enqueue = calloc(top, sizeof(*res->by_enqueue))))
         top = 0;

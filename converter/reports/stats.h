@@ -119,4 +119,8 @@ struct nsc_stats_result {
 int nsc_stats_collect(const struct nsc_stats_opts *o, struct nsc_stats_result *res);
 void nsc_stats_result_free(struct nsc_stats_result *res);
 
+/* A size bucket's label ("64B", "1K", "32M", "1G"): the upper bound of
+ * bucket b is 2^b bytes, nccl-tests' convention. */
+void nsc_stats_size_label(char *buf, size_t n, unsigned bucket);
+
 #endif /* NSC_STATS_H */
