@@ -523,6 +523,9 @@ const char *nsc_decoder_path(const struct nsc_decoder *d) { return d->rd.path; }
 int nsc_decoder_ended(const struct nsc_decoder *d) { return d->ended; }
 
 void nsc_decoder_counts(const struct nsc_decoder *d, struct nsc_decode_counts *c) {
+    c->file_size = d->rd.size;
+    c->format_version = d->rd.version;
+    c->comm_slots = d->ncomms;
     c->blocks = d->blocks;
     c->chunks = d->chunks;
     c->records = d->records;

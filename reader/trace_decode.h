@@ -117,6 +117,9 @@ const char *nsc_decoder_path(const struct nsc_decoder *d);
 int nsc_decoder_ended(const struct nsc_decoder *d);
 
 struct nsc_decode_counts {
+    uint64_t file_size;      /* bytes of the file (or memory) read */
+    uint32_t format_version; /* the file header's */
+    uint32_t comm_slots;     /* comm serials known so far + 1 (serial 0 is unused) */
     uint64_t blocks, chunks, records, unnamed_events, damage;
     uint64_t first_ticks, last_ticks; /* record clock range (have_ticks) */
     int have_ticks;

@@ -77,9 +77,8 @@ int nsc_info(const char *path, FILE *out) {
     struct nsc_decode_counts dc;
     nsc_decoder_counts(&d, &dc);
     char mask[256];
-    /* the file's size and format version have no accessor yet (reader/) */
     fprintf(out, "file            %s (%" PRIu64 " bytes, %" PRIu64 " blocks, %" PRIu64 " chunks)\n",
-            path, d.rd.size, dc.blocks, dc.chunks);
+            path, dc.file_size, dc.blocks, dc.chunks);
     if (s) {
         fprintf(out, "format          version %u, written by ncclscope %s\n", s->format_version,
                 s->plugin_version);
@@ -97,8 +96,8 @@ int nsc_info(const char *path, FILE *out) {
         fprintf(out, "session         (no session block)\n");
     }
     fprintf(out, "closed cleanly  %s\n", nsc_decoder_ended(&d) ? "yes" : "no (process ended without finalize, or killed)");
-    fprintf(out, "comms           %s\n", d.ncomms ? "" : "none");
-    for (uint32_t i = 1; i < d.ncomms; i++) {
+    fprintf(out, "comms           %s\n", dc.comm_slots ? "" : "none");
+    for (uint32_t i = 1; i < dc.comm_slots; i++) {
         const struct nsc_comm_info *c = nsc_decoder_comm(&d, i);
         if (c)
             fprintf(out, "  #%u rank %d of %d, %d node(s), commId %016" PRIx64 " name \"%s\"\n",
@@ -135,7 +134,7 @@ int nsc_info(const char *path, FILE *out) {
     }
     const struct nsc_losses *l = nsc_dec_losses(&d);
     const struct nsc_stats_header *h = nsc_dec_stats(&d);
-    int v3 = d.rd.version >= 3;
+    int v3 = dc.format_version >= 3;
     fprintf(out, "dropped         %" PRIu64 " records (%" PRIu64 " from threads over the limit)\n",
             drops, in.stats.drops_no_thread);
     fprintf(out, "lost            %" PRIu64 " records in all: %" PRIu64 " dropped, %" PRIu64
