@@ -43,6 +43,12 @@ static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
         p->h->error(p->ud, msg);
 }
 
+static void on_hang_block(void *ud, struct nsc_decoder *d, const void *data, size_t len) {
+    struct pass *p = ud;
+    if (p->h->hang)
+        p->h->hang(p->ud, d, data, len);
+}
+
 static void no_op(void *ud, const struct nsc_op_done *op) {
     (void)ud;
     (void)op;
@@ -59,7 +65,7 @@ int nsc_ops_pass(const char *path, int64_t shift_ns, const struct nsc_ops_hooks 
             h->error(ud, nsc_decoder_error(&d));
         return 3;
     }
-    struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
+    struct nsc_decode_ops ops = {.record = on_record, .error = on_error, .hang = on_hang_block};
     nsc_decoder_run(&d, &ops, &p);
     nsc_track_finish(p.t);
     if (h->done)

@@ -23,6 +23,8 @@ struct nsc_ops_hooks {
     nsc_op_done_fn op;
     /* Damage, or a file that cannot be opened: the message. */
     void (*error)(void *ud, const char *msg);
+    /* A HANG block's payload (block_payload.h decodes it). */
+    void (*hang)(void *ud, const struct nsc_decoder *d, const void *data, size_t len);
     /* The file was read; the decoder is still open (losses, stats). */
     void (*done)(void *ud, const struct nsc_decoder *d);
 };

@@ -8,6 +8,7 @@
 #include "block_payload.h"
 #include "json_writer.h"
 #include "coll_track.h"
+#include "ops.h"
 #include "event_types.h"
 
 #define HANG_MAX_RANKS (1 << 20)
@@ -91,9 +92,10 @@ struct job {
 #define RECENT 4096
 struct file_run {
     struct job *j;
-    struct nsc_coll_track *t;
+    const char *path;
+    size_t first_stuck;      /* the job's stuck entries before this file */
     uint32_t mask;
-    int oom;
+    int done;                /* on_done ran: the file was opened and read */
     VEC(struct stuck) wd;
     unsigned char *wd_stale;
     uint64_t recent[RECENT]; /* ids of the latest completed operations (a ring) */
@@ -189,27 +191,22 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
         free(s.open);
 }
 
-static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
-                      const struct nsc_rec *ext) {
+/* The SESSION block came first: what was recorded decides what "stuck" means. */
+static void on_session(void *ud, const struct nsc_decoder *d) {
     struct file_run *fr = ud;
-    if (!fr->t && !fr->oom) {
-        fr->mask = d->session.event_mask;
-        if (!(fr->t = nsc_track_new(d, 0, on_op, fr)))
-            fr->oom = 1;
-    }
-    if (fr->t)
-        nsc_track_record(fr->t, thread, r, ext);
+    const struct nsc_session *ses = nsc_decoder_session(d);
+    fr->mask = ses ? ses->event_mask : 0;
 }
 
 /* A HANG block: the in-process view of the operations in flight when the
  * watchdog fired. The latest block of a file replaces earlier ones. */
-static void on_hang(void *ud, struct nsc_decoder *d, const void *data, size_t len) {
+static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, size_t len) {
     struct file_run *fr = ud;
     struct nsc_hang_view v;
     const char *why;
     if (nsc_hang_decode(data, len, &v, &why) != 0) {
         fr->j->damaged = 1;
-        fprintf(stderr, "ncclscope hang: %s: %s\n", d->rd.path, why);
+        fprintf(stderr, "ncclscope hang: %s: %s\n", nsc_decoder_path(d), why);
         return;
     }
     for (size_t i = 0; i < fr->wd.n; i++)
@@ -324,11 +321,34 @@ static void merge_watchdog(struct file_run *fr, size_t first_stuck) {
     free(fr->wd_stale);
 }
 
-static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
-    (void)d;
+static void on_error(void *ud, const char *msg) {
     struct file_run *fr = ud;
     fr->j->damaged = 1;
     fprintf(stderr, "ncclscope hang: %s\n", msg);
+}
+
+/* The file was read (its operations still in flight reported at its end):
+ * its HANG block's view replaces what the records say, and its comms join
+ * the job's members. */
+static void on_done(void *ud, const struct nsc_decoder *d) {
+    struct file_run *fr = ud;
+    struct job *j = fr->j;
+    fr->done = 1;
+    merge_watchdog(fr, fr->first_stuck);
+    if (!nsc_decoder_ended(d))
+        fprintf(stderr, "ncclscope hang: %s: no END block (a killed or running job)\n", fr->path);
+    struct nsc_decode_counts dc;
+    nsc_decoder_counts(d, &dc);
+    for (uint32_t c = 0; c < dc.comm_slots; c++) {
+        const struct nsc_comm_info *ci = nsc_decoder_comm(d, c);
+        if (!ci || !ci->comm_id)
+            continue;
+        /* A damaged count must not make the analysis walk billions of ranks. */
+        int nr = ci->nranks > 0 && ci->nranks <= HANG_MAX_RANKS ? ci->nranks : 0;
+        struct member mb = {.comm = ci->comm_id, .rank = ci->rank, .nranks = nr};
+        snprintf(mb.name, sizeof(mb.name), "%s", ci->name);
+        PUSH(j->members, mb);
+    }
 }
 
 /* ---- the analysis ---- */
@@ -793,39 +813,23 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
     struct job j;
     memset(&j, 0, sizeof(j));
     for (int i = 0; i < nfiles; i++) {
-        struct nsc_decoder d;
-        if (nsc_decoder_open(&d, files[i]) != NSC_OK) {
-            fprintf(stderr, "ncclscope hang: %s\n", d.rd.err);
-            j.damaged = 1;
-            nsc_decoder_close(&d);
-            continue;
-        }
         struct file_run *fr = calloc(1, sizeof(*fr));
         if (!fr) {
-            nsc_decoder_close(&d);
             j.damaged = 1;
             continue;
         }
         fr->j = &j;
-        size_t first_stuck = j.stuck.n;
-        struct nsc_decode_ops ops = {.record = on_record, .error = on_error, .hang = on_hang};
-        nsc_decoder_run(&d, &ops, fr);
-        nsc_track_finish(fr->t);
-        merge_watchdog(fr, first_stuck);
-        free(fr);
-        if (!d.ended)
-            fprintf(stderr, "ncclscope hang: %s: no END block (a killed or running job)\n", files[i]);
-        for (uint32_t c = 0; c < d.ncomms; c++) {
-            const struct nsc_comm_info *ci = nsc_decoder_comm(&d, c);
-            if (!ci || !ci->comm_id)
-                continue;
-            /* A damaged count must not make the analysis walk billions of ranks. */
-            int nr = ci->nranks > 0 && ci->nranks <= HANG_MAX_RANKS ? ci->nranks : 0;
-            struct member mb = {.comm = ci->comm_id, .rank = ci->rank, .nranks = nr};
-            snprintf(mb.name, sizeof(mb.name), "%s", ci->name);
-            PUSH(j.members, mb);
+        fr->path = files[i];
+        fr->first_stuck = j.stuck.n;
+        struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .hang = on_hang,
+                                  .error = on_error, .done = on_done};
+        if (nsc_ops_pass(files[i], 0, &h, fr) < 0) {
+            fprintf(stderr, "ncclscope hang: %s: out of memory\n", files[i]);
+            j.damaged = 1;
         }
-        nsc_decoder_close(&d);
+        if (!fr->done) /* not opened: nothing of it was kept */
+            merge_watchdog(fr, fr->first_stuck);
+        free(fr);
     }
     dedupe_stuck(&j);
     /* Stuck communicators, in the order of their first stuck operation. */
