@@ -11,6 +11,7 @@
 #include "event_types.h"
 #include "gpu_clock.h"
 #include "hash.h"
+#include "ops.h"
 #include "trace_decode.h"
 
 const char *const nsc_ot_table_names[NSC_OT_NTABLES] = {
@@ -230,8 +231,8 @@ struct run {
     unsigned want;
     int file_index;
     int64_t shift;
-    struct nsc_decoder *d;
-    struct nsc_coll_track *t;
+    const struct nsc_decoder *d; /* set by the SESSION hook */
+    uint32_t mask;               /* the event types the file recorded */
     struct nsc_gpu_clock *gpu;   /* per comm serial (stats' pre-pass) */
     uint32_t ngpu;
     const char *path;
@@ -253,6 +254,7 @@ struct run {
     } *pops;
     size_t npops, pops_cap;
     int oom;
+    int done;                  /* on_done ran: the file was opened and read */
 };
 
 static const struct nsc_gpu_clock *gpu_of(const struct run *ru, uint32_t serial) {
@@ -336,7 +338,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_at_end, op->at_end);
     /* hang.c's is_stuck: never stopped, or a channel (a ProxyOp without
      * KernelCh) that never finished */
-    uint32_t mask = ru->d->session.event_mask;
+    uint32_t mask = ru->mask;
     int stuck = !op->stop_ns ||
                 ((mask & (1u << NSC_ET_KERNEL_CH)) && op->nch ? op->kernel_channels_done < (uint32_t)op->nch
                                                                : op->nopen > 0);
@@ -511,40 +513,43 @@ static void steps_record(struct run *ru, const struct nsc_rec *r) {
     }
 }
 
-static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
-                      const struct nsc_rec *ext) {
+/* The SESSION block (first): who wrote the file, and the GPU clock offsets
+ * from a pre-pass, as stats.c (none for a replayed trace: its host times
+ * were re-timed, its GPU timers not). */
+static void on_session(void *ud, const struct nsc_decoder *d) {
     struct run *ru = ud;
+    ru->d = d;
+    const struct nsc_session *ses = nsc_decoder_session(d);
+    if (!ses)
+        return;
+    ru->mask = ses->event_mask;
+    char host[sizeof(ses->host)];
+    memcpy(host, ses->host, sizeof(host));
+    host[sizeof(host) - 1] = '\0';
+    ru->s_host = str_id(ru->f, host);
+    ru->pid = ses->pid;
+    if ((ses->event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(ses) &&
+        nsc_gpu_clock_scan(ru->path, ru->shift, &ru->gpu, &ru->ngpu) != 0) {
+        ru->gpu = NULL;
+        ru->ngpu = 0;
+    }
+}
+
+/* Every record, before the tracker sees it (an operation's caller is known
+ * when it completes). */
+static void on_record(void *ud, const struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r) {
+    struct run *ru = ud;
+    ru->d = d;
     if (ru->oom || ru->f->oom)
         return;
-    if (!ru->t) {
-        /* As stats.c: the tracker is made at the first record, when the
-         * SESSION block has said what was recorded, and the GPU clock
-         * offsets come from a pre-pass (none for a replayed trace: its host
-         * times were re-timed, its GPU timers not). */
-        char host[sizeof(d->session.host)];
-        memcpy(host, d->session.host, sizeof(host));
-        host[sizeof(host) - 1] = '\0';
-        ru->s_host = str_id(ru->f, host);
-        ru->pid = d->session.pid;
-        if (!(ru->t = nsc_track_new(d, ru->shift, on_op, ru))) {
-            ru->oom = 1;
-            return;
-        }
-        if ((d->session.event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(&d->session) &&
-            nsc_gpu_clock_scan(ru->path, ru->shift, &ru->gpu, &ru->ngpu) != 0) {
-            ru->gpu = NULL;
-            ru->ngpu = 0;
-        }
-    }
     if (ru->want & (1u << NSC_OT_T_OPS))
-        callers_record(ru, thread, r); /* before the tracker: the op's caller is known when it completes */
+        callers_record(ru, thread, r);
     if (r->h.etype == NSC_ET_KERNEL_CH && (ru->want & (1u << NSC_OT_T_KCH)))
         channels_record(ru, r);
     else if ((r->h.etype == NSC_ET_PROXY_STEP || r->h.etype == NSC_ET_PROXY_OP) &&
              (ru->want & (1u << NSC_OT_T_STEPS)) && r->h.kind >= NSC_REC_START &&
              r->h.kind <= NSC_REC_STATE)
         steps_record(ru, r);
-    nsc_track_record(ru->t, thread, r, ext);
 }
 
 static void add_error(struct nsc_ot_file *f, const char *path, int file_index, const char *msg) {
@@ -564,8 +569,7 @@ static void add_error(struct nsc_ot_file *f, const char *path, int file_index, c
     set_i(t, r, E_file_index, file_index);
 }
 
-static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
-    (void)d;
+static void on_error(void *ud, const char *msg) {
     struct run *ru = ud;
     add_error(ru->f, ru->path, ru->file_index, msg);
 }
@@ -587,17 +591,22 @@ static void table_init(struct nsc_ot_file *f) {
     f->nstr = 1;
 }
 
-static void comms_and_drops(struct run *ru, const struct nsc_decoder *d, int opened) {
+/* d is NULL when the file could not be opened. */
+static void comms_and_drops(struct run *ru, const struct nsc_decoder *d) {
     struct nsc_ot_file *f = ru->f;
-    if (opened && d->have_session && !ru->s_host) { /* a file without records */
-        char host[sizeof(d->session.host)];
-        memcpy(host, d->session.host, sizeof(host));
+    const struct nsc_session *ses = d ? nsc_decoder_session(d) : NULL;
+    if (ses && !ru->s_host) { /* a file without records */
+        char host[sizeof(ses->host)];
+        memcpy(host, ses->host, sizeof(host));
         host[sizeof(host) - 1] = '\0';
         ru->s_host = str_id(f, host);
-        ru->pid = d->session.pid;
+        ru->pid = ses->pid;
     }
+    struct nsc_decode_counts dc = {0};
+    if (d)
+        nsc_decoder_counts(d, &dc);
     struct nsc_ot_table *t = &f->t[NSC_OT_T_COMMS];
-    for (uint32_t s = 0; opened && s < d->ncomms; s++) {
+    for (uint32_t s = 0; s < dc.comm_slots; s++) {
         const struct nsc_comm_info *ci = nsc_decoder_comm(d, s);
         if (!ci || ci->serial != s)
             continue;
@@ -621,27 +630,39 @@ static void comms_and_drops(struct run *ru, const struct nsc_decoder *d, int ope
     set_s(t, r, D_host, ru->s_host);
     set_i(t, r, D_pid, ru->pid);
     set_s(t, r, D_file, ru->s_file);
-    if (opened) {
-        set_i(t, r, D_records_lost, (int64_t)d->losses.total);
-        set_i(t, r, D_dropped, (int64_t)d->losses.dropped);
-        set_i(t, r, D_ring_full, (int64_t)d->losses.ring);
-        set_i(t, r, D_no_thread, (int64_t)d->losses.no_thread);
-        set_i(t, r, D_write_lost, (int64_t)d->losses.write);
-        set_i(t, r, D_exit_lost, (int64_t)d->losses.exit);
-        set_i(t, r, D_events_dropped, (int64_t)d->losses.events);
-        set_i(t, r, D_failed_writes, d->stats.write_errors);
-        set_i(t, r, D_write_errno, d->stats.write_errno);
-        set_i(t, r, D_string_overflow, (int64_t)d->stats.string_overflow);
-        set_i(t, r, D_unnamed_events, (int64_t)d->unnamed_events);
-        set_i(t, r, D_comm_overflow, (int64_t)d->stats.comm_overflow);
-        set_i(t, r, D_memory_peak, (int64_t)d->stats.memory_peak);
-        set_i(t, r, D_memory_budget, (int64_t)d->stats.memory_budget);
-        set_i(t, r, D_ended, d->ended);
-        set_i(t, r, D_replayed, d->have_session && nsc_session_replayed(&d->session));
+    if (d) {
+        static const struct nsc_losses no_losses;
+        static const struct nsc_stats_header no_stats;
+        const struct nsc_losses *l = nsc_decoder_losses(d) ? nsc_decoder_losses(d) : &no_losses;
+        const struct nsc_stats_header *h = nsc_decoder_stats(d) ? nsc_decoder_stats(d) : &no_stats;
+        set_i(t, r, D_records_lost, (int64_t)l->total);
+        set_i(t, r, D_dropped, (int64_t)l->dropped);
+        set_i(t, r, D_ring_full, (int64_t)l->ring);
+        set_i(t, r, D_no_thread, (int64_t)l->no_thread);
+        set_i(t, r, D_write_lost, (int64_t)l->write);
+        set_i(t, r, D_exit_lost, (int64_t)l->exit);
+        set_i(t, r, D_events_dropped, (int64_t)l->events);
+        set_i(t, r, D_failed_writes, h->write_errors);
+        set_i(t, r, D_write_errno, h->write_errno);
+        set_i(t, r, D_string_overflow, (int64_t)h->string_overflow);
+        set_i(t, r, D_unnamed_events, (int64_t)dc.unnamed_events);
+        set_i(t, r, D_comm_overflow, (int64_t)h->comm_overflow);
+        set_i(t, r, D_memory_peak, (int64_t)h->memory_peak);
+        set_i(t, r, D_memory_budget, (int64_t)h->memory_budget);
+        set_i(t, r, D_ended, nsc_decoder_ended(d));
+        set_i(t, r, D_replayed, ses && nsc_session_replayed(ses));
     }
     set_i(t, r, D_damaged, f->damaged);
     set_i(t, r, D_shift_ns, ru->shift);
     set_i(t, r, D_file_index, ru->file_index);
+}
+
+/* The file was read (the tracker has reported what was still in flight):
+ * its comms and losses, while the decoder is still open. */
+static void on_done(void *ud, const struct nsc_decoder *d) {
+    struct run *ru = ud;
+    ru->done = 1;
+    comms_and_drops(ru, d);
 }
 
 int nsc_ot_read(const char *path, int file_index, int64_t shift_ns, unsigned want,
@@ -655,18 +676,12 @@ int nsc_ot_read(const char *path, int file_index, int64_t shift_ns, unsigned wan
     ru.shift = shift_ns;
     ru.path = path;
     ru.s_file = str_id(out, path);
-    struct nsc_decoder d;
-    if (nsc_decoder_open(&d, path) != NSC_OK) {
-        add_error(out, path, file_index, d.rd.err);
-        comms_and_drops(&ru, &d, 0);
-        return out->oom ? -1 : 1;
-    }
-    ru.d = &d;
-    struct nsc_decode_ops ops = {.record = on_record, .error = on_error};
-    nsc_decoder_run(&d, &ops, &ru);
-    nsc_track_finish(ru.t);
-    comms_and_drops(&ru, &d, 1);
-    nsc_decoder_close(&d);
+    struct nsc_ops_hooks h = {.session = on_session, .record = on_record, .op = on_op,
+                              .error = on_error, .done = on_done};
+    if (nsc_ops_pass(path, shift_ns, &h, &ru) < 0)
+        ru.oom = 1;
+    if (!ru.done) /* not opened: its error row is in, and a drops row says so */
+        comms_and_drops(&ru, NULL);
     free(ru.gpu);
     idmap_free(&ru.api);
     idmap_free(&ru.op_caller);
