@@ -403,9 +403,18 @@ static unsigned wait_of(uint64_t st) {
     }
 }
 
-/* Collectives seen overtaken (below): their lost completion is counted,
- * never reported as a hang. */
-_Atomic uint64_t nsc_opst_overtaken;
+/* The scan holds a reference on slot i: when it is the only one (no child
+ * holds the slot), the occupant goes for good, not as a completion;
+ * otherwise the reference is dropped and a later scan looks again. */
+static void reclaim_alone(uint32_t i, uint64_t id, uint64_t now) {
+    struct nsc_slab_slot *s = &nsc_slab_slots[i];
+    uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
+    if ((cur & ~NSC_LIFE_DONE) == (NSC_LIFE(id) | 1) &&
+        atomic_compare_exchange_strong_explicit(&s->life, &cur, 0, memory_order_acq_rel, RLX))
+        finish(i, now, 0);
+    else
+        detach(i, id, now, 0);
+}
 
 /* An operation overtaken by its comm: NCCL runs a communicator's
  * collectives in order on one stream and numbers them per function, so a
@@ -470,31 +479,17 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                  * once no child holds it. */
                 if (!LD(s, W_CLOSED))
                     ST(s, W_CLOSED, scan_no);
-                uint64_t mine = NSC_LIFE(id) | 1;
-                uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
-                if (scan_no - LD(s, W_CLOSED) >= 10 && (cur & ~NSC_LIFE_DONE) == mine &&
-                    atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
-                                                            memory_order_acq_rel, RLX)) {
-                    finish(i, now, 0);
-                    continue;
-                }
-                detach(i, id, now, 0);
+                if (scan_no - LD(s, W_CLOSED) >= 10)
+                    reclaim_alone(i, id, now);
+                else
+                    detach(i, id, now, 0);
                 continue;
             }
             if (pass == 0 && kind == NSC_OPST_OP && overtaken(c, LD(s, 2), LD(s, 1), LD(s, 3))) {
-                /* Not in flight: reclaim it when only we hold it (a child
+                /* Not in flight: reclaimed when only we hold it (a child
                  * that never stopped keeps it, unreported, until its comm
                  * is finalized). */
-                uint64_t mine = NSC_LIFE(id) | 1;
-                uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
-                atomic_fetch_add_explicit(&nsc_opst_overtaken, 1, RLX);
-                if ((cur & ~NSC_LIFE_DONE) == mine &&
-                    atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
-                                                            memory_order_acq_rel, RLX)) {
-                    finish(i, now, 0);
-                    continue;
-                }
-                detach(i, id, now, 0);
+                reclaim_alone(i, id, now);
                 continue;
             }
             if (pass == 0 && kind == NSC_OPST_OP) {

@@ -107,8 +107,4 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
  * snapshot; 0 otherwise. */
 int nsc_opst_comm_read(uint32_t i, struct nsc_opst_comm *out);
 
-/* Collectives found overtaken by a later completed one of their comm and
- * function (a lost child stop): retired, not reported as in flight. */
-extern _Atomic uint64_t nsc_opst_overtaken;
-
 #endif /* NSC_OP_STATE_H */
