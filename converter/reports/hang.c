@@ -433,6 +433,26 @@ static const char *wd_waiting(const struct wd_proxy *p) {
 }
 
 /* The same, from a HANG block: the watchdog's in-process view. */
+/* A stuck rank's first text line: where it is, its open channels and the
+ * peers it waits on (source: " (watchdog)" for a HANG block's view). */
+static void print_rank_line(FILE *f, const struct stuck *s, const char *source, int show_channels,
+                            const int *ch, int nch, const int *peers, int npeers) {
+    fprintf(f, "    rank %d%s: %s", s->rank, source,
+            s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
+    if (show_channels) {
+        fprintf(f, ", %u of %d channel(s) done", s->kch_done, s->nch);
+        if (nch) {
+            fputs(", open: ", f);
+            print_ranks(f, ch, nch, 0);
+        }
+    }
+    if (npeers) {
+        fputs("; peers ", f);
+        print_ranks(f, peers, npeers, 0);
+    }
+    fputc('\n', f);
+}
+
 static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
     int ch[64], nch = 0, peers[256], npeers = 0;
     for (int c = 0; c < 64 && c < (s->nch ? s->nch : 64); c++)
@@ -471,20 +491,7 @@ static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
         fputs("]}", f);
         return;
     }
-    fprintf(f, "    rank %d (watchdog): %s", s->rank,
-            s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
-    if (s->nch && s->kernel_tracked) {
-        fprintf(f, ", %u of %d channel(s) done", s->kch_done, s->nch);
-        if (nch) {
-            fputs(", open: ", f);
-            print_ranks(f, ch, nch, 0);
-        }
-    }
-    if (npeers) {
-        fputs("; peers ", f);
-        print_ranks(f, peers, npeers, 0);
-    }
-    fputc('\n', f);
+    print_rank_line(f, s, " (watchdog)", s->nch && s->kernel_tracked, ch, nch, peers, npeers);
     for (uint32_t i = 0; i < s->nproxies; i++) {
         const struct wd_proxy *p = &s->proxies[i];
         if (p->done)
@@ -551,19 +558,7 @@ static void print_stuck_rank(FILE *f, const struct stuck *s, int json) {
         fputs("]}", f);
         return;
     }
-    fprintf(f, "    rank %d: %s", s->rank, s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
-    if (s->nch) {
-        fprintf(f, ", %u of %d channel(s) done", s->kch_done, s->nch);
-        if (nch) {
-            fputs(", open: ", f);
-            print_ranks(f, ch, nch, 0);
-        }
-    }
-    if (npeers) {
-        fputs("; peers ", f);
-        print_ranks(f, peers, npeers, 0);
-    }
-    fputc('\n', f);
+    print_rank_line(f, s, "", s->nch != 0, ch, nch, peers, npeers);
     for (uint32_t i = 0; i < s->nopen; i++) {
         const struct nsc_track_child *c = &s->open[i];
         if (c->etype != NSC_ET_PROXY_OP)
