@@ -93,7 +93,6 @@ struct job {
 struct file_run {
     struct job *j;
     const char *path;
-    size_t first_stuck;      /* the job's stuck entries before this file */
     uint32_t mask;
     int done;                /* on_done ran: the file was opened and read */
     VEC(struct stuck) wd;
@@ -294,10 +293,12 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
     }
 }
 
-/* After a file: its HANG block's operations still in flight replace what
- * the records say about the same operations (the in-process view has the
- * channels and steps even when the window lost the operation's records). */
-static void merge_watchdog(struct file_run *fr, size_t first_stuck) {
+/* After a file: its HANG block's operations still in flight join the job's
+ * stuck list; dedupe_stuck lets them replace what the records (of this or
+ * another file of the process) say about the same operations: the
+ * in-process view has the channels and steps even when the window lost the
+ * operation's records. */
+static void merge_watchdog(struct file_run *fr) {
     struct job *j = fr->j;
     for (size_t k = 0; k < fr->wd.n; k++) {
         struct stuck *w = &fr->wd.v[k];
@@ -305,13 +306,6 @@ static void merge_watchdog(struct file_run *fr, size_t first_stuck) {
             free_stuck(w);
             continue;
         }
-        for (size_t i = first_stuck; i < j->stuck.n; i++)
-            if (j->stuck.v[i].id == w->id && j->stuck.v[i].comm == w->comm) {
-                free_stuck(&j->stuck.v[i]);
-                memmove(&j->stuck.v[i], &j->stuck.v[i + 1], (j->stuck.n - i - 1) * sizeof(j->stuck.v[i]));
-                j->stuck.n--;
-                break;
-            }
         size_t n = j->stuck.n;
         PUSH(j->stuck, *w);
         if (j->stuck.n == n)
@@ -334,7 +328,7 @@ static void on_done(void *ud, const struct nsc_decoder *d) {
     struct file_run *fr = ud;
     struct job *j = fr->j;
     fr->done = 1;
-    merge_watchdog(fr, fr->first_stuck);
+    merge_watchdog(fr);
     if (!nsc_decoder_ended(d))
         fprintf(stderr, "ncclscope hang: %s: no END block (a killed or running job)\n", fr->path);
     struct nsc_decode_counts dc;
@@ -815,7 +809,6 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
         }
         fr->j = &j;
         fr->path = files[i];
-        fr->first_stuck = j.stuck.n;
         struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .hang = on_hang,
                                   .error = on_error, .done = on_done};
         if (nsc_ops_pass(files[i], 0, &h, fr) < 0) {
@@ -823,7 +816,7 @@ int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
             j.damaged = 1;
         }
         if (!fr->done) /* not opened: nothing of it was kept */
-            merge_watchdog(fr, fr->first_stuck);
+            merge_watchdog(fr);
         free(fr);
     }
     dedupe_stuck(&j);
