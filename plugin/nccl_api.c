@@ -250,12 +250,12 @@ static inline nsc_abi_result record_state(void *eHandle, int eState, const void 
 }
 
 static nsc_abi_result stop_event(void *eHandle) {
-    nsc_record_stop(eHandle);
+    uint64_t ticks = nsc_record_stop(eHandle);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);
     /* hook: watchdog state; last, since it may free the handle's slot */
     if (nsc_handle_is_slab((uint64_t)(uintptr_t)eHandle))
-        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, 0); /* 0: it reads the clock if it must */
+        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, ticks); /* the stop record's time */
     return NSC_ABI_SUCCESS;
 }
 

@@ -23,6 +23,9 @@
  *   STEP    w1  parent slot   w2 parent id   w3 step   w4 last state + 1 (0: none yet)
  *           (no reference on its ProxyOp: the scan checks the id)
  *   KCH     w1  parent slot   w2 parent id   w3 channel
+ *
+ * The start writes exactly these words of its kind; the others hold a
+ * former occupant's values and nothing reads them.
  */
 enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2, W_CLOSED = 13 };
 
@@ -152,7 +155,13 @@ static int kernel_done(const struct nsc_slab_slot *s) {
     return (unsigned)__builtin_popcountll(LD(s, 5)) >= nch;
 }
 
-static void complete_op(struct nsc_slab_slot *s, uint64_t ticks) {
+/* How a slot ends (finish): its event completed; its operation completed
+ * but a later one of its comm already did (the watchdog retired it as
+ * overtaken: counted, but "last completed" stays the later one); or it was
+ * reclaimed with its finalized comm (nothing counted). */
+enum fin { FIN_RECLAIMED = 0, FIN_COMPLETED = 1, FIN_OVERTAKEN = 2 };
+
+static void complete_op(struct nsc_slab_slot *s, uint64_t ticks, enum fin how) {
     uint64_t c = LD(s, W_COMM);
     uint32_t ci = (uint32_t)c & 0xffff, serial = (uint32_t)(c >> 32);
     if (ci >= NSC_MAX_COMMS)
@@ -166,10 +175,12 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks) {
         /* Relaxed: completions of one comm are normally finished by one
          * thread (its proxy thread); two finishing at once may leave
          * either as the last, which is what "last completed" means then. */
-        atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
-        atomic_store_explicit(&w->done_meta, (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)),
-                              RLX);
-        atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
+        if (how == FIN_COMPLETED) {
+            atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
+            atomic_store_explicit(&w->done_meta,
+                                  (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)), RLX);
+            atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
+        }
         atomic_fetch_add_explicit(&w->completed, 1, memory_order_release); /* after the fields */
     }
     /* RELEASE: our stores before the opener's resets (it waits for 0). */
@@ -177,14 +188,13 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks) {
 }
 
 /* We own slot i (our CAS moved its life to 0): account for it, release
- * its parent, give it back. `complete`: an operation that completed (not
- * one reclaimed with its finalized comm). */
-static void finish(uint32_t i, uint64_t ticks, int complete) {
+ * its parent, give it back. */
+static void finish(uint32_t i, uint64_t ticks, enum fin how) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     uint32_t kind = atomic_load_explicit(&s->kind, RLX);
     if (kind == NSC_OPST_OP) {
-        if (complete)
-            complete_op(s, ticks);
+        if (how != FIN_RECLAIMED)
+            complete_op(s, ticks, how);
     } else if (kind == NSC_OPST_PROXY || kind == NSC_OPST_KCH) {
         uint32_t p = (uint32_t)LD(s, W_PSLOT);
         uint64_t pid = LD(s, W_PID);
@@ -192,17 +202,17 @@ static void finish(uint32_t i, uint64_t ticks, int complete) {
         /* We still hold the reference taken at start: the parent is ours.
          * A child reclaimed with its finalized comm did not finish: its
          * parent makes no progress from it. */
-        if (!complete)
+        if (how == FIN_RECLAIMED)
             ;
         else if (kind == NSC_OPST_PROXY)
             atomic_fetch_add_explicit(&ps->w[9], 1, RLX);
         else
             atomic_fetch_or_explicit(&ps->w[5], UINT64_C(1) << (LD(s, 3) & 63), RLX);
-        nsc_slab_free(i);
+        nsc_slab_free(nsc_thread_slab_cache(), i);
         detach(p, pid, ticks, 1);
         return;
     }
-    nsc_slab_free(i);
+    nsc_slab_free(nsc_thread_slab_cache(), i);
 }
 
 static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
@@ -214,7 +224,7 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
          * were dropped; exactly one thread wins. */
         if (atomic_compare_exchange_strong_explicit(&s->life, &exp, 0, memory_order_acq_rel,
                                                     memory_order_relaxed))
-            finish(i, ticks, 1);
+            finish(i, ticks, FIN_COMPLETED);
         return;
     }
     /* An operation also needs its channels done, which is in its payload:
@@ -230,7 +240,7 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
         if (done && atomic_compare_exchange_strong_explicit(&s->life, &exp, 0,
                                                             memory_order_acq_rel,
                                                             memory_order_relaxed)) {
-            finish(i, ticks, 1);
+            finish(i, ticks, FIN_COMPLETED);
             return;
         }
         /* Not done (a later KernelCh stop re-checks), or a child came and
@@ -275,7 +285,7 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
             return h;
         }
     }
-    int32_t i = nsc_slab_alloc();
+    int32_t i = nsc_slab_alloc(nsc_thread_slab_cache());
     if (i < 0) {
         if (kind != NSC_OPST_OP && kind != NSC_OPST_STEP)
             detach(pslot, pid, ticks, 1);
@@ -283,35 +293,51 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
     }
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     uint32_t ci = (uint32_t)(c - nsc_comms);
+    struct nsc_slab_slot *ps = &nsc_slab_slots[pslot];
+    /* Every payload word this kind reads is written here (a freed slot
+     * keeps its last occupant's words: slab.h), and no other: each store
+     * is paid again at the next locked instruction, which waits for the
+     * store buffer to drain (zeroing all 14 words was a third of a
+     * KernelCh's start). The table at the top says which words a kind
+     * reads; W_CLOSED is every kind's. */
     atomic_store_explicit(&s->kind, kind, RLX);
     ST(s, W_COMM, (uint64_t)c->serial << 32 | ci);
-    struct nsc_slab_slot *ps = &nsc_slab_slots[pslot];
+    ST(s, W_CLOSED, 0);
     switch (kind) {
     case NSC_OPST_OP: {
         int coll = et == NSC_ET_COLL;
         unsigned nch = coll ? d->coll.nChannels : d->p2p.nChannels;
         int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0;
         uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;
-        ST(s, 1, coll ? d->coll.seqNumber : 0);
+        uint64_t seq = coll ? d->coll.seqNumber : 0;
+        ST(s, 1, seq);
         ST(s, 2, (uint64_t)(uint32_t)(coll ? -1 : d->p2p.peer) | (uint64_t)(nch & 0xff) << 32 |
                      (uint64_t)kt << 40 | (uint64_t)et << 48);
         ST(s, 3, fid);
+        ST(s, 4, 0); /* channels started, done; stop ticks; ProxyOps, done */
+        ST(s, 5, 0);
         ST(s, 6, ticks);
+        ST(s, 7, 0);
+        ST(s, 8, 0);
+        ST(s, 9, 0);
         ST(s, 11, ticks);
-        struct watch *w = &watch[ci];
-        atomic_store_explicit(&w->enq_seq, coll ? d->coll.seqNumber : 0, RLX);
-        atomic_store_explicit(&w->enq_meta, (uint32_t)fid << 8 | et, RLX);
-        atomic_fetch_add_explicit(&w->started, 1, memory_order_release); /* after the fields */
+        struct watch *wa = &watch[ci];
+        atomic_store_explicit(&wa->enq_seq, seq, RLX);
+        atomic_store_explicit(&wa->enq_meta, (uint32_t)fid << 8 | et, RLX);
+        /* after the fields (the slot's are published by `life` below) */
+        atomic_fetch_add_explicit(&wa->started, 1, memory_order_release);
         break;
     }
     case NSC_OPST_PROXY:
         ST(s, 3, (uint64_t)(uint32_t)d->proxyOp.peer | (uint64_t)(d->proxyOp.channelId & 0xff) << 32 |
                      (uint64_t)(d->proxyOp.isSend != 0) << 40);
         ST(s, 4, (uint64_t)(uint32_t)d->proxyOp.nSteps);
+        ST(s, 7, 0); /* no state yet */
         atomic_fetch_add_explicit(&ps->w[8], 1, RLX);
         break;
     case NSC_OPST_STEP:
         ST(s, 3, (uint64_t)(uint32_t)d->proxyStep.step);
+        ST(s, 4, 0); /* no state yet */
         break;
     default: /* KCH */
         ST(s, 3, d->kernelCh.channelId & 63);
@@ -349,7 +375,7 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
         if (!op && (l & NSC_LIFE_REFS) == 0) {
             if (atomic_compare_exchange_weak_explicit(&s->life, &l, 0, memory_order_acq_rel,
                                                       memory_order_acquire)) {
-                finish(i, ticks, 1);
+                finish(i, ticks, FIN_COMPLETED);
                 return;
             }
             continue;
@@ -404,14 +430,15 @@ static unsigned wait_of(uint64_t st) {
 }
 
 /* The scan holds a reference on slot i: when it is the only one (no child
- * holds the slot), the occupant goes for good, not as a completion;
- * otherwise the reference is dropped and a later scan looks again. */
-static void reclaim_alone(uint32_t i, uint64_t id, uint64_t now) {
+ * holds the slot), the occupant goes for good (`how`: reclaimed with its
+ * finalized comm, or overtaken); otherwise the reference is dropped and a
+ * later scan looks again. */
+static void reclaim_alone(uint32_t i, uint64_t id, uint64_t now, enum fin how) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
     if ((cur & ~NSC_LIFE_DONE) == (NSC_LIFE(id) | 1) &&
         atomic_compare_exchange_strong_explicit(&s->life, &cur, 0, memory_order_acq_rel, RLX))
-        finish(i, now, 0);
+        finish(i, now, how);
     else
         detach(i, id, now, 0);
 }
@@ -480,16 +507,20 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                 if (!LD(s, W_CLOSED))
                     ST(s, W_CLOSED, scan_no);
                 if (scan_no - LD(s, W_CLOSED) >= 10)
-                    reclaim_alone(i, id, now);
+                    reclaim_alone(i, id, now, FIN_RECLAIMED);
                 else
                     detach(i, id, now, 0);
                 continue;
             }
             if (pass == 0 && kind == NSC_OPST_OP && overtaken(c, LD(s, 2), LD(s, 1), LD(s, 3))) {
-                /* Not in flight: reclaimed when only we hold it (a child
-                 * that never stopped keeps it, unreported, until its comm
-                 * is finalized). */
-                reclaim_alone(i, id, now);
+                /* Not in flight: it completed (counted as such; the comm's
+                 * last completed stays the later one), retired when only
+                 * we hold it (a child that never stopped keeps it,
+                 * unreported, until its comm is finalized). Also what a
+                 * completion looks like when our reference delayed it: its
+                 * last child's stop left the finishing to our detach, and
+                 * a later operation completed meanwhile. */
+                reclaim_alone(i, id, now, FIN_OVERTAKEN);
                 continue;
             }
             if (pass == 0 && kind == NSC_OPST_OP) {
@@ -500,7 +531,7 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                     now - last > grace &&
                     atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
                                                             memory_order_acq_rel, RLX)) {
-                    finish(i, now, 1); /* no KernelCh: quiet after its stop */
+                    finish(i, now, FIN_COMPLETED); /* no KernelCh: quiet after its stop */
                     continue;
                 }
                 if (ops) {

@@ -141,26 +141,31 @@ static inline void nsc_record_one(struct nsc_thread *t, uint8_t kind, uint64_t h
     ring_commit(&t->ring, pos, 1);
 }
 
-/* stopEvent (kind STOP) and recordEventState (kind STATE) for every version. */
-static inline void nsc_record_end(void *handle, uint8_t kind, uint32_t state, uint64_t arg) {
+/* stopEvent (kind STOP) and recordEventState (kind STATE) for every version.
+ * Returns the call's timestamp (0 when it had none: a NULL handle), for the
+ * watchdog's hooks, which then read no clock of their own. */
+static inline uint64_t nsc_record_end(void *handle, uint8_t kind, uint32_t state, uint64_t arg) {
     uint64_t h = (uint64_t)(uintptr_t)handle;
     if (!h)
-        return;
+        return 0;
     uint64_t ticks = nsc_clock_ticks();
     if (__builtin_expect(!nsc_handle_issued(h), 0)) {
         nsc_count(&nsc_counters.invalid_handle);
-        return;
+        return ticks;
     }
     struct nsc_thread *t = nsc_thread_get();
     if (__builtin_expect(h & (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED), 0)) {
         if (h & NSC_HANDLE_DROPPED)
             nsc_thread_count_drop(t, 1, 0);
-        return; /* unrecorded: only a chained plugin has it (chain.h) */
+        return ticks; /* unrecorded: only a chained plugin has it (chain.h) */
     }
     nsc_record_one(t, kind, h, state, arg, ticks);
+    return ticks;
 }
 
-static inline void nsc_record_stop(void *handle) { nsc_record_end(handle, NSC_REC_STOP, 0, 0); }
+static inline uint64_t nsc_record_stop(void *handle) {
+    return nsc_record_end(handle, NSC_REC_STOP, 0, 0);
+}
 
 static inline void nsc_record_state(void *handle, int state, uint64_t arg) {
     nsc_record_end(handle, NSC_REC_STATE, (uint32_t)state, arg);

@@ -18,7 +18,8 @@ struct nsc_slab_slot *nsc_slab_slots;
 /* Free list head: tag (32) | index + 1 (32). The tag changes at every pop
  * and push, so a CAS that read a head, was preempted while the slot it saw
  * was popped, reused and pushed back, fails instead of installing a stale
- * `next` (ABA). */
+ * `next` (ABA). Slots move between a list and a thread's cache (slab.h) in
+ * batches. */
 /* Sharded: one list per group of threads (a thread pushes and pops its
  * own shard, and looks at the others only when its own is empty). A single
  * head was one cache line every writer CASed twice per operation: on 16
@@ -60,76 +61,120 @@ int nsc_slab_create(void) {
     return 0;
 }
 
-void nsc_slab_destroy(void) {
-    struct nsc_slab_slot *s = nsc_slab_slots;
-    if (!s)
-        return;
-    atomic_store_explicit((_Atomic(struct nsc_slab_slot *) *)&nsc_slab_slots, NULL,
-                          memory_order_release);
-    UNPOISON(s, (size_t)NSC_SLAB_SLOTS * sizeof(*s));
-    munmap(s, (size_t)NSC_SLAB_SLOTS * sizeof(*s));
-}
-
-/* Pops one slot of shard k, or -1 when it is empty. */
-static int32_t pop(struct nsc_slab_slot *S, uint32_t k) {
+/* Pops up to `max` slots of shard k into out[], one CAS for all of them;
+ * returns how many (0: the shard is empty). Walking past the top is safe
+ * with the tagged head: every push and pop changes the tag, so a CAS that
+ * succeeds proves the list did not change between the load of the head and
+ * the CAS, hence the links read in between were the list's. A link read
+ * while another thread took and reused a slot may be anything that thread
+ * wrote (always 0 or an index + 1), and the CAS then fails. */
+static uint32_t pop_many(struct nsc_slab_slot *S, uint32_t k, uint32_t *out, uint32_t max) {
     _Atomic uint64_t *head = &free_lists[k].head;
-    /* ACQUIRE: pairs with the RELEASE CAS in nsc_slab_free, so the
-     * next_free read below is the one the pusher wrote. */
+    /* ACQUIRE: pairs with the RELEASE CAS of every push before (an RMW
+     * continues the release sequence), so the links below are the ones the
+     * pushers wrote. */
     uint64_t h = atomic_load_explicit(head, memory_order_acquire);
     while ((uint32_t)h) {
-        uint32_t i = (uint32_t)h - 1;
-        UNPOISON(&S[i].next_free, sizeof(S[i].next_free));
-        /* Relaxed: may be stale if another thread popped i meanwhile; then
-         * the tag changed and the CAS fails. */
-        uint32_t next = atomic_load_explicit(&S[i].next_free, memory_order_relaxed);
-        uint64_t nh = ((h >> 32) + 1) << 32 | next;
+        uint32_t got = 0, v = (uint32_t)h;
+        while (v && got < max) {
+            uint32_t i = v - 1;
+            out[got++] = i;
+            /* Relaxed: stale only if the tag changed (the CAS fails). */
+            v = atomic_load_explicit(&S[i].next_free, memory_order_relaxed);
+        }
+        uint64_t nh = ((h >> 32) + 1) << 32 | v;
         if (atomic_compare_exchange_weak_explicit(head, &h, nh, memory_order_acquire,
                                                   memory_order_acquire)) {
-            UNPOISON(&S[i], sizeof(S[i]));
-            return (int32_t)i;
+            for (uint32_t j = 0; j < got; j++)
+                UNPOISON(&S[out[j]], sizeof(S[out[j]]));
+            return got;
         }
     }
-    return -1;
+    return 0;
 }
 
-int32_t nsc_slab_alloc(void) {
+/* Pushes idx[0..n) onto the calling thread's shard as one chain, one CAS.
+ * The slots are ours (freed by us, on no list), so linking them needs no
+ * atomicity; pushing is ABA-safe (the head we link to is the head we
+ * replace, whatever happened to it in between). */
+static void push_many(struct nsc_slab_slot *S, const uint32_t *idx, uint32_t n) {
+    for (uint32_t j = 0; j + 1 < n; j++)
+        atomic_store_explicit(&S[idx[j]].next_free, idx[j + 1] + 1, memory_order_relaxed);
+    _Atomic uint64_t *head = &free_lists[shard_of_thread()].head;
+    uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
+    do
+        atomic_store_explicit(&S[idx[n - 1]].next_free, (uint32_t)h, memory_order_relaxed);
+    /* RELEASE: the links (and the slots' last payload) before the chain is
+     * visible on the list; pairs with pop_many's ACQUIRE. */
+    while (!atomic_compare_exchange_weak_explicit(head, &h, ((h >> 32) + 1) << 32 | (idx[0] + 1),
+                                                  memory_order_release, memory_order_relaxed));
+}
+
+int32_t nsc_slab_alloc(struct nsc_slab_cache *c) {
     struct nsc_slab_slot *S = nsc_slab_slots;
+    if (c && c->n) { /* the common case: no atomic at all */
+        uint32_t i = c->idx[--c->n];
+        UNPOISON(&S[i], sizeof(S[i]));
+        return (int32_t)i;
+    }
+    uint32_t one, *out = c ? c->idx : &one, max = c ? NSC_SLAB_BATCH : 1;
     uint32_t me = shard_of_thread();
     for (uint32_t k = 0; k < SHARDS; k++) {
-        int32_t i = pop(S, (me + k) % SHARDS);
-        if (i >= 0)
-            return i;
+        uint32_t got = pop_many(S, (me + k) % SHARDS, out, max);
+        if (got) {
+            if (!c)
+                return (int32_t)one;
+            c->n = got - 1; /* unpoisoned by pop_many */
+            return (int32_t)c->idx[got - 1];
+        }
     }
-    /* Never used slots: the high-water mark (relaxed: the slot itself is
-     * zero from the mapping and reaches other threads only through `life`,
-     * published with RELEASE by its user). */
+    /* Never used slots: the high-water mark, a batch at a time for a cache
+     * (relaxed: the slots are zero from the mapping and reach other threads
+     * only through `life`, published with RELEASE by their user). */
     uint32_t n = atomic_load_explicit(&nsc_slab_high, memory_order_relaxed);
-    while (n < NSC_SLAB_SLOTS)
-        if (atomic_compare_exchange_weak_explicit(&nsc_slab_high, &n, n + 1, memory_order_relaxed,
-                                                  memory_order_relaxed))
+    while (n < NSC_SLAB_SLOTS) {
+        uint32_t take = NSC_SLAB_SLOTS - n < max ? NSC_SLAB_SLOTS - n : max;
+        if (atomic_compare_exchange_weak_explicit(&nsc_slab_high, &n, n + take,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+            if (!c)
+                return (int32_t)n;
+            for (uint32_t j = 0; j + 1 < take; j++)
+                c->idx[j] = n + take - 1 - j; /* the lowest slot last, as a list would */
+            c->n = take - 1;
             return (int32_t)n;
+        }
+    }
     atomic_fetch_add_explicit(&n_full, 1, memory_order_relaxed);
     return -1;
 }
 
-void nsc_slab_free(uint32_t i) {
+void nsc_slab_free(struct nsc_slab_cache *c, uint32_t i) {
     struct nsc_slab_slot *S = nsc_slab_slots;
     atomic_store_explicit(&S[i].kind, 0, memory_order_relaxed);
-    for (int k = 0; k < 14; k++)
-        atomic_store_explicit(&S[i].w[k], 0, memory_order_relaxed);
-    /* Nothing but the list may touch a free slot's payload: ASan says so if
-     * anyone does (life, kind and next_free stay readable: the watchdog
-     * scans them, pops read next_free). Before the push: once on the list
-     * the slot may be popped (and unpoisoned) by another thread at once. */
+    /* Nothing but the next occupant may touch a free slot's payload: ASan
+     * says so if anyone does (life, kind and next_free stay readable: the
+     * watchdog scans them, pops read next_free). Before the slot can reach
+     * another thread (a push), which may unpoison it at once. */
     POISON(&S[i].w, sizeof(S[i].w));
-    _Atomic uint64_t *head = &free_lists[shard_of_thread()].head;
-    uint64_t h = atomic_load_explicit(head, memory_order_relaxed);
-    do
-        atomic_store_explicit(&S[i].next_free, (uint32_t)h, memory_order_relaxed);
-    /* RELEASE: next_free (and the cleared payload) before the slot is
-     * visible on the list; pairs with pop's ACQUIRE. */
-    while (!atomic_compare_exchange_weak_explicit(head, &h, ((h >> 32) + 1) << 32 | (i + 1),
-                                                  memory_order_release, memory_order_relaxed));
+    if (!c) {
+        push_many(S, &i, 1);
+        return;
+    }
+    if (c->n == NSC_SLAB_CACHE) {
+        /* Full: the oldest batch goes to the shared list; the most recent
+         * slots (their lines likely still in this core's cache) stay. */
+        push_many(S, c->idx, NSC_SLAB_BATCH);
+        memmove(c->idx, c->idx + NSC_SLAB_BATCH,
+                (NSC_SLAB_CACHE - NSC_SLAB_BATCH) * sizeof(c->idx[0]));
+        c->n = NSC_SLAB_CACHE - NSC_SLAB_BATCH;
+    }
+    c->idx[c->n++] = i;
+}
+
+void nsc_slab_cache_flush(struct nsc_slab_cache *c) {
+    if (c->n && nsc_slab_on())
+        push_many(nsc_slab_slots, c->idx, c->n);
+    c->n = 0;
 }
 
 void nsc_slab_count_orphan(void) { atomic_fetch_add_explicit(&n_orphans, 1, memory_order_relaxed); }

@@ -76,30 +76,54 @@ struct nsc_slab_counts {
 
 extern struct nsc_slab_slot *nsc_slab_slots; /* NULL: slab off */
 
-/* Session start/end (slow path). Returns 0, or -1 without memory (the slab
- * stays off: every event is record-only). destroy only when no callback can
- * run (the session's end). */
+/* Session start (slow path). Returns 0, or -1 without memory (the slab
+ * stays off: every event is record-only). The slab lives until the process
+ * ends: slots are named by handles NCCL may still hold, and free slots sit in
+ * threads' caches (below). */
 int nsc_slab_create(void);
-void nsc_slab_destroy(void);
 static inline int nsc_slab_on(void) {
     /* ACQUIRE: pairs with create's RELEASE store; the slots are zeroed. */
     return atomic_load_explicit((_Atomic(struct nsc_slab_slot *) *)&nsc_slab_slots,
                                 memory_order_acquire) != 0;
 }
 
+/* A thread's own free slots. Most slots are taken and given back by the
+ * same thread (a KernelCh or ProxyStep starts and stops on NCCL's proxy or
+ * profiler thread), and a locked instruction on a shared free list costs as
+ * much as the rest of such a callback: the cache makes alloc and free plain
+ * loads and stores. It moves slots to and from the shared lists
+ * NSC_SLAB_BATCH at a time, one CAS per batch, so slots freed on one thread
+ * (an operation finished by its last child's stop) reach the thread that
+ * allocates them. Only its owner touches a cache; a thread that exits must
+ * flush it (thread_state.c does), or its slots stay parked: at most
+ * NSC_SLAB_CACHE per cache, never lost to the trace (a full slab only makes
+ * events record-only). Two lines. */
+#define NSC_SLAB_CACHE 31
+#define NSC_SLAB_BATCH 16
+struct nsc_slab_cache {
+    uint32_t n;
+    uint32_t idx[NSC_SLAB_CACHE];
+};
+_Static_assert(sizeof(struct nsc_slab_cache) == 128, "slab cache: two lines");
+
 /* A free slot's index, or -1 (full: counted). The slot's `life` is 0 and
- * owned by the caller until it publishes it. */
-int32_t nsc_slab_alloc(void);
+ * owned by the caller until it publishes it. `c`: the calling thread's
+ * cache, or NULL (a thread without one: the shared lists directly). */
+int32_t nsc_slab_alloc(struct nsc_slab_cache *c);
 /* Gives slot i back. Only the thread that moved its life to 0 (the CAS
- * that freed it) may call this, once. */
-void nsc_slab_free(uint32_t i);
+ * that freed it) may call this, once. The payload is left as it is: the
+ * next occupant writes every word before publishing `life`. */
+void nsc_slab_free(struct nsc_slab_cache *c, uint32_t i);
+/* Gives every slot of cache c to the shared lists (thread exit, tests). */
+void nsc_slab_cache_flush(struct nsc_slab_cache *c);
 
 void nsc_slab_count_orphan(void);
 void nsc_slab_count_untracked(void);
 void nsc_slab_counts(struct nsc_slab_counts *out);
-/* Tests and debug builds: the free list and the high-water mark agree
+/* Tests and debug builds: the free lists and the high-water mark agree
  * (every free slot is below high and listed once). Returns 0 when they do.
- * Only while no other thread allocates or frees. */
+ * Only while no other thread allocates or frees, and every thread that did
+ * has flushed its cache (exited, or nsc_slab_cache_flush). */
 int nsc_slab_check_invariants(void);
 
 /* Slot i was handed out at least once (a slab handle naming a slot above

@@ -45,6 +45,9 @@ static void on_thread_exit(void *p) {
      * sentinel, so it can never write into a ring another thread adopted. */
     tls_exiting = 1;
     nsc_tls_thread = &nsc_thread_sentinel_state;
+    /* Its free slab slots back to the shared lists (slab.h): the adopter
+     * starts with an empty cache, and none stay parked meanwhile. */
+    nsc_slab_cache_flush(&t->slab_cache);
     /* RELEASE: the ring's last head store happens before an adopter's
      * ACQUIRE of dead; the adopter continues from that head. */
     atomic_store_explicit(&t->dead, 1, memory_order_release);

@@ -33,6 +33,7 @@
 #include "hot_line.h"
 #include "intern.h"
 #include "ring.h"
+#include "slab.h"
 
 #define NSC_MAX_THREADS_HARD 4096
 #define NSC_ID_BLOCK 4096
@@ -49,6 +50,9 @@ struct nsc_thread {
     int shared;                    /* the sentinel: counters shared by many threads */
     struct nsc_intern_cache strings;
 
+    /* the owner's free slab slots (slab.h): flushed when it exits */
+    alignas(NSC_CACHELINE) struct nsc_slab_cache slab_cache;
+
     /* owner description: written at attach, under the registry mutex */
     alignas(NSC_CACHELINE) _Atomic int dead;
     _Atomic uint32_t tid;
@@ -62,6 +66,13 @@ struct nsc_thread *nsc_thread_attach(void);
 /* The sentinel (see the contract). Its address is a link-time constant, so
  * telling it apart costs no load of its own. */
 extern struct nsc_thread nsc_thread_sentinel_state __attribute__((visibility("hidden")));
+
+/* The calling thread's slab cache, or NULL when it has no state of its own
+ * (the watchdog, threads on the sentinel). Never attaches. */
+static inline struct nsc_slab_cache *nsc_thread_slab_cache(void) {
+    struct nsc_thread *t = nsc_tls_thread;
+    return t && t != &nsc_thread_sentinel_state ? &t->slab_cache : 0;
+}
 
 static inline struct nsc_thread *nsc_thread_get(void) {
     struct nsc_thread *t = nsc_tls_thread;

@@ -6,10 +6,12 @@ from collections import defaultdict
 
 def main(path):
     runs = defaultdict(list)
+    by_round = defaultdict(dict)  # (kind, round) -> config -> µs
     for line in open(path):
         f = line.rstrip("\n").split("\t")
         if len(f) == 4 and f[3] not in ("NA", ""):
             runs[(f[0], f[1])].append(float(f[3]))
+            by_round[(f[0], f[2])][f[1]] = float(f[3])
     for kind in sorted({k for k, _ in runs}):
         med = {c: statistics.median(v) for (k, c), v in runs.items() if k == kind}
         print("\n%s, 64 B all_reduce, median µs per operation over %d rounds\n" %
@@ -24,10 +26,22 @@ def main(path):
         print("\nncclscope every event / empty plugin every event: %s; ncclscope default / no plugin: %s; "
               "empty every event / no plugin: %s" % (ratio("scope_all", "empty_all"),
                                                     ratio("scope_default", "none"), ratio("empty_all", "none")))
-        extra = [c for c in ("scope_flight", "scope_nowatch", "scope_metrics") if c in med]
+        extra = [c for c in ("floor_all", "scope_flight", "scope_nowatch", "scope_metrics") if c in med]
         if extra:
             print("every event, vs the empty plugin: " +
                   "; ".join("%s %s" % (c, ratio(c, "empty_all")) for c in ["scope_all"] + extra))
+        # Paired: the ratio within each round (the configurations of a round
+        # ran back to back), then the median over rounds; robust to a round
+        # that ran in another speed mode for every configuration.
+        paired = []
+        for c in ["scope_all"] + extra:
+            rs = [r[c] / r["empty_all"] for (k, _), r in by_round.items()
+                  if k == kind and c in r and "empty_all" in r]
+            if rs:
+                paired.append("%s %.3f (%d rounds, %.3f..%.3f)" %
+                              (c, statistics.median(rs), len(rs), min(rs), max(rs)))
+        if paired:
+            print("per-round ratios over the empty plugin, median: " + "; ".join(paired))
 
 
 if __name__ == "__main__":

@@ -25,14 +25,17 @@ HARNESS=$PWD/build-gpu/bench/ncclscope-bench
 ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
 [ -x "$ART" ] || ART=$(find "$PWD/.nccl-tests/work" -name all_reduce_perf -type f 2>/dev/null | head -1)
 export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
-# CONFIGS picks among these (default the first four); the last three price
-# issue 11's features on top of every event: flight mode, the hang watchdog
-# off (slab and watchdog are on by default), live metrics on.
+# CONFIGS picks among these (default: none empty_all scope_default scope_all);
+# floor_all is the floor plugin (bench/floor_plugin.c: one timestamp and one
+# record line per callback); the last three price issue 11's features on top
+# of every event: flight mode, the hang watchdog off (slab and watchdog are on
+# by default), live metrics on.
 CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
 cfg_env() {
     case $1 in
     none) echo "NCCLSCOPE_ENABLE=1" ;;
     empty_all) echo "NCCL_PROFILER_PLUGIN=$EMPTY NCCLSCOPE_EVENTS=all" ;;
+    floor_all) echo "NCCL_PROFILER_PLUGIN=$PWD/build-gpu/bench/libnccl-profiler-floor.so NCCLSCOPE_EVENTS=all" ;;
     scope_default) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=default" ;;
     scope_all) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all" ;;
     scope_flight) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_MODE=flight" ;;

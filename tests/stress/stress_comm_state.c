@@ -14,9 +14,22 @@
  * they accept: the seqNumbers belong to the serial the snapshot names,
  * completed <= started <= 3. A watchdog thread scans the slab (it reclaims
  * the finalized comms' operations). At the end every slot must be free
- * again and the slab's invariants hold.
+ * again and the slab's invariants hold. The writers have thread states, so
+ * their slots go through the per-thread slab caches (slab.h), flushed when
+ * they exit; the watchdog has none (the shared lists directly).
+ *
+ *   stress_comm_state handoff N
+ *
+ * Slots crossing threads through the caches: one thread starts N
+ * AllReduces with 4 KernelCh each, another stops them (so operations are
+ * finished, and their slots freed, on the stopping thread: its cache
+ * overflows to the shared lists while the starting thread's runs dry and
+ * refills from them, a batch per CAS). At the end: no slot taken, every
+ * free slot listed once, and the high-water mark far below N * 5 (slots
+ * were reused, not leaked into a cache).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +42,9 @@
 #include "control.h"
 #include "event_types.h"
 #include "op_state.h"
+#include "page_pool.h"
 #include "slab.h"
+#include "thread_state.h"
 
 /* What op_state.c reads from the session and the control module. */
 int nsc_session_pid;
@@ -52,6 +67,9 @@ static uint64_t handle(unsigned et) {
 
 static void *writer(void *arg) {
     long n = (long)(intptr_t)arg;
+    nsc_thread_get(); /* a thread state, hence a slab cache */
+    if (!nsc_thread_slab_cache())
+        fail("writer has no thread state (no slab cache)");
     for (long i = 0; i < n; i++) {
         struct nsc_comm *c = nsc_comm_open(0x1000 + (uint64_t)i, "stress", 1, 2, 0, 0);
         if (!c) {
@@ -119,6 +137,7 @@ static void *reader(void *arg) {
 }
 
 static struct nsc_opst_op ops[4096];
+static unsigned expect_nch = 1; /* channels of every operation started */
 static struct nsc_opst_proxy proxies[64];
 
 static void *watchdog(void *arg) {
@@ -128,11 +147,102 @@ static void *watchdog(void *arg) {
         uint32_t no, np, lo;
         nsc_opst_scan(now++, 10, ops, &no, 4096, proxies, &np, 64, &lo);
         for (uint32_t k = 0; k < no; k++)
-            if (ops[k].nch != 1 || ops[k].etype != NSC_ET_COLL)
+            if (ops[k].nch != expect_nch || ops[k].etype != NSC_ET_COLL)
                 fail("an operation the scan copied is not what was started");
         usleep(100);
     }
     return NULL;
+}
+
+/* ---- handoff: operations started on one thread, finished on another ---- */
+
+#define HANDOFF_Q 1024 /* a power of two */
+#define HANDOFF_KCH 4
+static _Atomic uint64_t q[HANDOFF_Q][1 + HANDOFF_KCH];
+static _Atomic uint64_t q_head, q_tail;
+static long handoff_n;
+static struct nsc_comm *handoff_comm;
+
+static void *handoff_starter(void *arg) {
+    (void)arg;
+    nsc_thread_get();
+    if (!nsc_thread_slab_cache())
+        fail("starter has no slab cache");
+    for (long i = 0; i < handoff_n; i++) {
+        uint64_t h = atomic_load_explicit(&q_head, memory_order_relaxed);
+        while (h - atomic_load_explicit(&q_tail, memory_order_acquire) == HANDOFF_Q)
+            sched_yield();
+        nsc_abi_descr_v7 d;
+        memset(&d, 0, sizeof(d));
+        d.coll.seqNumber = (uint64_t)i;
+        d.coll.nChannels = HANDOFF_KCH;
+        uint64_t op = nsc_opst_start(handoff_comm, NSC_ET_COLL, &d, handle(NSC_ET_COLL), 1, NULL);
+        _Atomic uint64_t *e = q[h % HANDOFF_Q];
+        atomic_store_explicit(&e[0], op, memory_order_relaxed);
+        for (int k = 0; k < HANDOFF_KCH; k++) {
+            d.parentObj = (void *)(uintptr_t)op;
+            d.kernelCh.channelId = (uint8_t)k;
+            atomic_store_explicit(&e[1 + k],
+                                  nsc_opst_start(handoff_comm, NSC_ET_KERNEL_CH, &d,
+                                                 handle(NSC_ET_KERNEL_CH), 2, NULL),
+                                  memory_order_relaxed);
+        }
+        nsc_opst_stop(op, 3); /* enqueued: the KernelCh stops finish it */
+        atomic_store_explicit(&q_head, h + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void *handoff_stopper(void *arg) {
+    (void)arg;
+    nsc_thread_get();
+    for (long i = 0; i < handoff_n; i++) {
+        uint64_t t = atomic_load_explicit(&q_tail, memory_order_relaxed);
+        while (atomic_load_explicit(&q_head, memory_order_acquire) == t)
+            sched_yield();
+        _Atomic uint64_t *e = q[t % HANDOFF_Q];
+        for (int k = 0; k < HANDOFF_KCH; k++) {
+            uint64_t kch = atomic_load_explicit(&e[1 + k], memory_order_relaxed);
+            if (!nsc_handle_is_slab(kch))
+                fail("handoff: a KernelCh without a slot (slab full?)");
+            nsc_opst_stop(kch, 4);
+        }
+        atomic_store_explicit(&q_tail, t + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static int handoff(long n) {
+    handoff_n = n;
+    expect_nch = HANDOFF_KCH;
+    handoff_comm = nsc_comm_open(0x3000, "handoff", 1, 2, 0, 0);
+    nsc_opst_comm_open((uint32_t)(handoff_comm - nsc_comms), handoff_comm->serial);
+    pthread_t a, b, wd;
+    pthread_create(&a, NULL, handoff_starter, NULL);
+    pthread_create(&b, NULL, handoff_stopper, NULL);
+    pthread_create(&wd, NULL, watchdog, NULL); /* scans while slots move */
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    atomic_fetch_add(&writers_done, 2);
+    pthread_join(wd, NULL);
+    struct nsc_opst_comm o;
+    struct nsc_slab_counts sc;
+    nsc_slab_counts(&sc);
+    int ok = nsc_opst_comm_read((uint32_t)(handoff_comm - nsc_comms), &o);
+    printf("handoff: %ld operations x %d KernelCh, completed %llu, slab high-water %u, live %u, "
+           "full %llu\n", n, HANDOFF_KCH, ok ? (unsigned long long)o.completed : 0ull, sc.high,
+           sc.live, (unsigned long long)sc.full);
+    if (!ok || o.completed != (uint64_t)n)
+        fail("handoff: not every operation completed");
+    if (sc.live != 0 || sc.full != 0)
+        fail("handoff: slots still taken, or the slab ran full");
+    /* In flight at once: at most HANDOFF_Q operations of 5 slots, plus what
+     * the two caches and a batch in transit hold. */
+    if (sc.high > HANDOFF_Q * (1 + HANDOFF_KCH) + 4 * NSC_SLAB_CACHE + NSC_SLAB_BATCH)
+        fail("handoff: slots not reused (parked in a cache?)");
+    if (nsc_slab_check_invariants() != 0)
+        fail("handoff: slab invariants");
+    return atomic_load(&bad) ? 1 : 0;
 }
 
 /* `stress_comm_state bench N`: the slab's own cost, one thread, no
@@ -140,6 +250,7 @@ static void *watchdog(void *arg) {
  * 4 ProxySteps (the start, stop and state hooks the callbacks call),
  * nanoseconds per hook call (docs/benchmarks.md). */
 static int bench(long n) {
+    nsc_thread_get(); /* a thread state: slots through its cache, as in the plugin */
     struct nsc_comm *c = nsc_comm_open(0x2000, "bench", 1, 2, 0, 0);
     nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);
     nsc_abi_descr_v7 d;
@@ -178,10 +289,18 @@ static int bench(long n) {
 }
 
 int main(int argc, char **argv) {
+    /* Thread states take a ring page at attach (their THREAD record). */
+    if (page_pool_create(8 * NSC_PAGE_BYTES) != 0)
+        return 1;
     if (argc > 2 && !strcmp(argv[1], "bench")) {
         nsc_session_pid = 1;
         nsc_clock_init("auto"); /* the plugin's clock: rdtsc where invariant */
         return nsc_slab_create() == 0 ? bench(atol(argv[2])) : 1;
+    }
+    if (argc > 2 && !strcmp(argv[1], "handoff")) {
+        nsc_session_pid = 1;
+        nsc_clock_init("auto");
+        return nsc_slab_create() == 0 ? handoff(atol(argv[2])) : 1;
     }
     cycles = argc > 1 ? atol(argv[1]) : 100000;
     if (nsc_slab_create() != 0) {
