@@ -16,13 +16,14 @@
  *
  *   all     w0  comm serial << 32 | comm index      w13 watchdog: scan that found the comm closed
  *   OP      w1  seqNumber (Coll; 0 for P2p)          w2  peer | nch << 32 | kernel_tracked << 40 | etype << 48
- *           w3  func (string id)    w4 channels started (bits)   w5 channels done (bits)
+ *           w3  func (string id)    w4 (unused)      w5 channels done (bits)
  *           w6  start ticks         w7 stop ticks    w8 ProxyOps    w9 ProxyOps done   w11 last child gone
  *   PROXY   w1  parent slot   w2 parent id   w3 peer | ch << 32 | is_send << 40
  *           w4  nSteps        w7 last ProxyOp state + 1 (v1-v3)
  *   STEP    w1  parent slot   w2 parent id   w3 step   w4 last state + 1 (0: none yet)
  *           (no reference on its ProxyOp: the scan checks the id)
  *   KCH     w1  parent slot   w2 parent id   w3 channel
+ *           (no reference on its operation either: below, "KernelCh")
  *
  * The start writes exactly these words of its kind; the others hold a
  * former occupant's values and nothing reads them.
@@ -152,7 +153,9 @@ static int kernel_done(const struct nsc_slab_slot *s) {
     if (!((w2 >> 40) & 1))
         return 0; /* KernelCh not recorded: the watchdog decides (grace) */
     unsigned nch = (unsigned)(w2 >> 32) & 0xff;
-    return (unsigned)__builtin_popcountll(LD(s, 5)) >= nch;
+    /* SEQ_CST: the other half of kch_done's (the Dekker pair there). */
+    return (unsigned)__builtin_popcountll(atomic_load_explicit(&s->w[5], memory_order_seq_cst)) >=
+           nch;
 }
 
 /* How a slot ends (finish): its event completed; its operation completed
@@ -187,6 +190,39 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks, enum fin how) {
     atomic_fetch_sub_explicit(&w->busy, 1, memory_order_release);
 }
 
+/* KernelCh. A KernelCh holds no reference on its operation: an operation
+ * with KernelCh recorded cannot complete before every one of its channels
+ * is done, and a reference would cost a KernelCh two more locked
+ * instructions (an attach CAS at its start, a release at its stop; with the
+ * bit below, five per KernelCh, the slab's largest cost on the 64 B path).
+ * What the reference protected against: the operation's slot taken by
+ * another operation while a KernelCh is open. That happens only when the
+ * watchdog retires the operation early (overtaken, or its comm finalized: a
+ * KernelCh stop that never came, or one that comes after); a stop then
+ * finds another id in the parent's `life` and sets nothing. The window
+ * left, the parent retired and its slot taken again between that check and
+ * the fetch_or, can only set a channel bit of the new occupant, which the
+ * next occupant's start clears: the watchdog's view of one operation, never
+ * the trace.
+ *
+ * Completion is a Dekker pair with the operation's stop: we set our bit,
+ * then read DONE; the stop sets DONE, then (try_finish) reads the bits.
+ * SEQ_CST on both sides, so at least one of them sees both and tries to
+ * finish (try_finish may run twice; one CAS wins). */
+static void kch_done(uint32_t p, uint64_t pid, uint64_t ch, uint64_t ticks) {
+    struct nsc_slab_slot *ps = &nsc_slab_slots[p];
+    if ((atomic_load_explicit(&ps->life, memory_order_acquire) >> NSC_LIFE_ID_SHIFT) != pid) {
+        nsc_slab_count_orphan(); /* retired (and maybe reused) while we ran */
+        return;
+    }
+    uint64_t bit = UINT64_C(1) << (ch & 63);
+    if (atomic_fetch_or_explicit(&ps->w[5], bit, memory_order_seq_cst) & bit)
+        return; /* a second stop of the same channel */
+    uint64_t l = atomic_load_explicit(&ps->life, memory_order_seq_cst);
+    if ((l >> NSC_LIFE_ID_SHIFT) == pid && (l & NSC_LIFE_DONE) && !(l & NSC_LIFE_REFS))
+        try_finish(p, pid, ticks);
+}
+
 /* We own slot i (our CAS moved its life to 0): account for it, release
  * its parent, give it back. */
 static void finish(uint32_t i, uint64_t ticks, enum fin how) {
@@ -195,21 +231,23 @@ static void finish(uint32_t i, uint64_t ticks, enum fin how) {
     if (kind == NSC_OPST_OP) {
         if (how != FIN_RECLAIMED)
             complete_op(s, ticks, how);
-    } else if (kind == NSC_OPST_PROXY || kind == NSC_OPST_KCH) {
+    } else if (kind == NSC_OPST_PROXY) {
         uint32_t p = (uint32_t)LD(s, W_PSLOT);
         uint64_t pid = LD(s, W_PID);
-        struct nsc_slab_slot *ps = &nsc_slab_slots[p];
         /* We still hold the reference taken at start: the parent is ours.
          * A child reclaimed with its finalized comm did not finish: its
          * parent makes no progress from it. */
-        if (how == FIN_RECLAIMED)
-            ;
-        else if (kind == NSC_OPST_PROXY)
-            atomic_fetch_add_explicit(&ps->w[9], 1, RLX);
-        else
-            atomic_fetch_or_explicit(&ps->w[5], UINT64_C(1) << (LD(s, 3) & 63), RLX);
+        if (how != FIN_RECLAIMED)
+            atomic_fetch_add_explicit(&nsc_slab_slots[p].w[9], 1, RLX);
         nsc_slab_free(nsc_thread_slab_cache(), i);
         detach(p, pid, ticks, 1);
+        return;
+    } else if (kind == NSC_OPST_KCH) {
+        uint32_t p = (uint32_t)LD(s, W_PSLOT);
+        uint64_t pid = LD(s, W_PID), ch = LD(s, 3);
+        nsc_slab_free(nsc_thread_slab_cache(), i);
+        if (how != FIN_RECLAIMED)
+            kch_done(p, pid, ch, ticks);
         return;
     }
     nsc_slab_free(nsc_thread_slab_cache(), i);
@@ -280,14 +318,19 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
          * and id), which the watchdog compares when it tallies steps. Steps
          * are most of the network path's callbacks; a reference would cost
          * two more atomic RMWs each. */
-        if (kind != NSC_OPST_STEP && attach(pslot, pid) != 0) {
+        /* A KernelCh takes none either (kch_done says why); it checks
+         * that its operation is still the occupant. */
+        if (kind == NSC_OPST_KCH
+                ? (atomic_load_explicit(&nsc_slab_slots[pslot].life, memory_order_acquire) >>
+                   NSC_LIFE_ID_SHIFT) != pid
+                : kind != NSC_OPST_STEP && attach(pslot, pid) != 0) {
             nsc_slab_count_orphan(); /* its slot completed (and maybe reused) */
             return h;
         }
     }
     int32_t i = nsc_slab_alloc(nsc_thread_slab_cache());
     if (i < 0) {
-        if (kind != NSC_OPST_OP && kind != NSC_OPST_STEP)
+        if (kind == NSC_OPST_PROXY)
             detach(pslot, pid, ticks, 1);
         return h; /* full: record-only (counted) */
     }
@@ -339,9 +382,8 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         ST(s, 3, (uint64_t)(uint32_t)d->proxyStep.step);
         ST(s, 4, 0); /* no state yet */
         break;
-    default: /* KCH */
+    default: /* KCH: its channel counts as started through its slot (the scan) */
         ST(s, 3, d->kernelCh.channelId & 63);
-        atomic_fetch_or_explicit(&ps->w[4], UINT64_C(1) << (d->kernelCh.channelId & 63), RLX);
         break;
     }
     if (kind != NSC_OPST_OP) {
@@ -380,8 +422,9 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
             }
             continue;
         }
+        /* SEQ_CST: the other half of kch_done's Dekker pair. */
         if (atomic_compare_exchange_weak_explicit(&s->life, &l, l | NSC_LIFE_DONE,
-                                                  memory_order_acq_rel, memory_order_acquire))
+                                                  memory_order_seq_cst, memory_order_acquire))
             break;
     }
     if ((l & NSC_LIFE_REFS) == 0)
@@ -465,6 +508,7 @@ static int overtaken(uint64_t c, uint64_t w2, uint64_t seq, uint64_t func) {
 
 /* The watchdog's scratch (one scan at a time, op_state.h). */
 static uint32_t proxy_at[NSC_SLAB_SLOTS]; /* slot -> index in proxies + 1 */
+static uint32_t op_at[NSC_SLAB_SLOTS];    /* slot -> index in ops + 1 */
 static uint64_t scan_no;
 
 void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
@@ -476,21 +520,24 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
     scan_no++;
     if (proxies)
         memset(proxy_at, 0, sizeof(proxy_at));
+    if (ops)
+        memset(op_at, 0, sizeof(op_at));
     uint32_t high = atomic_load_explicit(&nsc_slab_high, RLX);
     /* Two passes: operations and ProxyOps first, then the steps tallied
-     * into their ProxyOp. */
+     * into their ProxyOp and the open KernelCh into their operation's
+     * channels started (a KernelCh's start touches only its own slot). */
     /* Children are visited only when their ProxyOps are collected (a
      * firing) and, to reclaim finalized comms' slots, every tenth scan:
      * most slots of a busy process are ProxySteps and KernelCh, and a
      * reference per slot every 100 ms would be the watchdog's whole cost. */
     int sweep = scan_no % 10 == 0;
-    for (int pass = 0; pass < (proxies ? 2 : 1); pass++)
+    for (int pass = 0; pass < (proxies || ops ? 2 : 1); pass++)
         for (uint32_t i = 0; i < high; i++) {
             struct nsc_slab_slot *s = &nsc_slab_slots[i];
             /* Relaxed: a hint (attach below checks the occupant). */
             uint32_t k0 = atomic_load_explicit(&s->kind, RLX);
             if (pass == 0 ? k0 != NSC_OPST_OP && !sweep && !(proxies && k0 == NSC_OPST_PROXY)
-                          : k0 != NSC_OPST_STEP)
+                          : k0 != NSC_OPST_STEP && k0 != NSC_OPST_KCH)
                 continue;
             uint64_t l = atomic_load_explicit(&s->life, memory_order_acquire);
             if (!l)
@@ -547,13 +594,14 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                         o->kernel_tracked = (uint8_t)(w2 >> 40 & 1);
                         o->etype = (uint8_t)(w2 >> 48);
                         o->func = (uint16_t)LD(s, 3);
-                        o->ch_started = LD(s, 4);
                         o->ch_done = LD(s, 5);
+                        o->ch_started = o->ch_done; /* and the open ones: pass 1 */
                         o->start_ticks = LD(s, 6);
                         o->stop_ticks = LD(s, 7);
                         o->stopped = (cur & NSC_LIFE_DONE) != 0;
                         o->proxies = (uint32_t)LD(s, 8);
                         o->proxies_done = (uint32_t)LD(s, 9);
+                        op_at[i] = no;
                     } else
                         lo++;
                 }
@@ -575,6 +623,10 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                     } else
                         lo++;
                 }
+            } else if (pass == 1 && kind == NSC_OPST_KCH && ops) {
+                uint32_t p = (uint32_t)LD(s, W_PSLOT);
+                if (p < NSC_SLAB_SLOTS && op_at[p] && ops[op_at[p] - 1].id == LD(s, W_PID))
+                    ops[op_at[p] - 1].ch_started |= UINT64_C(1) << (LD(s, 3) & 63);
             } else if (pass == 1 && kind == NSC_OPST_STEP && proxies) {
                 uint32_t p = (uint32_t)LD(s, W_PSLOT);
                 /* its ProxyOp, if that is still the occupant the step names */

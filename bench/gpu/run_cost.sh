@@ -10,7 +10,9 @@
 # Needs build-gpu (bench/gpu/build_gpu.sh) and an nccl-tests build (bench/gpu/run_nccl_tests.sh
 # STEPS=build leaves it under .nccl-tests/work). Writes $OUT/cost.tsv, $OUT/knee.json and
 # prints the medians and ratios (bench/gpu/cost_report.py).
-#   OUT (/tmp/ncclscope-cost), ROUNDS (6), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS
+#   OUT (/tmp/ncclscope-cost), ROUNDS (6), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
+#   PIN (a command prefix for every NCCL run, e.g. "taskset -c 0-15": the rounds' spread is
+#   mostly where the kernel puts NCCL's threads)
 set -euo pipefail
 OUT=${OUT:-/tmp/ncclscope-cost}
 ROUNDS=${ROUNDS:-6}
@@ -22,6 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/build_gpu.sh"
 BENCH=$PWD/build-gpu/bench/gpu/nccl-bench
 HARNESS=$PWD/build-gpu/bench/ncclscope-bench
+PIN=${PIN:-}
 ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
 [ -x "$ART" ] || ART=$(find "$PWD/.nccl-tests/work" -name all_reduce_perf -type f 2>/dev/null | head -1)
 export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
@@ -51,7 +54,7 @@ if has T; then
         for c in $CONFIGS; do
             rm -rf /tmp/nsc-cost-trace
             # shellcheck disable=SC2046
-            line=$(env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$ART" -b 64 -e 64 -t "$NG" -g 1 \
+            line=$($PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$ART" -b 64 -e 64 -t "$NG" -g 1 \
                    -n "$ITERS" -w 200 -c 0 2>&1 | awk '$1 == 64 {print $6; exit}')
             printf 'nccl-tests\t%s\t%d\t%s\n' "$c" "$r" "${line:-NA}" | tee -a "$OUT/cost.tsv"
         done
@@ -62,7 +65,7 @@ if has P; then
         for c in $CONFIGS; do
             rm -rf /tmp/nsc-cost-trace
             # shellcheck disable=SC2046
-            us=$(env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --procs --ops ar \
+            us=$($PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --procs --ops ar \
                  --min 64 --max 64 --iters "$ITERS" --repeats 1 --tag "$c" 2>/dev/null | awk -F'\t' '{print $6; exit}')
             printf 'procs\t%s\t%d\t%s\n' "$c" "$r" "${us:-NA}" | tee -a "$OUT/cost.tsv"
         done

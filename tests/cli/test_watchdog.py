@@ -202,6 +202,11 @@ def test_rearm():
     hb = hang_blocks(f)
     check(len(hb) == 2, "one HANG block per stall: %d" % len(hb))
     check([b[2][0][1] for b in hb] == [0, 1], "AllReduce 0, then 1: %s" % [b[2] for b in hb])
+    # each stalled with channel 1 done and channel 0 started, not done (a
+    # KernelCh's start touches only its own slot: the scan tallies it)
+    for blk in hb:
+        op = blk[2][0]
+        check(op[3] == 0b11 and op[4] == 0b10, "channels started/done: %s" % (op,))
     # the second block: AllReduce 0 completed
     c = hb[1][1][0]
     check(c[4] == 0 and c[7] == 1 and c[3] == 1, "last completed 0, 1 completed, last enqueued 1: %s" % (c,))
