@@ -67,7 +67,7 @@ def hang_blocks(path):
     return out
 
 
-def wait_lines(errs, n, timeout=60):
+def wait_lines(errs, n, timeout=30):
     """Waits until each stderr file holds at least n watchdog lines."""
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -128,7 +128,7 @@ def hung_job(mode, nranks, flight):
     check(all(c >= 1 for c in counts), "the watchdog did not fire in every stuck rank: %s" % counts)
     # every stuck rank's HANG block in a file (streaming: the next chunk
     # written; flight: the dump)
-    deadline = time.time() + 60
+    deadline = time.time() + 30
     while time.time() < deadline and not stuck_pids <= hang_pids():
         time.sleep(0.1)
     # flight: a firing touches $NCCLSCOPE_DIR/dump-all, so the ranks with
@@ -215,9 +215,8 @@ def test_p2p(flight):
 
 def driver_run(mode, hang_seconds="1"):
     """Runs watchdog_driver: each of its stalls lasts until the watchdog
-    logged its line for it (the n-th line for the n-th stall; a generous
-    deadline, after which the test goes on and the counts below fail), or
-    1.5 s without a watchdog."""
+    logged its line for it (the n-th line for the n-th stall; after 30 s the
+    test goes on and the counts below fail), or 1.5 s without a watchdog."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
