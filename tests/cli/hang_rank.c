@@ -3,7 +3,7 @@
  * loaded as NCCL loads it (nccl/host.c). Run one process per rank, then
  * kill them all with SIGKILL:
  *
- *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p
+ *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p [--gate]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -13,6 +13,11 @@
  * p2p: comm "hang-p2p" (0x4a4e470002), 2 ranks: rank 0 sends K times to
  *   rank 1, which posts only K-1 receives; the last Send stays in flight.
  * Prints "hung" once the rank is where it stays, then waits to be killed.
+ * --gate: after the plugin's init, prints "ready" and runs its operations
+ *   only once a line arrives on stdin (or stdin ends), so that a job's
+ *   ranks all have their plugin up before any of them starts to hang (in
+ *   flight mode a rank whose plugin comes up after another rank's watchdog
+ *   touched dump-all takes that change for an earlier job's and never dumps).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +86,7 @@ int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "coll";
     int nranks = 4;
     long ops = 10;
+    int gate = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
             plugin = argv[++i];
@@ -92,6 +98,8 @@ int main(int argc, char **argv) {
             ops = atol(argv[++i]);
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
             mode = argv[++i];
+        else if (!strcmp(argv[i], "--gate"))
+            gate = 1;
         else {
             fprintf(stderr, "hang_rank: unknown argument %s\n", argv[i]);
             return 1;
@@ -114,6 +122,13 @@ int main(int argc, char **argv) {
                       p2p ? "hang-p2p" : "hang-coll", 1, nranks, rank) != 0 || !ctx) {
         fprintf(stderr, "hang_rank: init failed\n");
         return 1;
+    }
+    if (gate) {
+        char line[16];
+        printf("ready\n");
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+            line[0] = '\0'; /* stdin ended: no one to wait for, go on */
     }
     for (long i = 0; i < ops; i++) {
         int last = i == ops - 1;

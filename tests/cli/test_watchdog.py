@@ -67,7 +67,7 @@ def hang_blocks(path):
     return out
 
 
-def wait_lines(errs, n, timeout=20):
+def wait_lines(errs, n, timeout=30):
     """Waits until each stderr file holds at least n watchdog lines."""
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -81,6 +81,17 @@ def wait_lines(errs, n, timeout=20):
     return counts
 
 
+def pid_of(f, pids):
+    """The process (one of pids) that wrote trace file f: <host>-<pid>.nsc,
+    a later flight dump <host>-<pid>-<N>.nsc (the host name may hold
+    dashes and digits itself)."""
+    name = os.path.basename(f)
+    for pid in pids:
+        if name.endswith("-%d.nsc" % pid) or re.search(r"-%d-\d+\.nsc$" % pid, name):
+            return pid
+    return None
+
+
 def hung_job(mode, nranks, flight):
     cli, plugin, _ = env_paths()
     driver = sys.argv[1]
@@ -91,38 +102,55 @@ def hung_job(mode, nranks, flight):
         env["NCCLSCOPE_MODE"] = "flight"
     errs = [os.path.join(d, "stderr-%d" % r) for r in range(nranks)]
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
-                               "--ops", str(OPS), "--mode", mode], env=env, stdout=subprocess.PIPE,
+                               "--ops", str(OPS), "--mode", mode, "--gate"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=open(errs[r], "w"), text=True) for r in range(nranks)]
+    # Every rank's plugin up before any rank starts to hang: in flight mode
+    # a flusher's first look at dump-all takes what is there as an earlier
+    # job's, so a rank slow to start (a loaded machine) would miss the
+    # job's dump-all.
+    for p in procs:
+        check(p.stdout.readline().strip() == "ready", "a rank did not start")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     for p in procs:
         check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+    pids = [p.pid for p in procs]
     # The ranks with an operation in flight: all but the skipping one (coll),
     # the sender (p2p).
     inflight = list(range(nranks - 1)) if mode == "coll" else [0]
+    stuck_pids = {pids[r] for r in inflight}
+
+    def hang_pids():  # the processes with a HANG block in a file of theirs
+        return {pid_of(f, pids) for f in trace_files(d) if hang_blocks(f)}
     counts = wait_lines([errs[r] for r in inflight], 1)
     check(all(c >= 1 for c in counts), "the watchdog did not fire in every stuck rank: %s" % counts)
     # every stuck rank's HANG block in a file (streaming: the next chunk
     # written; flight: the dump)
-    deadline = time.time() + 20
-    while time.time() < deadline and sum(1 for f in trace_files(d) if hang_blocks(f)) < len(inflight):
+    deadline = time.time() + 30
+    while time.time() < deadline and not stuck_pids <= hang_pids():
         time.sleep(0.1)
     # flight: a firing touches $NCCLSCOPE_DIR/dump-all, so the ranks with
     # nothing in flight (the one that skipped, the peer that never posted)
     # dump their window too
     def dumped():  # the processes that left a file; one dump each
-        pids = [re.search(r"-(\d+)(?:-\d+)?\.nsc$", f).group(1) for f in trace_files(d)]
-        return pids
+        return [pid_of(f, pids) for f in trace_files(d)]
     while flight and time.time() < deadline and len(set(dumped())) < nranks:
         time.sleep(0.1)
     time.sleep(0.5)
     # (a stuck rank may dump twice: on the job's dump-all, then on its own
-    # watchdog a moment later; the second dump holds its HANG block)
-    check(not flight or (len(set(dumped())) == nranks and len(dumped()) <= 2 * nranks),
+    # watchdog a moment later; the second dump holds its HANG block, and so
+    # does the first when it was written after the firing: a dump takes
+    # the latest HANG block when it writes, not when it was asked for)
+    check(not flight or (set(dumped()) == set(pids) and len(dumped()) <= 2 * nranks),
           "every rank dumped (dump-all): %s" % trace_files(d))
     time.sleep(1.5)  # a second stall period: it must not fire again
     for p in procs:
         p.send_signal(signal.SIGKILL)
         p.wait()
         p.stdout.close()
+        p.stdin.close()
     for r in range(nranks):
         with open(errs[r]) as f:
             text = f.read()
@@ -132,14 +160,18 @@ def hung_job(mode, nranks, flight):
             check(("AllReduce seq %d" % (OPS - 1) if mode == "coll" else "Send seq 0 peer 1") in text,
                   "the log line names the operation: %s" % text)
             check(not flight or "flight recorder dumping" in text, text)
-    return cli, d, inflight
+    return cli, d, inflight, pids
 
 
 def test_coll(flight):
-    cli, d, inflight = hung_job("coll", 4, flight)
+    cli, d, inflight, pids = hung_job("coll", 4, flight)
     files = trace_files(d)
     with_hang = [f for f in files if hang_blocks(f)]
-    check(len(with_hang) == len(inflight), "HANG blocks in %s of %s" % (with_hang, files))
+    # HANG blocks from the stuck ranks alone, every one of them; streaming:
+    # in its one file; flight: in its own dump, maybe in its dump-all one too
+    check({pid_of(f, pids) for f in with_hang} == {pids[r] for r in inflight} and
+          (flight or len(with_hang) == len(inflight)),
+          "HANG blocks in %s of %s (stuck: %s)" % (with_hang, files, [pids[r] for r in inflight]))
     for f in with_hang:
         hd, comms, ops, proxies = hang_blocks(f)[-1]
         check(hd["hang_seconds"] == 1 and hd["ncomms"] == 1 and hd["nops"] == 1, hd)
@@ -169,7 +201,7 @@ def test_coll(flight):
 
 
 def test_p2p(flight):
-    cli, d, inflight = hung_job("p2p", 2, flight)
+    cli, d, inflight, pids = hung_job("p2p", 2, flight)
     p = run([cli, "hang", d, "--json"], ok=(4,))
     h = json.loads(p.stdout)["hangs"]
     check(len(h) == 1 and h[0]["op"] == "Send", h)
@@ -182,17 +214,38 @@ def test_p2p(flight):
 
 
 def driver_run(mode, hang_seconds="1"):
+    """Runs watchdog_driver: each of its stalls lasts until the watchdog
+    logged its line for it (the n-th line for the n-th stall; after 30 s the
+    test goes on and the counts below fail), or 1.5 s without a watchdog."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
                NCCLSCOPE_HANG_SECONDS=hang_seconds,
                NCCLSCOPE_EVENTS="Coll,KernelCh,ProxyOp,ProxyStep")
-    p = subprocess.run([sys.argv[2], "--plugin", plugin, "--mode", mode], env=env,
-                       capture_output=True, text=True, timeout=120)
-    check(p.returncode == 0 and p.stdout.strip() == "done", "driver %s: %s %s" % (mode, p.stdout, p.stderr))
+    err = os.path.join(d, "stderr")
+    p = subprocess.Popen([sys.argv[2], "--plugin", plugin, "--mode", mode], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(err, "w"), text=True)
+    out, stalls = [], 0
+    for line in p.stdout:
+        out.append(line)
+        if line.strip() != "stalled":
+            continue
+        stalls += 1
+        if hang_seconds != "0":
+            wait_lines([err], stalls)
+        else:
+            time.sleep(1.5)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    p.stdin.close()
+    rc = p.wait(timeout=120)
+    p.stdout.close()
+    with open(err) as f:
+        errtext = f.read()
+    check(rc == 0 and out and out[-1].strip() == "done", "driver %s: %s %s" % (mode, out, errtext))
     files = trace_files(d)
     check(len(files) == 1, files)
-    return cli, files[0], p.stderr
+    return cli, files[0], errtext
 
 
 def test_rearm():

@@ -5,16 +5,21 @@
  *
  *   watchdog_driver --plugin SO --mode rearm|full|orphan
  *
- * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for 2 s, then
- *         completes; AllReduce 1 the same; then 1.5 s with nothing in flight.
- *         The watchdog must fire twice (once per stall), not while idle.
+ * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
+ *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
+ *         flight. The watchdog must fire twice (once per stall), not while
+ *         idle.
  * full:   20,000 AllReduces enqueued whose kernels never finish: more than
  *         the slab's 16,384 slots. The rest are record-only (counted); the
- *         trace holds every event; then 1.5 s of stall: one HANG block.
+ *         trace holds every event; then a stall: one HANG block.
  * orphan: AllReduce 0 completes (its slot is freed), AllReduce 1 starts
  *         (and takes that slot), then a late ProxyOp of AllReduce 0 comes:
  *         it must be counted as an orphan, not attached to AllReduce 1, and
- *         still name AllReduce 0 as its parent in the trace.
+ *         still name AllReduce 0 as its parent in the trace; then a stall.
+ * A stall: prints "stalled" and waits for a line on stdin, which the test
+ * sends once the watchdog's log line is out (how long a firing takes on a
+ * loaded machine is not ours to guess); when stdin ends, it sleeps the
+ * stall's nominal length instead (2 s for rearm, 1.5 s otherwise).
  * Prints "done" before finalizing.
  */
 #include <stdio.h>
@@ -64,6 +69,15 @@ static void kch_stop(void *k) {
     nsc_host_stop(&host, k);
 }
 
+/* Operations in flight, nothing completing: until the test says go on. */
+static void stall(useconds_t nominal_us) {
+    char line[16];
+    printf("stalled\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof(line), stdin))
+        usleep(nominal_us); /* stdin ended: no one to wait for */
+}
+
 int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "rearm";
     for (int i = 1; i < argc; i++) {
@@ -91,14 +105,14 @@ int main(int argc, char **argv) {
             void *op = coll(s, 2);
             kch_stop(kch(op, 1));
             void *k0 = kch(op, 0);
-            usleep(2000000);
+            stall(2000000);
             kch_stop(k0);
         }
         usleep(1500000);
     } else if (!strcmp(mode, "full")) {
         for (uint64_t s = 0; s < 20000; s++)
             kch(coll(s, 1), 0); /* the channel never stops */
-        usleep(1500000);
+        stall(1500000);
     } else if (!strcmp(mode, "orphan")) {
         void *op0 = coll(0, 1);
         kch_stop(kch(op0, 0)); /* complete: its slot goes back */
@@ -114,7 +128,7 @@ int main(int argc, char **argv) {
         d.proxyOp.isSend = 1;
         void *pop = start(&d);
         nsc_host_stop(&host, pop);
-        usleep(1500000);
+        stall(1500000);
     } else {
         fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan\n");
         return 1;
