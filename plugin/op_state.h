@@ -19,7 +19,8 @@
  * Slots and references. Coll and P2p take an OP slot; ProxyOp a PROXY slot
  * that references its OP; ProxyStep a STEP slot that names its PROXY (slot
  * and id, no reference: the watchdog checks the id when it tallies);
- * KernelCh a KCH slot referencing its OP. A child takes its reference with
+ * KernelCh a KCH slot that names its OP (no reference either: its OP cannot
+ * complete before every channel is done; op_state.c, kch_done). A child takes its reference with
  * one CAS that also checks the parent's id (slab.h: `life`), so a child of
  * an operation whose slot was completed and reused is an orphan, counted,
  * never attached to the new occupant. Whoever frees a child's slot (its stop,
