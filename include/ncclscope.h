@@ -65,6 +65,9 @@ enum ncclscope_status {
 
 int ncclscope_control_start(void);
 int ncclscope_control_stop(void);
+/* Benchmarks only: nonzero makes ncclscope behave as an empty plugin (every
+ * start returns a token, nothing is recorded) until called with 0. */
+int ncclscope_bench_passthrough(int on);
 int ncclscope_control_dump(void);
 int ncclscope_control_mark(const char *text);
 int ncclscope_control_set_mask(uint32_t mask);

@@ -38,6 +38,9 @@
  * this word. */
 extern _Atomic uint32_t nsc_ctl_record_mask;
 
+/* ncclscope_bench_passthrough's handle (control.c). */
+extern char nsc_passthrough_token __attribute__((visibility("hidden")));
+
 static inline uint32_t nsc_ctl_recording(void) {
     return atomic_load_explicit(&nsc_ctl_record_mask, memory_order_relaxed);
 }

@@ -18,6 +18,10 @@
 struct nsc_hot_line {
     _Atomic uint64_t next_id; /* ids below it have been handed out (thread_state.h) */
     int clock_use_tsc;        /* set once before recording starts (clock.h) */
+    /* Benchmarks only (ncclscope_bench_passthrough, control.c): nonzero
+     * makes every start return a token and do nothing else, as the empty
+     * plugin does; on this line because every start reads it anyway. */
+    _Atomic int passthrough;
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct nsc_hot_line) == 64, "one line");
 

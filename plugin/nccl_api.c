@@ -20,6 +20,7 @@
 #include "log.h"
 #include "nccl_abi.h"
 #include "nccl_v1_names.h"
+#include "hot_line.h"
 #include "op_state.h"
 #include "python_caller.h"
 #include "recorder.h"
@@ -176,6 +177,10 @@ static void start_unrecorded(struct nsc_comm *c, void **eHandle, const nsc_abi_d
 static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7 *d,
                                uint64_t type, int learn_rank, int v7, size_t dsize,
                                int version) {
+    if (__builtin_expect(atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed), 0)) {
+        *eHandle = (void *)&nsc_passthrough_token; /* the empty plugin's behaviour */
+        return;
+    }
     uint64_t ticks = nsc_clock_ticks();
     *eHandle = NULL;
     struct nsc_comm *c = nsc_comm_from_context(ctx);
@@ -232,6 +237,8 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
  * states carry an int, the others a 64-bit value (KernelPhaseStop's is
  * kernelCh.pTimer, as KernelChStop's). */
 static inline nsc_abi_result record_state(void *eHandle, int eState, const void *args) {
+    if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0))
+        return NSC_ABI_SUCCESS;
     uint64_t arg = 0;
     if (args) {
         if (eState >= NSC_ABI_PROXY_CTRL_IDLE && eState <= NSC_ABI_PROXY_CTRL_APPEND_END) {
@@ -250,6 +257,8 @@ static inline nsc_abi_result record_state(void *eHandle, int eState, const void 
 }
 
 static nsc_abi_result stop_event(void *eHandle) {
+    if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0))
+        return NSC_ABI_SUCCESS;
     uint64_t ticks = nsc_record_stop(eHandle);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);

@@ -26,7 +26,7 @@ def main(path):
         print("\nncclscope every event / empty plugin every event: %s; ncclscope default / no plugin: %s; "
               "empty every event / no plugin: %s" % (ratio("scope_all", "empty_all"),
                                                     ratio("scope_default", "none"), ratio("empty_all", "none")))
-        extra = [c for c in ("floor_all", "scope_flight", "scope_nowatch", "scope_metrics") if c in med]
+        extra = [c for c in ("floor_all", "scope_lazy", "scope_flight", "scope_nowatch", "scope_metrics") if c in med]
         if extra:
             print("every event, vs the empty plugin: " +
                   "; ".join("%s %s" % (c, ratio(c, "empty_all")) for c in ["scope_all"] + extra))
@@ -34,14 +34,19 @@ def main(path):
         # ran back to back), then the median over rounds; robust to a round
         # that ran in another speed mode for every configuration.
         paired = []
+        # the reference: the empty plugin, or in an A/B run (nccl-bench --ab)
+        # ncclscope's own passthrough measured in the same process
+        ref = "empty_all" if "empty_all" in med else "pass_all"
         for c in ["scope_all"] + extra:
-            rs = [r[c] / r["empty_all"] for (k, _), r in by_round.items()
-                  if k == kind and c in r and "empty_all" in r]
+            rs = [r[c] / r[ref] for (k, _), r in by_round.items()
+                  if k == kind and c in r and ref in r]
             if rs:
                 paired.append("%s %.3f (%d rounds, %.3f..%.3f)" %
                               (c, statistics.median(rs), len(rs), min(rs), max(rs)))
         if paired:
-            print("per-round ratios over the empty plugin, median: " + "; ".join(paired))
+            print("per-round ratios over %s, median: %s" % (
+                "the empty plugin" if ref == "empty_all" else "ncclscope's passthrough (same process)",
+                "; ".join(paired)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
  * and without plugins).
  *
  *   nccl-bench [--gpus N] [--procs] [--ops ar,ag,rs,bc,sr] [--min B] [--max B]
- *              [--factor F] [--iters N] [--warmup N] [--repeats R] [--tag TEXT]
+ *              [--factor F] [--iters N] [--warmup N] [--repeats R] [--tag TEXT] [--ab]
  *
  * One thread per GPU, or with --procs one process per GPU (fork; rank 0
  * makes the NCCL unique id and passes it down pipes). For each repeat, each
@@ -17,8 +17,17 @@
  * all_gather and reduce_scatter, 1 broadcast and send/recv), where bytes is
  * the per-rank buffer size.
  * Output: one TSV line per measurement, "tag op bytes repeat iters us algbw busbw".
+ *
+ * --ab (NCCL_PROFILER_PLUGIN = ncclscope): every measurement twice in the
+ * same process, once with ncclscope recording and once with its benchmark
+ * passthrough on (ncclscope_bench_passthrough: every start returns a token
+ * and does nothing else, the empty plugin's behaviour), in alternating order
+ * from repeat to repeat; tags "TAG+scope" and "TAG+pass". Separate processes
+ * on the GPU machines differ from run to run by more than a profiler costs;
+ * the two arms of one process share its placement, memory and NCCL setup.
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +64,21 @@ static size_t min_bytes = 64, max_bytes = 64;
 static double factor = 4;
 static char ops[64] = "ar,ag,rs,bc,sr";
 static const char *tag = "-";
+static int ab;
+static int (*passthrough)(int);
+
+/* ncclscope's switch, from the copy NCCL loaded (RTLD_NOLOAD: never a
+ * second one). */
+static void find_passthrough(void) {
+    const char *so = getenv("NCCL_PROFILER_PLUGIN");
+    void *lib = so ? dlopen(so, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    passthrough = lib ? (int (*)(int))dlsym(lib, "ncclscope_bench_passthrough") : NULL;
+    if (!passthrough) {
+        fprintf(stderr, "--ab: NCCL_PROFILER_PLUGIN (%s) is not a loaded ncclscope\n",
+                so ? so : "unset");
+        exit(1);
+    }
+}
 static ncclUniqueId uid;
 static pthread_barrier_t tbarrier;
 
@@ -138,27 +162,39 @@ static void run_rank(int rank) {
     CK_CUDA(cudaMalloc(&c.one, 64));
     CK_CUDA(cudaMemset(c.send, 0, max_bytes));
     CK_CUDA(cudaMemset(c.one, 0, 64));
+    if (ab) /* NCCL loaded the plugin during init */
+        find_passthrough();
     for (int r = 0; r < repeats; r++)
         for (size_t b = min_bytes; b <= max_bytes; b = (size_t)((double)b * factor)) {
             for (int op = 0; op < NOPS; op++) {
                 if (!strstr(ops, op_key[op]))
                     continue;
                 int n = iters_for(b);
-                for (int i = 0; i < (r == 0 ? warmup : warmup / 10 + 1); i++)
-                    issue(&c, op, b);
-                barrier(&c);
-                double t0 = now();
-                for (int i = 0; i < n; i++)
-                    issue(&c, op, b);
-                CK_CUDA(cudaStreamSynchronize(c.s));
-                double t1 = now();
-                if (rank == 0) {
-                    double us = 1e6 * (t1 - t0) / n;
-                    double algbw = (double)b / (us * 1e-6) / 1e9;
-                    printf("%s\t%s\t%zu\t%d\t%d\t%.3f\t%.3f\t%.3f\n", tag, op_name[op], b, r, n, us,
-                           algbw, algbw * bus_factor(op, ngpus));
-                    fflush(stdout);
+                for (int k = 0; k < (ab ? 2 : 1); k++) {
+                    int pass = ab && (r + k) % 2; /* scope first on even repeats */
+                    /* The switch is per process: one thread sets it, the
+                     * barrier below publishes it to the others. */
+                    if (ab && (procs || rank == 0))
+                        passthrough(pass);
+                    for (int i = 0; i < (r == 0 && k == 0 ? warmup : warmup / 10 + 1); i++)
+                        issue(&c, op, b);
+                    barrier(&c);
+                    double t0 = now();
+                    for (int i = 0; i < n; i++)
+                        issue(&c, op, b);
+                    CK_CUDA(cudaStreamSynchronize(c.s));
+                    double t1 = now();
+                    if (rank == 0) {
+                        double us = 1e6 * (t1 - t0) / n;
+                        double algbw = (double)b / (us * 1e-6) / 1e9;
+                        printf("%s%s\t%s\t%zu\t%d\t%d\t%.3f\t%.3f\t%.3f\n", tag,
+                               !ab ? "" : pass ? "+pass" : "+scope", op_name[op], b, r, n, us,
+                               algbw, algbw * bus_factor(op, ngpus));
+                        fflush(stdout);
+                    }
                 }
+                if (ab && (procs || rank == 0))
+                    passthrough(0);
             }
             if (factor <= 1)
                 break;
@@ -196,6 +232,10 @@ int main(int argc, char **argv) {
             procs = 1;
             continue;
         }
+        if (!strcmp(a, "--ab")) {
+            ab = 1;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "%s needs a value\n", a);
             return 1;
@@ -222,7 +262,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: %s [--gpus N] [--procs] [--ops ar,ag,rs,bc,sr] [--min B] [--max B] "
-                    "[--factor F] [--iters N] [--warmup N] [--repeats R] [--tag TEXT]\n",
+                    "[--factor F] [--iters N] [--warmup N] [--repeats R] [--tag TEXT] [--ab]\n",
                     argv[0]);
             return 1;
         }

@@ -5,6 +5,11 @@
 #      default, ncclscope with every event, ncclscope with every event and the id/time only
 #      path measured by perf where available.
 #   P. One process per GPU (nccl-bench --procs), 64 B all_reduce, the same configurations.
+#   A. In-process A/B (nccl-bench --ab): ncclscope with every event against its own
+#      passthrough (the empty plugin's behaviour) in alternating blocks of one process, one
+#      thread per GPU and one process per GPU; ROUNDS processes of AB_REPEATS (6) pairs each.
+#      Separate processes differ by more than the cost measured (docs/benchmarks.md); the
+#      two arms of one process do not.
 #   H. The callback harness on this machine's CPUs: max_zero_drop_rate (--knee) for 1..16
 #      writer threads, ncclscope and the empty plugin, network and allreduce64 mixes.
 # Needs build-gpu (bench/gpu/build_gpu.sh) and an nccl-tests build (bench/gpu/run_nccl_tests.sh
@@ -32,7 +37,8 @@ export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
 # floor_all is the floor plugin (bench/floor_plugin.c: one timestamp and one
 # record line per callback); the last three price issue 11's features on top
 # of every event: flight mode, the hang watchdog off (slab and watchdog are on
-# by default), live metrics on.
+# by default), live metrics on; scope_lazy keeps ncclscope's background threads
+# as quiet as they go (drain every 20 ms, no watchdog thread).
 CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
 cfg_env() {
     case $1 in
@@ -43,6 +49,7 @@ cfg_env() {
     scope_all) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all" ;;
     scope_flight) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_MODE=flight" ;;
     scope_nowatch) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_HANG_SECONDS=0" ;;
+    scope_lazy) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_DRAIN_US=20000 NCCLSCOPE_HANG_SECONDS=0" ;;
     scope_metrics) echo "NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_EVENTS=all NCCLSCOPE_METRICS_DIR=/tmp/nsc-cost-metrics NCCLSCOPE_METRICS_SECONDS=1" ;;
     esac
 }
@@ -68,6 +75,19 @@ if has P; then
             us=$($PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --procs --ops ar \
                  --min 64 --max 64 --iters "$ITERS" --repeats 1 --tag "$c" 2>/dev/null | awk -F'\t' '{print $6; exit}')
             printf 'procs\t%s\t%d\t%s\n' "$c" "$r" "${us:-NA}" | tee -a "$OUT/cost.tsv"
+        done
+    done
+fi
+if has A; then
+    for r in $(seq 1 "$ROUNDS"); do
+        for mode in threads procs; do
+            flag=""; [ "$mode" = procs ] && flag=--procs
+            rm -rf /tmp/nsc-cost-trace
+            $PIN env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLSCOPE_EVENTS=all NCCLSCOPE_DIR=/tmp/nsc-cost-trace \
+                "$BENCH" --gpus "$NG" $flag --ab --ops ar --min 64 --max 64 --iters "$ITERS" \
+                --repeats "${AB_REPEATS:-6}" --tag ab 2>/dev/null |
+                awk -F'\t' -v r="$r" -v k="ab-$mode" '{printf "%s\t%s\t%d.%d\t%s\n", k,
+                    ($1 ~ /[+]pass$/ ? "pass_all" : "scope_all"), r, $4, $6}' | tee -a "$OUT/cost.tsv"
         done
     done
 fi

@@ -1,0 +1,31 @@
+"""ncclscope_bench_passthrough: the switch nccl-bench --ab flips. While it is
+on, starts record nothing and their token's stop/state return at once; an
+event started before it keeps its stop; switched off, recording goes on.
+The trace must hold exactly the two events started outside it, each with
+its stop, and no invalid-handle count."""
+import os
+import re
+import subprocess
+import sys
+
+from nsctest import check, env_paths, run, tmpdir, trace_files
+
+
+def main():
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="Coll")
+    p = subprocess.run([sys.argv[1], "--plugin", plugin], env=env, capture_output=True, text=True)
+    check(p.returncode == 0 and "handles ok" in p.stdout, "driver: %s %s" % (p.stdout, p.stderr))
+    files = trace_files(d)
+    check(len(files) == 1, "one trace file: %s" % files)
+    info = run([cli, "info", files[0]]).stdout
+    check(re.search(r"^events by type\s+Coll=2\s*$", info, re.M), "two Coll kept:\n" + info)
+    check(re.search(r"\(start 2, stop 2, state 0\)", info), "two starts, two stops:\n" + info)
+    check(re.search(r"^invalid calls\s+0 unknown contexts, 0 unknown handles", info, re.M),
+          "the token's stop and state are not counted as unknown handles:\n" + info)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
