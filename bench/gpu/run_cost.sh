@@ -7,7 +7,8 @@
 #   P. One process per GPU (nccl-bench --procs), 64 B all_reduce, the same configurations.
 #   A. In-process A/B (nccl-bench --ab): ncclscope with every event against its own
 #      passthrough (the empty plugin's behaviour) in alternating blocks of one process, one
-#      thread per GPU and one process per GPU; ROUNDS processes of AB_REPEATS (6) pairs each.
+#      thread per GPU and one process per GPU; ROUNDS processes of AB_REPEATS (6) pairs each;
+#      AB_ENV adds NCCLSCOPE_* settings to both arms (e.g. "NCCLSCOPE_MODE=flight").
 #      Separate processes differ by more than the cost measured (docs/benchmarks.md); the
 #      two arms of one process do not.
 #   H. The callback harness on this machine's CPUs: max_zero_drop_rate (--knee) for 1..16
@@ -31,7 +32,7 @@ BENCH=$PWD/build-gpu/bench/gpu/nccl-bench
 HARNESS=$PWD/build-gpu/bench/ncclscope-bench
 PIN=${PIN:-}
 ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
-[ -x "$ART" ] || ART=$(find "$PWD/.nccl-tests/work" -name all_reduce_perf -type f 2>/dev/null | head -1)
+[ -x "$ART" ] || ART=$(find "$PWD/.nccl-tests/work" -name all_reduce_perf -type f 2>/dev/null | head -1 || true)
 export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
 # CONFIGS picks among these (default: none empty_all scope_default scope_all);
 # floor_all is the floor plugin (bench/floor_plugin.c: one timestamp and one
@@ -83,7 +84,8 @@ if has A; then
         for mode in threads procs; do
             flag=""; [ "$mode" = procs ] && flag=--procs
             rm -rf /tmp/nsc-cost-trace
-            $PIN env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLSCOPE_EVENTS=all NCCLSCOPE_DIR=/tmp/nsc-cost-trace \
+            # shellcheck disable=SC2086
+            $PIN env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLSCOPE_EVENTS=all NCCLSCOPE_DIR=/tmp/nsc-cost-trace ${AB_ENV:-} \
                 "$BENCH" --gpus "$NG" $flag --ab --ops ar --min 64 --max 64 --iters "$ITERS" \
                 --repeats "${AB_REPEATS:-6}" --tag ab 2>/dev/null |
                 awk -F'\t' -v r="$r" -v k="ab-$mode" '{printf "%s\t%s\t%d.%d\t%s\n", k,
