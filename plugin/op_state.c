@@ -143,20 +143,28 @@ static void detach(uint32_t i, uint64_t id, uint64_t ticks, int touch) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     if (touch && atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP)
         ST(s, 11, ticks = now_or(ticks)); /* a child went: the grace without KernelCh starts again */
-    uint64_t l = atomic_fetch_sub_explicit(&s->life, 1, memory_order_acq_rel) - 1;
+    /* SEQ_CST: a KernelCh's stop that saw our reference and left the
+     * finishing to us set its bit before (kch_done); try_finish's read of
+     * the bits comes after this in the single total order. */
+    uint64_t l = atomic_fetch_sub_explicit(&s->life, 1, memory_order_seq_cst) - 1;
     if ((l & NSC_LIFE_REFS) == 0 && (l & NSC_LIFE_DONE))
         try_finish(i, id, ticks);
 }
 
-static int kernel_done(const struct nsc_slab_slot *s) {
-    uint64_t w2 = LD(s, 2);
-    if (!((w2 >> 40) & 1))
-        return 0; /* KernelCh not recorded: the watchdog decides (grace) */
-    unsigned nch = (unsigned)(w2 >> 32) & 0xff;
-    /* SEQ_CST: the other half of kch_done's (the Dekker pair there). */
+/* Channels done >= nch (SEQ_CST: the other half of kch_done's Dekker
+ * pair). Reads only w5, which stays readable in a freed slot (slab.c). */
+static int channels_done(const struct nsc_slab_slot *s, unsigned nch) {
     return (unsigned)__builtin_popcountll(atomic_load_explicit(&s->w[5], memory_order_seq_cst)) >=
            nch;
 }
+
+/* The channels an operation waits for, or -1 when KernelCh is not recorded
+ * (the watchdog then decides, after a grace). */
+static int kernel_channels(const struct nsc_slab_slot *s) {
+    uint64_t w2 = LD(s, 2);
+    return (w2 >> 40) & 1 ? (int)((w2 >> 32) & 0xff) : -1;
+}
+
 
 /* How a slot ends (finish): its event completed; its operation completed
  * but a later one of its comm already did (the watchdog retired it as
@@ -273,7 +281,8 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
         if (!atomic_compare_exchange_strong_explicit(&s->life, &exp, l + 1, memory_order_acq_rel,
                                                      memory_order_relaxed))
             return; /* someone holds it (their detach re-checks) or it is gone */
-        int done = kernel_done(s);
+        int nch = kernel_channels(s);
+        int done = nch >= 0 && channels_done(s, (unsigned)nch);
         exp = l + 1;
         if (done && atomic_compare_exchange_strong_explicit(&s->life, &exp, 0,
                                                             memory_order_acq_rel,
@@ -281,11 +290,20 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
             finish(i, ticks, FIN_COMPLETED);
             return;
         }
-        /* Not done (a later KernelCh stop re-checks), or a child came and
-         * went while we held it: its own check failed on our reference, so
-         * we check again if we are the last. */
-        if (atomic_fetch_sub_explicit(&s->life, 1, memory_order_acq_rel) - 1 != l || !done)
+        /* Not done, or a child came and went while we held it: its own
+         * check failed on our reference, so we check again if we are the
+         * last. A KernelCh's stop that set the last bit after our read saw
+         * our reference and left the finishing to us (kch_done), so "not
+         * done" is read again after the release: a Dekker pair (we release,
+         * then read the bits; it sets its bit, then reads `life`; SEQ_CST
+         * both), so either we see its bit or it sees no reference and
+         * finishes. Reading after the release is safe: the slot's memory
+         * is never unmapped, and if it was finished and reused meanwhile,
+         * the CAS at the top fails on the id. */
+        if (atomic_fetch_sub_explicit(&s->life, 1, memory_order_seq_cst) - 1 != l)
             return;
+        if (!done && (nch < 0 || !channels_done(s, (unsigned)nch)))
+            return; /* the missing channel's stop finds no reference: it finishes */
     }
 }
 

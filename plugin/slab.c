@@ -153,9 +153,12 @@ void nsc_slab_free(struct nsc_slab_cache *c, uint32_t i) {
     atomic_store_explicit(&S[i].kind, 0, memory_order_relaxed);
     /* Nothing but the next occupant may touch a free slot's payload: ASan
      * says so if anyone does (life, kind and next_free stay readable: the
-     * watchdog scans them, pops read next_free). Before the slot can reach
-     * another thread (a push), which may unpoison it at once. */
-    POISON(&S[i].w, sizeof(S[i].w));
+     * watchdog scans them, pops read next_free; and w[5], which op_state's
+     * try_finish reads once more right after releasing an operation that
+     * another thread may free at once: it then only compares ids). Before
+     * the slot can reach another thread (a push), which may unpoison it. */
+    POISON(&S[i].w[0], 5 * sizeof(S[i].w[0]));
+    POISON(&S[i].w[6], 8 * sizeof(S[i].w[0]));
     if (!c) {
         push_many(S, &i, 1);
         return;
