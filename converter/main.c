@@ -154,7 +154,7 @@ static const struct cmd_help {
      "Exit: 0, 1 usage, 2 damaged input (the intact part is exported), 3 unreadable\n"
      "input or a failed write.\n"},
     {"hang",
-     "usage: ncclscope hang <files or directories...> [--json]\n"
+     "usage: ncclscope hang <files or directories...> [--json] [-j N]\n"
      "\n"
      "Where the ranks of a hung (killed) job diverge, from its traces alone (files\n"
      "cut by SIGKILL, flight-mode dumps): per stuck communicator, the first\n"
@@ -165,6 +165,8 @@ static const struct cmd_help {
      "options:\n"
      "  --json                    {\"hangs\": [{\"comm\", \"op\", \"seq\", \"missing_ranks\",\n"
      "                            \"stuck_ranks\", ...}], ...}\n"
+     "  -j N                      files read at once (default: one per processor;\n"
+     "                            the output does not depend on it)\n"
      "  -h, --help                this text\n"
      "\n"
      "Exit: 0 no hang, 1 usage, 2 damaged input and no hang, 3 unreadable input,\n"
@@ -297,6 +299,24 @@ struct align_opts {
     int jobs;          /* -j N: files read at once (0: one per processor) */
 };
 
+/* -j N or -jN: the output is the same whatever N (parallel.h). Returns 1
+ * when argv[*i] was one. */
+static int jobs_option(int argc, char **argv, int *i, int *jobs, int *bad) {
+    if (strncmp(argv[*i], "-j", 2) != 0 || (!argv[*i][2] && *i + 1 >= argc))
+        return 0;
+    const char *v = argv[*i][2] ? argv[*i] + 2 : argv[++*i];
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < 1 || n > 1024) {
+        fprintf(stderr, "ncclscope: -j takes a number of files at once (1-1024), not %s\n", v);
+        *bad = 1;
+    } else {
+        *jobs = (int)n;
+        nsc_jobs_set_default(*jobs);
+    }
+    return 1;
+}
+
 static int align_option(int argc, char **argv, int *i, struct align_opts *a, int *bad) {
     if (verbose_option(argv[*i])) {
         a->verbose = 1;
@@ -318,21 +338,7 @@ static int align_option(int argc, char **argv, int *i, struct align_opts *a, int
         a->max_unc_ns = atof(argv[++*i]) * 1e3;
         return 1;
     }
-    /* -j N or -jN: the output is the same whatever N (parallel.h) */
-    if (strncmp(argv[*i], "-j", 2) == 0 && (argv[*i][2] || *i + 1 < argc)) {
-        const char *v = argv[*i][2] ? argv[*i] + 2 : argv[++*i];
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (end == v || *end || n < 1 || n > 1024) {
-            fprintf(stderr, "ncclscope: -j takes a number of files at once (1-1024), not %s\n", v);
-            *bad = 1;
-        } else {
-            a->jobs = (int)n;
-            nsc_jobs_set_default(a->jobs);
-        }
-        return 1;
-    }
-    return 0;
+    return jobs_option(argc, argv, i, &a->jobs, bad);
 }
 
 /* Aligns the files' clocks; prints the per-host result on stderr with -v,
@@ -648,16 +654,22 @@ static int cmd_report(int argc, char **argv) {
  * 3 unreadable input, 4 a hang found (hang.h). */
 static int cmd_hang(int argc, char **argv) {
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
-    int nin = 0, json = 0;
+    int nin = 0, json = 0, jobs = 0, bad = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
+        else if (jobs_option(argc, argv, &i, &jobs, &bad))
+            ;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ncclscope hang: unknown option %s\n", argv[i]);
             free(inputs);
             return 1;
         } else
             inputs[nin++] = argv[i];
+    }
+    if (bad) {
+        free(inputs);
+        return 1;
     }
     if (nin == 0) {
         fprintf(stderr, "ncclscope hang: expected trace files or directories\n");
@@ -669,7 +681,7 @@ static int cmd_hang(int argc, char **argv) {
     int rc = job_files("hang", inputs, nin, &files, &nfiles);
     if (rc)
         return rc;
-    rc = nsc_hang((const char *const *)files, nfiles, json, stdout);
+    rc = nsc_hang((const char *const *)files, nfiles, json, jobs, stdout);
     free_files(files, nfiles);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include "json_writer.h"
 #include "coll_track.h"
 #include "ops.h"
+#include "parallel.h"
 #include "event_types.h"
 
 #define HANG_MAX_RANKS (1 << 20)
@@ -92,6 +93,7 @@ struct job {
 #define RECENT 4096
 struct file_run {
     struct job *j;
+    FILE *err;               /* its messages (stderr, or a buffer under -j) */
     const char *path;
     uint32_t mask;
     int done;                /* on_done ran: the file was opened and read */
@@ -205,7 +207,7 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
     const char *why;
     if (nsc_hang_decode(data, len, &v, &why) != 0) {
         fr->j->damaged = 1;
-        fprintf(stderr, "ncclscope hang: %s: %s\n", nsc_decoder_path(d), why);
+        fprintf(fr->err, "ncclscope hang: %s: %s\n", nsc_decoder_path(d), why);
         return;
     }
     for (size_t i = 0; i < fr->wd.n; i++)
@@ -318,7 +320,7 @@ static void merge_watchdog(struct file_run *fr) {
 static void on_error(void *ud, const char *msg) {
     struct file_run *fr = ud;
     fr->j->damaged = 1;
-    fprintf(stderr, "ncclscope hang: %s\n", msg);
+    fprintf(fr->err, "ncclscope hang: %s\n", msg);
 }
 
 /* The file was read (its operations still in flight reported at its end):
@@ -330,7 +332,7 @@ static void on_done(void *ud, const struct nsc_decoder *d) {
     fr->done = 1;
     merge_watchdog(fr);
     if (!nsc_decoder_ended(d))
-        fprintf(stderr, "ncclscope hang: %s: no END block (a killed or running job)\n", fr->path);
+        fprintf(fr->err, "ncclscope hang: %s: no END block (a killed or running job)\n", fr->path);
     struct nsc_decode_counts dc;
     nsc_decoder_counts(d, &dc);
     for (uint32_t c = 0; c < dc.comm_slots; c++) {
@@ -798,27 +800,116 @@ static void dedupe_stuck(struct job *j) {
     j->stuck.n = n;
 }
 
-int nsc_hang(const char *const *files, int nfiles, int json, FILE *out) {
-    struct job j;
-    memset(&j, 0, sizeof(j));
-    for (int i = 0; i < nfiles; i++) {
-        struct file_run *fr = calloc(1, sizeof(*fr));
-        if (!fr) {
-            j.damaged = 1;
+/* One file into job *j (a file's own job under -j): its records, its HANG
+ * blocks, its members. Messages go to err. */
+static void read_file(struct job *j, const char *path, FILE *err) {
+    struct file_run *fr = calloc(1, sizeof(*fr));
+    if (!fr) {
+        j->damaged = 1;
+        return;
+    }
+    fr->j = j;
+    fr->err = err;
+    fr->path = path;
+    struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .hang = on_hang,
+                              .error = on_error, .done = on_done};
+    if (nsc_ops_pass(path, 0, &h, fr) < 0) {
+        fprintf(err, "ncclscope hang: %s: out of memory\n", path);
+        j->damaged = 1;
+    }
+    if (!fr->done) /* not opened: nothing of it was kept */
+        merge_watchdog(fr);
+    free(fr);
+}
+
+/* A file's job into the whole, in file order, so the whole is what reading
+ * the files one after the other makes: entries in order of first
+ * appearance, ranges and counts combined. (One rule of on_hang looks at
+ * what came before, "a block's last enqueued extends a range upward": as
+ * seqNumbers of one rank only grow, it extends the combined range the same
+ * way.) Takes the part's stuck operations; frees the part's vectors. */
+static void merge_job(struct job *w, struct job *p) {
+    for (size_t i = 0; i < p->members.n; i++) {
+        size_t n = w->members.n;
+        PUSH(w->members, p->members.v[i]);
+        w->damaged |= w->members.n == n;
+    }
+    for (size_t i = 0; i < p->seqs.n; i++) {
+        const struct seqs *s = &p->seqs.v[i];
+        struct seqs *q = seqs_of(w, s->comm, s->rank, s->func);
+        if (!q) {
+            w->damaged = 1;
             continue;
         }
-        fr->j = &j;
-        fr->path = files[i];
-        struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .hang = on_hang,
-                                  .error = on_error, .done = on_done};
-        if (nsc_ops_pass(files[i], 0, &h, fr) < 0) {
-            fprintf(stderr, "ncclscope hang: %s: out of memory\n", files[i]);
-            j.damaged = 1;
-        }
-        if (!fr->done) /* not opened: nothing of it was kept */
-            merge_watchdog(fr);
-        free(fr);
+        if (!q->n || s->min < q->min)
+            q->min = s->min;
+        if (!q->n || s->max > q->max)
+            q->max = s->max;
+        q->n += s->n;
     }
+    for (size_t i = 0; i < p->pairs.n; i++) {
+        const struct pairs *s = &p->pairs.v[i];
+        struct pairs *q = pairs_of(w, s->comm, s->rank, s->func, s->peer);
+        if (q)
+            q->n += s->n;
+        else
+            w->damaged = 1;
+    }
+    for (size_t i = 0; i < p->stuck.n; i++) {
+        size_t n = w->stuck.n;
+        PUSH(w->stuck, p->stuck.v[i]);
+        if (w->stuck.n == n)
+            free_stuck(&p->stuck.v[i]);
+    }
+    w->damaged |= p->damaged;
+    w->ops += p->ops;
+    free(p->members.v);
+    free(p->seqs.v);
+    free(p->pairs.v);
+    free(p->stuck.v);
+    memset(p, 0, sizeof(*p));
+}
+
+struct par {
+    const char *const *files;
+    struct job *whole, *part; /* part: one job per file */
+    char **msg;
+    size_t *msglen;
+};
+
+static void par_work(void *ud, int i) {
+    struct par *p = ud;
+    FILE *err = open_memstream(&p->msg[i], &p->msglen[i]);
+    read_file(&p->part[i], p->files[i], err ? err : stderr);
+    if (err)
+        fclose(err);
+}
+
+static void par_in_order(void *ud, int i) {
+    struct par *p = ud;
+    if (p->msg[i])
+        fputs(p->msg[i], stderr);
+    free(p->msg[i]);
+    p->msg[i] = NULL;
+    merge_job(p->whole, &p->part[i]);
+}
+
+int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out) {
+    struct job j;
+    memset(&j, 0, sizeof(j));
+    if (jobs <= 0)
+        jobs = nsc_jobs_default();
+    int done = 0;
+    if (jobs > 1 && nfiles > 1) {
+        struct par p = {files, &j, calloc((size_t)nfiles, sizeof(struct job)),
+                        calloc((size_t)nfiles, sizeof(char *)), calloc((size_t)nfiles, sizeof(size_t))};
+        done = p.part && p.msg && p.msglen && nsc_parallel(nfiles, jobs, par_work, par_in_order, &p) == 0;
+        free(p.part);
+        free(p.msg);
+        free(p.msglen);
+    }
+    for (int i = 0; i < nfiles && !done; i++) /* -j 1, or no thread could start */
+        read_file(&j, files[i], stderr);
     dedupe_stuck(&j);
     /* Stuck communicators, in the order of their first stuck operation. */
     uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));

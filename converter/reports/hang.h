@@ -23,7 +23,9 @@
 #include <stdio.h>
 
 /* Returns 0 (no hang), 2 (no hang found, some input damaged) or 4 (a hang
- * found, whatever the damage: files cut by SIGKILL are the normal case). */
-int nsc_hang(const char *const *files, int nfiles, int json, FILE *out);
+ * found, whatever the damage: files cut by SIGKILL are the normal case).
+ * jobs: files read at once (0: parallel.h's default); the output does not
+ * depend on it. */
+int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out);
 
 #endif /* NSC_HANG_H */

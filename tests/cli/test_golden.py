@@ -87,7 +87,7 @@ def main():
     os.makedirs(GOLDEN, exist_ok=True)
     bad = 0
     for name, argv, outname in cases():
-        got = run_case(cli, argv, outname, tmp, extra if argv[0] in ("convert", "stats", "report") else ())
+        got = run_case(cli, argv, outname, tmp, extra if argv[0] in ("convert", "stats", "report", "hang") else ())
         path = os.path.join(GOLDEN, name + ".xz")
         if update:
             with open(path, "wb") as f:

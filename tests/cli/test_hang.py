@@ -95,6 +95,13 @@ def test_coll(driver):
     check("hang at AllReduce seqNumber %d" % (OPS - 1) in text and "never entered it: rank 3 (last entered seqNumber %d)" % (OPS - 2) in text,
           text)
     check("rank 0: enqueued, 1 of 2 channel(s) done, open: 0; peers 1" in text, text)
+    # -j N reads files at once: the same output, messages in file order
+    outs = [run([cli, "hang", d, *fmt, "-j", n], ok=(4,)) for fmt in ([], ["--json"])
+            for n in ("1", "3")]
+    check(outs[0].stdout == outs[1].stdout and outs[0].stderr == outs[1].stderr and
+          outs[2].stdout == outs[3].stdout and outs[2].stderr == outs[3].stderr,
+          "-j 1 and -j 3 differ:\n%s\n%s" % (outs[0].stdout, outs[1].stdout))
+    run([cli, "hang", d, "-j", "0"], ok=(1,))
 
 
 def test_p2p(driver):
