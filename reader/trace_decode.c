@@ -522,6 +522,8 @@ const char *nsc_decoder_path(const struct nsc_decoder *d) { return d->rd.path; }
 
 int nsc_decoder_ended(const struct nsc_decoder *d) { return d->ended; }
 
+void nsc_decoder_request_stop(struct nsc_decoder *d) { d->stop = 1; }
+
 void nsc_decoder_counts(const struct nsc_decoder *d, struct nsc_decode_counts *c) {
     c->file_size = d->rd.size;
     c->format_version = d->rd.version;

@@ -115,6 +115,9 @@ const char *nsc_decoder_error(const struct nsc_decoder *d);
 const char *nsc_decoder_path(const struct nsc_decoder *d);
 /* An END block was read: the session closed cleanly. */
 int nsc_decoder_ended(const struct nsc_decoder *d);
+/* From a callback: nsc_decoder_run returns after the current block (a
+ * reader that has what it needs, e.g. gpu_clock.c's samples). */
+void nsc_decoder_request_stop(struct nsc_decoder *d);
 
 struct nsc_decode_counts {
     uint64_t file_size;      /* bytes of the file (or memory) read */

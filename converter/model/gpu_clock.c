@@ -92,7 +92,7 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
         c->have = 1;
         c->kernels++;
         if (++sc->total >= KERNELS_USED)
-            d->stop = 1;
+            nsc_decoder_request_stop(d);
         if (sc->ns < DELAY_SAMPLES)
             sc->s[sc->ns++] = (struct sample){host, k->gpu_end, k->serial};
         break;
