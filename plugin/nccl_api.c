@@ -213,7 +213,10 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
         flags |= NSC_RF_FOREIGN_PARENT;
         parent = nsc_handle_id((uint64_t)(uintptr_t)d->parentObj);
     } else {
-        parent = nsc_parent_id(d->parentObj, &flags);
+        /* A parent started while the benchmarks' passthrough was on has the
+         * token for a handle: no parent we know (as if NCCL passed NULL). */
+        parent = d->parentObj == (void *)&nsc_passthrough_token ? 0
+                                                                : nsc_parent_id(d->parentObj, &flags);
     }
     /* A CollApi takes an EXT only for a user tag (most calls have none). */
     int with_ext = needs_ext(d, (unsigned)et, v7);

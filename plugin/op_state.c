@@ -52,6 +52,10 @@ struct watch {
     _Atomic uint32_t busy;   /* completions writing now (complete_op) */
     _Atomic uint32_t enq_meta, done_meta; /* func << 8 | etype */
     _Atomic uint64_t enq_seq, done_seq, done_ticks, started, completed;
+    /* The last completed as one word, seq (40 bits) << 24 | etype << 16 |
+     * func: overtaken() must not pair one completion's function with
+     * another's seqNumber (two words stored one after the other could). */
+    _Atomic uint64_t done_key;
 };
 static struct watch watch[NSC_MAX_COMMS];
 
@@ -71,6 +75,7 @@ void nsc_opst_comm_open(uint32_t ci, uint32_t serial) {
     atomic_store_explicit(&w->done_meta, 0, RLX);
     atomic_store_explicit(&w->enq_seq, 0, RLX);
     atomic_store_explicit(&w->done_seq, 0, RLX);
+    atomic_store_explicit(&w->done_key, 0, RLX);
     atomic_store_explicit(&w->done_ticks, 0, RLX);
     atomic_store_explicit(&w->started, 0, RLX);
     atomic_store_explicit(&w->completed, 0, RLX);
@@ -166,6 +171,11 @@ static int kernel_channels(const struct nsc_slab_slot *s) {
 }
 
 
+#define KEY_SEQ_MASK ((UINT64_C(1) << 40) - 1)
+static inline uint64_t done_key(uint64_t seq, uint64_t etype, uint64_t func) {
+    return (seq & KEY_SEQ_MASK) << 24 | (etype & 0xff) << 16 | (func & 0xffff);
+}
+
 /* How a slot ends (finish): its event completed; its operation completed
  * but a later one of its comm already did (the watchdog retired it as
  * overtaken: counted, but "last completed" stays the later one); or it was
@@ -190,6 +200,8 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks, enum fin how) {
             atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
             atomic_store_explicit(&w->done_meta,
                                   (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)), RLX);
+            atomic_store_explicit(&w->done_key, done_key(LD(s, 1), LD(s, 2) >> 48, LD(s, 3)),
+                                  RLX);
             atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
         }
         atomic_fetch_add_explicit(&w->completed, 1, memory_order_release); /* after the fields */
@@ -208,10 +220,11 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks, enum fin how) {
  * watchdog retires the operation early (overtaken, or its comm finalized: a
  * KernelCh stop that never came, or one that comes after); a stop then
  * finds another id in the parent's `life` and sets nothing. The window
- * left, the parent retired and its slot taken again between that check and
- * the fetch_or, can only set a channel bit of the new occupant, which the
- * next occupant's start clears: the watchdog's view of one operation, never
- * the trace.
+ * left, the parent retired and its slot taken by a new operation between
+ * that check and the fetch_or, sets one channel bit of the new operation:
+ * it may then complete one channel early (its last KernelCh's stop finds
+ * the bit set and still finishes it; its later KernelCh count as orphans).
+ * The watchdog's view of one operation, never the trace.
  *
  * Completion is a Dekker pair with the operation's stop: we set our bit,
  * then read DONE; the stop sets DONE, then (try_finish) reads the bits.
@@ -223,9 +236,10 @@ static void kch_done(uint32_t p, uint64_t pid, uint64_t ch, uint64_t ticks) {
         nsc_slab_count_orphan(); /* retired (and maybe reused) while we ran */
         return;
     }
-    uint64_t bit = UINT64_C(1) << (ch & 63);
-    if (atomic_fetch_or_explicit(&ps->w[5], bit, memory_order_seq_cst) & bit)
-        return; /* a second stop of the same channel */
+    /* No early return when the bit was set already (a second KernelCh of
+     * the channel, or a stray bit, below): whoever sets the last bit must
+     * also look at DONE, and try_finish is harmless to call twice. */
+    atomic_fetch_or_explicit(&ps->w[5], UINT64_C(1) << (ch & 63), memory_order_seq_cst);
     uint64_t l = atomic_load_explicit(&ps->life, memory_order_seq_cst);
     if ((l >> NSC_LIFE_ID_SHIFT) == pid && (l & NSC_LIFE_DONE) && !(l & NSC_LIFE_REFS))
         try_finish(p, pid, ticks);
@@ -424,29 +438,41 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
     if ((l >> NSC_LIFE_ID_SHIFT) != id)
         return; /* reclaimed with its finalized comm, or a second stop */
     int op = atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP;
-    if (op)
-        ST(s, 7, ticks = now_or(ticks));
-    /* ACQ_REL: the stop time before DONE, for whoever finishes the slot. A
-     * child nobody references is finished by this one CAS (the common case:
-     * ProxySteps, KernelCh), without passing through DONE. */
+    if (op) {
+        /* DONE and a reference in one CAS (SEQ_CST: the other half of
+         * kch_done's Dekker pair), so the stop time is written into a slot
+         * that is still this operation's (the watchdog may retire an
+         * operation before its own stop); the release finishes it if it
+         * is the last. */
+        for (;;) {
+            if ((l >> NSC_LIFE_ID_SHIFT) != id || (l & NSC_LIFE_DONE))
+                return;
+            int ref = (l & NSC_LIFE_REFS) != NSC_LIFE_REFS; /* saturated: no stop time */
+            if (atomic_compare_exchange_weak_explicit(&s->life, &l, (l | NSC_LIFE_DONE) + ref,
+                                                      memory_order_seq_cst,
+                                                      memory_order_acquire)) {
+                if (!ref)
+                    return;
+                ST(s, 7, ticks = now_or(ticks));
+                detach(i, id, ticks, 0);
+                return;
+            }
+        }
+    }
+    /* A child nobody references is finished by this one CAS (the common
+     * case: ProxySteps, KernelCh), without passing through DONE; one the
+     * scan holds gets DONE, and the scan's release finishes it. */
     for (;;) {
         if ((l >> NSC_LIFE_ID_SHIFT) != id || (l & NSC_LIFE_DONE))
             return;
-        if (!op && (l & NSC_LIFE_REFS) == 0) {
-            if (atomic_compare_exchange_weak_explicit(&s->life, &l, 0, memory_order_acq_rel,
-                                                      memory_order_acquire)) {
+        int alone = (l & NSC_LIFE_REFS) == 0;
+        if (atomic_compare_exchange_weak_explicit(&s->life, &l, alone ? 0 : l | NSC_LIFE_DONE,
+                                                  memory_order_seq_cst, memory_order_acquire)) {
+            if (alone)
                 finish(i, ticks, FIN_COMPLETED);
-                return;
-            }
-            continue;
+            return;
         }
-        /* SEQ_CST: the other half of kch_done's Dekker pair. */
-        if (atomic_compare_exchange_weak_explicit(&s->life, &l, l | NSC_LIFE_DONE,
-                                                  memory_order_seq_cst, memory_order_acquire))
-            break;
     }
-    if ((l & NSC_LIFE_REFS) == 0)
-        try_finish(i, id, ticks);
 }
 
 void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks) {
@@ -518,10 +544,10 @@ static int overtaken(uint64_t c, uint64_t w2, uint64_t seq, uint64_t func) {
     if ((unsigned)(w2 >> 48 & 0xff) != NSC_ET_COLL || ci >= NSC_MAX_COMMS)
         return 0;
     const struct watch *w = &watch[ci];
-    uint32_t meta = atomic_load_explicit(&w->done_meta, RLX);
+    uint64_t k = atomic_load_explicit(&w->done_key, RLX); /* one completion's */
     return atomic_load_explicit(&w->serial, memory_order_acquire) == serial &&
-           meta == (uint32_t)(func << 8 | NSC_ET_COLL) &&
-           atomic_load_explicit(&w->done_seq, RLX) > seq;
+           (k & 0xffffff) == (done_key(0, NSC_ET_COLL, func) & 0xffffff) &&
+           (k >> 24) > (seq & KEY_SEQ_MASK);
 }
 
 /* The watchdog's scratch (one scan at a time, op_state.h). */
@@ -544,10 +570,11 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
     /* Two passes: operations and ProxyOps first, then the steps tallied
      * into their ProxyOp and the open KernelCh into their operation's
      * channels started (a KernelCh's start touches only its own slot). */
-    /* Children are visited only when their ProxyOps are collected (a
-     * firing) and, to reclaim finalized comms' slots, every tenth scan:
-     * most slots of a busy process are ProxySteps and KernelCh, and a
-     * reference per slot every 100 ms would be the watchdog's whole cost. */
+    /* Pass 0 visits ProxyOps when they are collected and every child only
+     * every tenth scan (to reclaim finalized comms' slots); pass 1 visits
+     * ProxySteps and KernelCh whenever operations or ProxyOps are collected,
+     * which the watchdog asks for at every scan (watchdog.c): one reference
+     * taken and dropped per open child every 100 ms. */
     int sweep = scan_no % 10 == 0;
     for (int pass = 0; pass < (proxies || ops ? 2 : 1); pass++)
         for (uint32_t i = 0; i < high; i++) {

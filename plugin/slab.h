@@ -95,16 +95,17 @@ static inline int nsc_slab_on(void) {
  * NSC_SLAB_BATCH at a time, one CAS per batch, so slots freed on one thread
  * (an operation finished by its last child's stop) reach the thread that
  * allocates them. Only its owner touches a cache; a thread that exits must
- * flush it (thread_state.c does), or its slots stay parked: at most
- * NSC_SLAB_CACHE per cache, never lost to the trace (a full slab only makes
- * events record-only). Two lines. */
-#define NSC_SLAB_CACHE 31
-#define NSC_SLAB_BATCH 16
+ * flush it (thread_state.c does). A live thread that stopped calling keeps
+ * its cache's slots parked: at most NSC_SLAB_CACHE per thread state, so with
+ * the default 256 thread states at most 3,840 of the 16,384 slots, never
+ * lost to the trace (a full slab only makes events record-only). One line. */
+#define NSC_SLAB_CACHE 15
+#define NSC_SLAB_BATCH 8
 struct nsc_slab_cache {
     uint32_t n;
     uint32_t idx[NSC_SLAB_CACHE];
 };
-_Static_assert(sizeof(struct nsc_slab_cache) == 128, "slab cache: two lines");
+_Static_assert(sizeof(struct nsc_slab_cache) == 64, "slab cache: one line");
 
 /* A free slot's index, or -1 (full: counted). The slot's `life` is 0 and
  * owned by the caller until it publishes it. `c`: the calling thread's

@@ -3,14 +3,16 @@
  * the switch nccl-bench --ab flips between blocks: while it is on, a start
  * returns one token and records nothing, and that token's state and stop
  * return at once; an event started before keeps its full path (its stop is
- * recorded); switched off, recording goes on. tests/cli/test_passthrough.py
- * reads the trace.
+ * recorded); switched off, recording goes on, and a child of an event
+ * started under the switch has no parent (not the token's address).
+ * tests/cli/test_passthrough.py reads the trace.
  *
  *   passthrough_driver --plugin SO
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "host.h"
 
@@ -50,6 +52,17 @@ int main(int argc, char **argv) {
     nsc_host_stop(&host, c);
     nsc_host_stop(&host, a);    /* started before: recorded */
     pass(0);
+    /* a child of an event started under the switch: recorded, parent none */
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_PROXY_OP;
+    d.parentObj = b;
+    d.proxyOp.pid = getpid();
+    d.proxyOp.peer = 1;
+    void *px = NULL;
+    nsc_host_start(&host, ctx, &px, &d);
+    bad |= !px || px == b;
+    nsc_host_stop(&host, px);
     void *e = coll(3);          /* recorded again */
     bad |= !e || e == b;
     nsc_host_stop(&host, e);

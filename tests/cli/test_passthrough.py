@@ -8,20 +8,25 @@ import re
 import subprocess
 import sys
 
-from nsctest import check, env_paths, run, tmpdir, trace_files
+from nsctest import check, convert, env_paths, events, run, tmpdir, trace_files
 
 
 def main():
     cli, plugin, _ = env_paths()
     d = tmpdir()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="Coll")
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="Coll,ProxyOp")
     p = subprocess.run([sys.argv[1], "--plugin", plugin], env=env, capture_output=True, text=True)
     check(p.returncode == 0 and "handles ok" in p.stdout, "driver: %s %s" % (p.stdout, p.stderr))
     files = trace_files(d)
     check(len(files) == 1, "one trace file: %s" % files)
     info = run([cli, "info", files[0]]).stdout
-    check(re.search(r"^events by type\s+Coll=2\s*$", info, re.M), "two Coll kept:\n" + info)
-    check(re.search(r"\(start 2, stop 2, state 0\)", info), "two starts, two stops:\n" + info)
+    check(re.search(r"^events by type\s+Coll=2\s+ProxyOp=1\s*$", info, re.M),
+          "two Coll and the ProxyOp kept:\n" + info)
+    check(re.search(r"\(start 3, stop 3, state 0\)", info), "three starts, three stops:\n" + info)
+    doc, _ = convert(files, os.path.join(d, "t.json"))
+    po = [e for e in events(doc) if e["name"] == "ProxyOp"]
+    check(len(po) == 1 and po[0]["args"].get("parent") in (None, 0),
+          "the ProxyOp under a passthrough parent has no parent: %s" % po)
     check(re.search(r"^invalid calls\s+0 unknown contexts, 0 unknown handles", info, re.M),
           "the token's stop and state are not counted as unknown handles:\n" + info)
     print("ok")
