@@ -66,7 +66,10 @@ enum ncclscope_status {
 int ncclscope_control_start(void);
 int ncclscope_control_stop(void);
 /* Benchmarks only: nonzero makes ncclscope behave as an empty plugin (every
- * start returns a token, nothing is recorded) until called with 0. */
+ * start returns a token, nothing is recorded) until called with 0. Events
+ * started under it are not in the trace, and an operation whose KernelCh
+ * came under it may look in flight to the hang watchdog until a later one
+ * of its communicator completes: not for production runs. */
 int ncclscope_bench_passthrough(int on);
 int ncclscope_control_dump(void);
 int ncclscope_control_mark(const char *text);
