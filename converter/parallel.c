@@ -2,6 +2,7 @@
 #include "parallel.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -98,4 +99,37 @@ int nsc_parallel(int n, int jobs, void (*work)(void *ud, int i), void (*in_order
     free(p.done);
     free(th);
     return 0;
+}
+
+int nsc_msgs_init(struct nsc_msgs *m, int n) {
+    m->text = calloc((size_t)n + 1, sizeof(*m->text));
+    m->len = calloc((size_t)n + 1, sizeof(*m->len));
+    if (m->text && m->len)
+        return 0;
+    nsc_msgs_free(m);
+    return -1;
+}
+
+void nsc_msgs_free(struct nsc_msgs *m) {
+    free(m->text);
+    free(m->len);
+    m->text = NULL;
+    m->len = NULL;
+}
+
+FILE *nsc_msgs_open(struct nsc_msgs *m, int i) {
+    FILE *f = open_memstream(&m->text[i], &m->len[i]);
+    return f ? f : stderr;
+}
+
+void nsc_msgs_close(FILE *f) {
+    if (f != stderr)
+        fclose(f);
+}
+
+void nsc_msgs_flush(struct nsc_msgs *m, int i, FILE *to) {
+    if (m->text[i])
+        fputs(m->text[i], to);
+    free(m->text[i]);
+    m->text[i] = NULL;
 }

@@ -16,6 +16,8 @@
 #ifndef NSC_PARALLEL_H
 #define NSC_PARALLEL_H
 
+#include <stdio.h>
+
 /* The default -j: what nsc_jobs_set_default set (the command line's -j),
  * else the processors online (at least 1). */
 int nsc_jobs_default(void);
@@ -25,5 +27,18 @@ void nsc_jobs_set_default(int jobs);
  * the caller may run the same loop itself with jobs = 1). */
 int nsc_parallel(int n, int jobs, void (*work)(void *ud, int i), void (*in_order)(void *ud, int i),
                  void *ud);
+
+/* Each item's messages, printed in item order: a worker writes item i's to
+ * nsc_msgs_open(m, i) (stderr itself when no memory is left for a buffer)
+ * and ends with nsc_msgs_close; in_order prints them with nsc_msgs_flush. */
+struct nsc_msgs {
+    char **text;
+    size_t *len;
+};
+int nsc_msgs_init(struct nsc_msgs *m, int n); /* 0, or -1 without memory */
+void nsc_msgs_free(struct nsc_msgs *m);
+FILE *nsc_msgs_open(struct nsc_msgs *m, int i);
+void nsc_msgs_close(FILE *f);
+void nsc_msgs_flush(struct nsc_msgs *m, int i, FILE *to);
 
 #endif /* NSC_PARALLEL_H */

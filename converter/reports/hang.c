@@ -873,24 +873,19 @@ static void merge_job(struct job *w, struct job *p) {
 struct par {
     const char *const *files;
     struct job *whole, *part; /* part: one job per file */
-    char **msg;
-    size_t *msglen;
+    struct nsc_msgs msgs;
 };
 
 static void par_work(void *ud, int i) {
     struct par *p = ud;
-    FILE *err = open_memstream(&p->msg[i], &p->msglen[i]);
-    read_file(&p->part[i], p->files[i], err ? err : stderr);
-    if (err)
-        fclose(err);
+    FILE *err = nsc_msgs_open(&p->msgs, i);
+    read_file(&p->part[i], p->files[i], err);
+    nsc_msgs_close(err);
 }
 
 static void par_in_order(void *ud, int i) {
     struct par *p = ud;
-    if (p->msg[i])
-        fputs(p->msg[i], stderr);
-    free(p->msg[i]);
-    p->msg[i] = NULL;
+    nsc_msgs_flush(&p->msgs, i, stderr);
     merge_job(p->whole, &p->part[i]);
 }
 
@@ -901,12 +896,11 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         jobs = nsc_jobs_default();
     int done = 0;
     if (jobs > 1 && nfiles > 1) {
-        struct par p = {files, &j, calloc((size_t)nfiles, sizeof(struct job)),
-                        calloc((size_t)nfiles, sizeof(char *)), calloc((size_t)nfiles, sizeof(size_t))};
-        done = p.part && p.msg && p.msglen && nsc_parallel(nfiles, jobs, par_work, par_in_order, &p) == 0;
+        struct par p = {files, &j, calloc((size_t)nfiles, sizeof(struct job)), {0}};
+        done = p.part && nsc_msgs_init(&p.msgs, nfiles) == 0 &&
+               nsc_parallel(nfiles, jobs, par_work, par_in_order, &p) == 0;
         free(p.part);
-        free(p.msg);
-        free(p.msglen);
+        nsc_msgs_free(&p.msgs);
     }
     for (int i = 0; i < nfiles && !done; i++) /* -j 1, or no thread could start */
         read_file(&j, files[i], stderr);

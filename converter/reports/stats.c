@@ -787,8 +787,7 @@ struct par {
     const struct nsc_stats_opts *o;
     struct agg *whole;
     struct agg *part;   /* per file */
-    char **msg;         /* per file: its messages */
-    size_t *msglen;
+    struct nsc_msgs msgs; /* per file: its messages */
     int *rc;
     int failed;
 };
@@ -799,22 +798,18 @@ static void par_work(void *ud, int i) {
     a->keep_order = 1;
     a->cmd = p->whole->cmd;
     a->path = p->o->files[i];
-    FILE *err = open_memstream(&p->msg[i], &p->msglen[i]);
+    FILE *err = nsc_msgs_open(&p->msgs, i);
     struct file_run fr = {.a = a, .shift = p->o->shift_ns ? p->o->shift_ns[i] : 0, .err = err,
                           .path = p->o->files[i], .file = i};
     struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .error = on_error, .done = on_done};
     p->rc[i] = nsc_ops_pass(p->o->files[i], fr.shift, &h, &fr);
     free(fr.gpu);
-    if (err)
-        fclose(err);
+    nsc_msgs_close(err);
 }
 
 static void par_in_order(void *ud, int i) {
     struct par *p = ud;
-    if (p->msg[i])
-        fputs(p->msg[i], stderr);
-    free(p->msg[i]);
-    p->msg[i] = NULL;
+    nsc_msgs_flush(&p->msgs, i, stderr);
     if (p->rc[i] < 0 || merge_agg(p->whole, &p->part[i]) != 0)
         p->failed = 1;
     agg_free(&p->part[i]);
@@ -822,16 +817,14 @@ static void par_in_order(void *ud, int i) {
 }
 
 static int stats_parallel(const struct nsc_stats_opts *o, struct agg *a, int jobs) {
-    struct par p = {o, a, calloc((size_t)o->nfiles, sizeof(struct agg)),
-                    calloc((size_t)o->nfiles, sizeof(char *)), calloc((size_t)o->nfiles, sizeof(size_t)),
+    struct par p = {o, a, calloc((size_t)o->nfiles, sizeof(struct agg)), {0},
                     calloc((size_t)o->nfiles, sizeof(int)), 0};
     int rc = -1;
-    if (p.part && p.msg && p.msglen && p.rc &&
+    if (p.part && p.rc && nsc_msgs_init(&p.msgs, o->nfiles) == 0 &&
         nsc_parallel(o->nfiles, jobs, par_work, par_in_order, &p) == 0)
         rc = p.failed ? -1 : 0;
     free(p.part);
-    free(p.msg);
-    free(p.msglen);
+    nsc_msgs_free(&p.msgs);
     free(p.rc);
     return rc;
 }
