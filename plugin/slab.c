@@ -84,11 +84,8 @@ static uint32_t pop_many(struct nsc_slab_slot *S, uint32_t k, uint32_t *out, uin
         }
         uint64_t nh = ((h >> 32) + 1) << 32 | v;
         if (atomic_compare_exchange_weak_explicit(head, &h, nh, memory_order_acquire,
-                                                  memory_order_acquire)) {
-            for (uint32_t j = 0; j < got; j++)
-                UNPOISON(&S[out[j]], sizeof(S[out[j]]));
-            return got;
-        }
+                                                  memory_order_acquire))
+            return got; /* still poisoned: alloc unpoisons the one it hands out */
     }
     return 0;
 }
@@ -122,10 +119,11 @@ int32_t nsc_slab_alloc(struct nsc_slab_cache *c) {
     for (uint32_t k = 0; k < SHARDS; k++) {
         uint32_t got = pop_many(S, (me + k) % SHARDS, out, max);
         if (got) {
-            if (!c)
-                return (int32_t)one;
-            c->n = got - 1; /* unpoisoned by pop_many */
-            return (int32_t)c->idx[got - 1];
+            uint32_t i = out[got - 1]; /* the rest stay in the cache, poisoned */
+            if (c)
+                c->n = got - 1;
+            UNPOISON(&S[i], sizeof(S[i]));
+            return (int32_t)i;
         }
     }
     /* Never used slots: the high-water mark, a batch at a time for a cache
