@@ -142,8 +142,8 @@ static int attach(uint32_t i, uint64_t id) {
 
 static void try_finish(uint32_t i, uint64_t id, uint64_t ticks);
 
-/* Drops a reference (ACQ_REL: our updates before it; the last one sees
- * everybody's). The last reference of a finished slot finishes it. */
+/* Drops a reference (our updates before it; the last one sees everybody's).
+ * The last reference of a finished slot finishes it. */
 static void detach(uint32_t i, uint64_t id, uint64_t ticks, int touch) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     if (touch && atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP)
@@ -170,7 +170,7 @@ static int kernel_channels(const struct nsc_slab_slot *s) {
     return (w2 >> 40) & 1 ? (int)((w2 >> 32) & 0xff) : -1;
 }
 
-
+/* The comm's last completed collective as one word (watch.done_key). */
 #define KEY_SEQ_MASK ((UINT64_C(1) << 40) - 1)
 static inline uint64_t done_key(uint64_t seq, uint64_t etype, uint64_t func) {
     return (seq & KEY_SEQ_MASK) << 24 | (etype & 0xff) << 16 | (func & 0xffff);
