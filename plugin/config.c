@@ -164,6 +164,48 @@ static int get_path(const char *name, char *out, size_t cap, char *err, unsigned
     return 0;
 }
 
+/* NCCLSCOPE_CPUS: a CPU list in the kernel's cpulist format ("3", "0-3",
+ * "0,8-11"); unset or empty: no pinning. */
+static int get_cpus(struct nsc_config *cfg, char *err, unsigned errlen) {
+    const char *v = getenv("NCCLSCOPE_CPUS");
+    CPU_ZERO(&cfg->cpus);
+    cfg->cpus_set = 0;
+    if (!v || !*v)
+        return 0;
+    const char *p = v;
+    for (;;) {
+        char *end;
+        unsigned long a, b;
+        if (*p < '0' || *p > '9')
+            break;
+        a = strtoul(p, &end, 10);
+        b = a;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                break;
+            b = strtoul(end + 1, &end, 10);
+        }
+        if (a > b || b >= CPU_SETSIZE)
+            break;
+        for (unsigned long c = a; c <= b; c++)
+            CPU_SET(c, &cfg->cpus);
+        p = end;
+        if (*p == '\0') {
+            cfg->cpus_set = 1;
+            return 0;
+        }
+        if (*p != ',')
+            break;
+        p++;
+    }
+    char q[300];
+    snprintf(err, errlen,
+             "NCCLSCOPE_CPUS=%s: malformed at byte %u; accepted: a CPU list such as 30-31 or 0,8-11, "
+             "CPUs 0..%d",
+             quoted(v, q, sizeof(q)), (unsigned)(p - v), CPU_SETSIZE - 1);
+    return -1;
+}
+
 int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     memset(cfg, 0, sizeof(*cfg));
     uint32_t v;
@@ -249,6 +291,8 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     /* docs/design.md "Hang watchdog" says why 300 */
     if (get_u32("NCCLSCOPE_HANG_SECONDS", 300, 0, 604800, " s (0: no watchdog, no slab)",
                 &cfg->hang_seconds, err, errlen))
+        return -1;
+    if (get_cpus(cfg, err, errlen))
         return -1;
     /* A signal only if the user names one: by name (USR1, SIGUSR2, ...) or
      * number. Fatal signals dump anyway in flight mode; SIGKILL and SIGSTOP

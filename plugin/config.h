@@ -5,6 +5,7 @@
 #ifndef NSC_CONFIG_H
 #define NSC_CONFIG_H
 
+#include <sched.h>
 #include <stdint.h>
 
 #define NSC_CONFIG_DIR_MAX 1023 /* bytes of NCCLSCOPE_DIR (the writer's buffers) */
@@ -32,6 +33,8 @@ struct nsc_config {
     uint32_t flight_mb;      /* NCCLSCOPE_FLIGHT_MB: the flight window's memory (default 32) */
     uint32_t hang_seconds;   /* NCCLSCOPE_HANG_SECONDS: the watchdog's stall limit (0: off) */
     int dump_signal;         /* NCCLSCOPE_DUMP_SIGNAL: a signal that dumps (0: none) */
+    int cpus_set;            /* NCCLSCOPE_CPUS given: our threads run on cpus only */
+    cpu_set_t cpus;          /* NCCLSCOPE_CPUS, a CPU list ("30-31", "0,8-11") */
 };
 
 /* Fills cfg from the environment. Returns 0, or -1 with a message in err

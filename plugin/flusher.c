@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "bg_thread.h"
 #include "block_payload.h"
 #include "clock.h"
 #include "comm_table.h"
@@ -1154,20 +1155,9 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
         return -1;
     }
 
-    /* Our threads must not run the application's signal handlers, and they
-     * take the process's CPU mask instead of the (often pinned) caller's. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    cpu_set_t cpus;
-    int have_cpus = sched_getaffinity(getpid(), sizeof(cpus), &cpus) == 0;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    if (have_cpus)
-        pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
     int rc = 0;
     for (f->nworkers = 0; f->nworkers < nw; f->nworkers++)
-        if (pthread_create(&f->workers[f->nworkers], &attr, compressor_main, f) != 0)
+        if (nsc_bg_thread_start(&f->workers[f->nworkers], cfg, compressor_main, f, "ncclscope-zstd"))
             break;
     if (f->nworkers == 0)
         rc = EAGAIN;
@@ -1178,12 +1168,11 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
     while (rc == 0 && started < f->ndrainers) {
         f->drainers[started].f = f;
         f->drainers[started].index = started;
-        rc = pthread_create(&f->drainers[started].thread, &attr, drainer_main, &f->drainers[started]);
+        rc = nsc_bg_thread_start(&f->drainers[started].thread, cfg, drainer_main, &f->drainers[started],
+                                 "ncclscope-drain");
         if (rc == 0)
             started++;
     }
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         /* Whatever started stops at once (drainers cover rings by index
          * modulo their planned number: fewer cannot run). */
@@ -1201,10 +1190,6 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
         snprintf(err, errlen, "cannot start the flusher threads: %s", strerror(rc));
         return -1;
     }
-    for (unsigned i = 0; i < f->ndrainers; i++)
-        pthread_setname_np(f->drainers[i].thread, "ncclscope-drain");
-    for (unsigned i = 0; i < f->nworkers; i++)
-        pthread_setname_np(f->workers[i], "ncclscope-zstd");
     F = f;
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bg_thread.h"
 #include "clock.h"
 #include "control.h"
 #include "live_metrics.h"
@@ -83,19 +84,7 @@ int nsc_ops_start(const struct nsc_config *cfg) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&o->cv, &ca);
     pthread_condattr_destroy(&ca);
-    /* Like the flusher's threads: no application signal handlers here, and
-     * the process's CPUs rather than the caller's pinning. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    cpu_set_t cpus;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    if (sched_getaffinity(getpid(), sizeof(cpus), &cpus) == 0)
-        pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
-    int rc = pthread_create(&o->thread, &attr, ops_main, o);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = nsc_bg_thread_start(&o->thread, cfg, ops_main, o, "ncclscope-ops");
     if (rc != 0) {
         nsc_log_warn("ncclscope: cannot start the ops thread (%s): no control files, no metrics",
                      strerror(rc));
@@ -104,7 +93,6 @@ int nsc_ops_start(const struct nsc_config *cfg) {
         free(o);
         return -1;
     }
-    pthread_setname_np(o->thread, "ncclscope-ops");
     O = o;
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "block_payload.h"
+#include "bg_thread.h"
 #include "clock.h"
 #include "comm_table.h"
 #include "flusher.h"
@@ -300,7 +301,10 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
     proxies = malloc(PROXIES_CAP * sizeof(*proxies));
     infos = malloc(NSC_MAX_COMMS * sizeof(*infos));
     stop_req = 0;
-    if (!ops || !proxies || !infos || pthread_create(&thread, NULL, watchdog_main, NULL) != 0) {
+    int rc = -1;
+    if (ops && proxies && infos)
+        rc = nsc_bg_thread_start(&thread, cfg, watchdog_main, NULL, "ncclscope-hang");
+    if (rc != 0) {
         free(ops);
         free(proxies);
         free(infos);

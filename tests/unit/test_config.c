@@ -17,6 +17,7 @@ static const char *const all_settings[] = {
     "NCCLSCOPE_DRAIN_US",   "NCCLSCOPE_CHUNK_KB",     "NCCLSCOPE_ZSTD_LEVEL",
     "NCCLSCOPE_CLOCK",      "NCCLSCOPE_CHAIN",        "NCCLSCOPE_METRICS_DIR",
     "NCCLSCOPE_METRICS_SECONDS", "NCCLSCOPE_METRICS_KEEP", "NCCLSCOPE_MAX_MB",
+    "NCCLSCOPE_CPUS",
 };
 
 static void clear_env(void) {
@@ -244,7 +245,25 @@ static void test_clock(void) {
     CHECK(load_with("NCCLSCOPE_CLOCK", "monotonic-and-a-long-tail-that-would-not-fit") == -1);
 }
 
+/* NCCLSCOPE_CPUS: the kernel's cpulist format (where the threads land:
+ * tests/cli/test_cpus.py). */
+static void test_cpus(void) {
+    CHECK(load_with("NCCLSCOPE_CPUS", "") == 0 && !cfg.cpus_set);
+    CHECK(load_with("NCCLSCOPE_CPUS", "3") == 0 && cfg.cpus_set && CPU_COUNT(&cfg.cpus) == 1 &&
+          CPU_ISSET(3, &cfg.cpus));
+    CHECK(load_with("NCCLSCOPE_CPUS", "0,8-11,20") == 0 && CPU_COUNT(&cfg.cpus) == 6 &&
+          CPU_ISSET(0, &cfg.cpus) && CPU_ISSET(8, &cfg.cpus) && CPU_ISSET(11, &cfg.cpus) &&
+          CPU_ISSET(20, &cfg.cpus) && !CPU_ISSET(12, &cfg.cpus));
+    static const char *const bad[] = {"a", "1-", "-1", "3-1", "1,", "1,,2", " 1", "1 ", "0-99999", "1;2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        CHECK(load_with("NCCLSCOPE_CPUS", bad[i]) == -1);
+        CHECK(strstr(err, "NCCLSCOPE_CPUS=\"") && strstr(err, "accepted: a CPU list"));
+    }
+    CHECK(load_with("NCCLSCOPE_CPUS", "1,x") == -1 && strstr(err, "malformed at byte 2"));
+}
+
 int main(void) {
+    test_cpus();
     test_defaults();
     test_numbers_accepted();
     test_numbers_refused();
