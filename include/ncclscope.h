@@ -65,8 +65,10 @@ enum ncclscope_status {
 
 int ncclscope_control_start(void);
 int ncclscope_control_stop(void);
-/* Benchmarks only: nonzero makes ncclscope behave as an empty plugin (every
- * start returns a token, nothing is recorded) until called with 0. Events
+/* Benchmarks only: 1 makes ncclscope behave as an empty plugin (every
+ * start returns a token, nothing is recorded) until called with 0; 2 as
+ * the floor plugin (the same, plus a timestamp and a 64-byte line written
+ * per call into a private ring nothing reads); other values: INVALID. Events
  * started under it are not in the trace, and an operation whose KernelCh
  * came under it may look in flight to the hang watchdog until a later one
  * of its communicator completes: not for production runs. */

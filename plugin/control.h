@@ -40,6 +40,9 @@ extern _Atomic uint32_t nsc_ctl_record_mask;
 
 /* ncclscope_bench_passthrough's handle (control.c). */
 extern char nsc_passthrough_token __attribute__((visibility("hidden")));
+/* ncclscope_bench_passthrough(2): one timestamp and one line per call into
+ * a private ring (control.c), the floor plugin's work. */
+void nsc_bench_floor(uint64_t kind, uint64_t what) __attribute__((visibility("hidden")));
 
 static inline uint32_t nsc_ctl_recording(void) {
     return atomic_load_explicit(&nsc_ctl_record_mask, memory_order_relaxed);

@@ -177,7 +177,10 @@ static void start_unrecorded(struct nsc_comm *c, void **eHandle, const nsc_abi_d
 static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7 *d,
                                uint64_t type, int learn_rank, int v7, size_t dsize,
                                int version) {
-    if (__builtin_expect(atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed), 0)) {
+    int pass = atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed);
+    if (__builtin_expect(pass, 0)) {
+        if (pass == 2) /* the floor plugin's behaviour */
+            nsc_bench_floor(1, type);
         *eHandle = (void *)&nsc_passthrough_token; /* the empty plugin's behaviour */
         return;
     }
@@ -240,8 +243,11 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
  * states carry an int, the others a 64-bit value (KernelPhaseStop's is
  * kernelCh.pTimer, as KernelChStop's). */
 static inline nsc_abi_result record_state(void *eHandle, int eState, const void *args) {
-    if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0))
+    if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0)) {
+        if (atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed) == 2)
+            nsc_bench_floor(4, (uint64_t)eState);
         return NSC_ABI_SUCCESS;
+    }
     uint64_t arg = 0;
     if (args) {
         if (eState >= NSC_ABI_PROXY_CTRL_IDLE && eState <= NSC_ABI_PROXY_CTRL_APPEND_END) {
@@ -260,8 +266,11 @@ static inline nsc_abi_result record_state(void *eHandle, int eState, const void 
 }
 
 static nsc_abi_result stop_event(void *eHandle) {
-    if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0))
+    if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0)) {
+        if (atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed) == 2)
+            nsc_bench_floor(3, 0);
         return NSC_ABI_SUCCESS;
+    }
     uint64_t ticks = nsc_record_stop(eHandle);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);

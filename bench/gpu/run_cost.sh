@@ -8,9 +8,16 @@
 #   A. In-process A/B (nccl-bench --ab): ncclscope with every event against its own
 #      passthrough (the empty plugin's behaviour) in alternating blocks of one process, one
 #      thread per GPU and one process per GPU; ROUNDS processes of AB_REPEATS (6) pairs each;
-#      AB_ENV adds NCCLSCOPE_* settings to both arms (e.g. "NCCLSCOPE_MODE=flight").
+#      AB_ENV adds NCCLSCOPE_* settings to both arms (e.g. "NCCLSCOPE_MODE=flight");
+#      AB_ARMS="scope,pass,floor" adds the floor arm (a timestamp and a line per callback).
 #      Separate processes differ by more than the cost measured (docs/benchmarks.md); the
-#      two arms of one process do not.
+#      two arms of one process do not. Every block's threads are sampled (NB_TASKS) and
+#      bench/gpu/ab_modes.py splits the blocks by NCCL's mode (its progress thread spinning,
+#      or sleeping once per operation); raw files in $OUT/ab. BURST=K adds --burst K.
+#   E. The issuing thread's CPU per operation (nccl-bench --burst ${BURST:-16}, one thread
+#      per GPU): a synchronize every K operations keeps the thread from running ahead of
+#      the GPU, so the time inside the issuing calls is NCCL's enqueue plus the profiler's
+#      callbacks on that thread, whichever mode NCCL's progress thread is in.
 #   H. The callback harness on this machine's CPUs: max_zero_drop_rate (--knee) for 1..16
 #      writer threads, ncclscope and the empty plugin, network and allreduce64 mixes.
 # Needs build-gpu (bench/gpu/build_gpu.sh) and an nccl-tests build (bench/gpu/run_nccl_tests.sh
@@ -80,16 +87,32 @@ if has P; then
     done
 fi
 if has A; then
+    mkdir -p "$OUT/ab"
+    bflag=""; [ -n "${BURST:-}" ] && bflag="--burst $BURST"
     for r in $(seq 1 "$ROUNDS"); do
         for mode in threads procs; do
             flag=""; [ "$mode" = procs ] && flag=--procs
             rm -rf /tmp/nsc-cost-trace
             # shellcheck disable=SC2086
             $PIN env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCLSCOPE_EVENTS=all NCCLSCOPE_DIR=/tmp/nsc-cost-trace ${AB_ENV:-} \
-                "$BENCH" --gpus "$NG" $flag --ab --ops ar --min 64 --max 64 --iters "$ITERS" \
-                --repeats "${AB_REPEATS:-6}" --tag ab 2>/dev/null |
-                awk -F'\t' -v r="$r" -v k="ab-$mode" '{printf "%s\t%s\t%d.%d\t%s\n", k,
-                    ($1 ~ /[+]pass$/ ? "pass_all" : "scope_all"), r, $4, $6}' | tee -a "$OUT/cost.tsv"
+                NB_TASKS="$OUT/ab/$mode.$r.tasks" "$BENCH" --gpus "$NG" $flag --arms "${AB_ARMS:-scope,pass}" --ops ar \
+                --min 64 --max 64 --iters "$ITERS" --repeats "${AB_REPEATS:-6}" $bflag --tag ab 2>/dev/null |
+                tee "$OUT/ab/$mode.$r.tsv" |
+                awk -F'\t' -v r="$r" -v k="ab-$mode" '{arm = $1; sub(/^.*[+]/, "", arm);
+                    printf "%s\t%s_all\t%d.%d\t%s\n", k, arm, r, $4, $6}' | tee -a "$OUT/cost.tsv"
+        done
+    done
+    python3 "$here/ab_modes.py" "$OUT/ab" | tee "$OUT/ab_modes.md"
+fi
+if has E; then
+    for r in $(seq 1 "$ROUNDS"); do
+        for c in $CONFIGS; do
+            rm -rf /tmp/nsc-cost-trace
+            # shellcheck disable=SC2046
+            $PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --ops ar --min 64 \
+                --max 64 --iters "$ITERS" --repeats 1 --burst "${BURST:-16}" --tag "$c" 2>/dev/null |
+                awk -F'\t' -v r="$r" -v c="$c" 'NR == 1 {printf "enqueue\t%s\t%d\t%s\nburst\t%s\t%d\t%s\n",
+                    c, r, $9, c, r, $6}' | tee -a "$OUT/cost.tsv"
         done
     done
 fi

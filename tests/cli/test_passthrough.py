@@ -1,5 +1,7 @@
 """ncclscope_bench_passthrough: the switch nccl-bench --ab flips. While it is
-on, starts record nothing and their token's stop/state return at once; an
+on (1: the empty plugin's behaviour; 2: the floor plugin's, a timestamp and
+a private line per call), starts record nothing and their token's stop/state
+return without recording; out-of-range values are refused; an
 event started before it keeps its stop; switched off, recording goes on.
 The trace must hold exactly the two events started outside it, each with
 its stop, and no invalid-handle count."""
