@@ -68,7 +68,9 @@ int ncclscope_control_stop(void);
 /* Benchmarks only: 1 makes ncclscope behave as an empty plugin (every
  * start returns a token, nothing is recorded) until called with 0; 2 as
  * the floor plugin (the same, plus a timestamp and a 64-byte line written
- * per call into a private ring nothing reads); other values: INVALID. Events
+ * per call into a private ring nothing reads); 3 records without the hang
+ * watchdog's per-operation state (its operations are not watched); other
+ * values: INVALID. Events
  * started under it are not in the trace, and an operation whose KernelCh
  * came under it may look in flight to the hang watchdog until a later one
  * of its communicator completes: not for production runs. */

@@ -146,14 +146,16 @@ EXPORT int ncclscope_control_start(void) {
  * that token return at once; with `on` = 2 each of those calls also takes
  * a timestamp and writes one 64-byte line into a private per-thread ring
  * nothing reads (what bench/floor_plugin.c does: the least that keeping an
- * event costs). Events started before keep their full path. Lets one
+ * event costs); with 3 events are recorded as usual but take no slab slot
+ * (the watchdog's per-operation state: what that hook costs). Events
+ * started before keep their full path. Lets one
  * process measure ncclscope against the empty plugin's and the floor's
  * behaviour in alternating blocks (bench/gpu/nccl_bench.c --ab), where
  * separate processes differ by more than the cost measured. Relaxed: a
  * start that reads the old value is served by the old behaviour. */
 char nsc_passthrough_token;
 EXPORT int ncclscope_bench_passthrough(int on) {
-    if (on < 0 || on > 2)
+    if (on < 0 || on > 3)
         return NCCLSCOPE_INVALID;
     atomic_store_explicit(&nsc_hot.passthrough, on, memory_order_relaxed);
     return NCCLSCOPE_OK;

@@ -5,7 +5,7 @@
  *
  *   nccl-bench [--gpus N] [--procs] [--ops ar,ag,rs,bc,sr] [--min B] [--max B]
  *              [--factor F] [--iters N] [--warmup N] [--repeats R] [--tag TEXT] [--ab]
- *              [--arms scope,pass,floor] [--burst K]
+ *              [--arms scope,pass,floor,noslab] [--burst K]
  *
  * One thread per GPU, or with --procs one process per GPU (fork; rank 0
  * makes the NCCL unique id and passes it down pipes). For each repeat, each
@@ -35,7 +35,8 @@
  * the two arms of one process share its placement, memory and NCCL setup.
  * --arms scope,pass,floor (implies --ab): these arms, rotated from repeat to
  * repeat; "floor" is the switch's floor behaviour (a timestamp and a line
- * per call into a private ring: bench/floor_plugin.c's work).
+ * per call into a private ring: bench/floor_plugin.c's work), "noslab"
+ * ncclscope recording without the hang watchdog's per-operation slab.
  *
  * NB_TASKS=PATH: around every timed block, the process's threads as the
  * kernel saw them (/proc/self/task: name, last CPU, run and runqueue-wait
@@ -83,8 +84,8 @@ static char ops[64] = "ar,ag,rs,bc,sr";
 static const char *tag = "-";
 static int ab, burst;
 /* the arms of --ab, as ncclscope_bench_passthrough's argument: 0 records */
-static int arms[3] = {0, 1}, narms = 2;
-static const char *const arm_name[3] = {"scope", "pass", "floor"};
+static int arms[4] = {0, 1}, narms = 2;
+static const char *const arm_name[4] = {"scope", "pass", "floor", "noslab"};
 static int (*passthrough)(int);
 
 /* ncclscope's switch, from the copy NCCL loaded (RTLD_NOLOAD: never a
@@ -417,14 +418,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--arms")) {
             ab = 1;
             narms = 0;
-            for (const char *p = v; *p && narms < 3;) {
+            for (const char *p = v; *p && narms < 4;) {
                 size_t len = strcspn(p, ",");
                 int found = -1;
-                for (int k = 0; k < 3; k++)
+                for (int k = 0; k < 4; k++)
                     if (len == strlen(arm_name[k]) && !strncmp(p, arm_name[k], len))
                         found = k;
                 if (found < 0) {
-                    fprintf(stderr, "--arms: %.*s is not scope, pass or floor\n", (int)len, p);
+                    fprintf(stderr, "--arms: %.*s is not scope, pass, floor or noslab\n", (int)len, p);
                     return 1;
                 }
                 arms[narms++] = found;

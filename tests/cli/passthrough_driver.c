@@ -52,11 +52,16 @@ int main(int argc, char **argv) {
     nsc_host_stop(&host, c);
     nsc_host_stop(&host, a);    /* started before: recorded */
     /* the floor arm: the same token, nothing recorded either */
-    bad |= pass(2) != 0 || pass(3) == 0 || pass(-1) == 0;
+    bad |= pass(2) != 0 || pass(4) == 0 || pass(-1) == 0;
     void *f = coll(4);
     bad |= f != b;
     nsc_host_state(&host, f, NSC_ABI_PROXY_STEP_SEND_WAIT, 1);
     nsc_host_stop(&host, f);
+    /* 3: recorded as usual (a plain handle: no slab slot) */
+    bad |= pass(3) != 0;
+    void *g = coll(5);
+    bad |= !g || g == b;
+    nsc_host_stop(&host, g);
     pass(0);
     /* a child of an event started under the switch: recorded, parent none */
     nsc_abi_descr_v7 d;

@@ -1,10 +1,11 @@
 """ncclscope_bench_passthrough: the switch nccl-bench --ab flips. While it is
 on (1: the empty plugin's behaviour; 2: the floor plugin's, a timestamp and
 a private line per call), starts record nothing and their token's stop/state
-return without recording; out-of-range values are refused; an
+return without recording; 3 records as usual without the watchdog's slab;
+out-of-range values are refused; an
 event started before it keeps its stop; switched off, recording goes on.
-The trace must hold exactly the two events started outside it, each with
-its stop, and no invalid-handle count."""
+The trace must hold exactly the three Colls and the ProxyOp started outside
+it (or under 3), each with its stop, and no invalid-handle count."""
 import os
 import re
 import subprocess
@@ -22,9 +23,9 @@ def main():
     files = trace_files(d)
     check(len(files) == 1, "one trace file: %s" % files)
     info = run([cli, "info", files[0]]).stdout
-    check(re.search(r"^events by type\s+Coll=2\s+ProxyOp=1\s*$", info, re.M),
-          "two Coll and the ProxyOp kept:\n" + info)
-    check(re.search(r"\(start 3, stop 3, state 0\)", info), "three starts, three stops:\n" + info)
+    check(re.search(r"^events by type\s+Coll=3\s+ProxyOp=1\s*$", info, re.M),
+          "three Coll and the ProxyOp kept:\n" + info)
+    check(re.search(r"\(start 4, stop 4, state 0\)", info), "four starts, four stops:\n" + info)
     doc, _ = convert(files, os.path.join(d, "t.json"))
     po = [e for e in events(doc) if e["name"] == "ProxyOp"]
     check(len(po) == 1 and po[0]["args"].get("parent") in (None, 0),
