@@ -183,6 +183,10 @@ void nsc_slab_count_untracked(void) {
     atomic_fetch_add_explicit(&n_untracked, 1, memory_order_relaxed);
 }
 
+uint64_t nsc_slab_full_count(void) {
+    return atomic_load_explicit(&n_full, memory_order_relaxed);
+}
+
 void nsc_slab_counts(struct nsc_slab_counts *out) {
     /* Relaxed: statistics, read by the writer for STATS/HANG. */
     out->full = atomic_load_explicit(&n_full, memory_order_relaxed);

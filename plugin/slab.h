@@ -121,6 +121,9 @@ void nsc_slab_cache_flush(struct nsc_slab_cache *c);
 void nsc_slab_count_orphan(void);
 void nsc_slab_count_untracked(void);
 void nsc_slab_counts(struct nsc_slab_counts *out);
+/* Allocations refused so far (counts.full without the scan for `live`):
+ * the watchdog's pressure signal. */
+uint64_t nsc_slab_full_count(void);
 /* Tests and debug builds: the free lists and the high-water mark agree
  * (every free slot is below high and listed once). Returns 0 when they do.
  * Only while no other thread allocates or frees, and every thread that did

@@ -17,7 +17,22 @@
 #include "op_state.h"
 #include "slab.h"
 
+/* How often the slab is scanned, and how long an operation without
+ * KernelCh stays tracked after its stop (and its last child's) before it
+ * counts as complete: the window for its ProxyOps, which NCCL starts after
+ * the operation's stop, to attach. An operation holds its slot that long,
+ * so a process issuing more than ~80,000 operations a second (64 B
+ * collectives, the default mask) fills the slab's 16,384 slots, and the
+ * operations that then find it full are recorded but not watched: the
+ * last one before a hang among them. So once an allocation is refused
+ * the watchdog scans every PRESSED_SCAN_MS with that grace, which holds a
+ * slot at most twice that (enough for ~800,000 operations a second), and
+ * goes back after PRESSED_SCANS scans without a refusal. A ProxyOp that
+ * starts later than the short grace finds its operation gone and is
+ * counted as an orphan. */
 #define SCAN_MS 100
+#define PRESSED_SCAN_MS 5
+#define PRESSED_SCANS 200 /* a second at PRESSED_SCAN_MS */
 #define OPS_CAP 4096u      /* what a scan collects */
 #define PROXIES_CAP 8192u
 /* What a HANG block holds: under the writer's 256 KiB for small blocks
@@ -221,9 +236,9 @@ out:
     free(hp);
 }
 
-static void check(uint64_t now, uint64_t tps) {
+static void check(uint64_t now, uint64_t tps, uint64_t grace) {
     uint32_t nops = 0, nprox = 0, left_out = 0;
-    nsc_opst_scan(now, tps / 10, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
+    nsc_opst_scan(now, grace, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
     memset(agg, 0, sizeof(agg));
     for (uint32_t i = 0; i < nops; i++) {
         struct comm_agg *a = &agg[ops[i].comm_index];
@@ -265,11 +280,13 @@ static void check(uint64_t now, uint64_t tps) {
 static void *watchdog_main(void *arg) {
     (void)arg;
     uint64_t tps = nsc_clock_ticks_per_sec();
+    uint64_t full_seen = nsc_slab_full_count();
+    unsigned pressed = 0; /* scans left at the pressed pace */
     pthread_mutex_lock(&mu);
     while (!stop_req) {
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += SCAN_MS * 1000000L;
+        dl.tv_nsec += (pressed ? PRESSED_SCAN_MS : SCAN_MS) * 1000000L;
         if (dl.tv_nsec >= 1000000000L) {
             dl.tv_sec++;
             dl.tv_nsec -= 1000000000L;
@@ -278,7 +295,14 @@ static void *watchdog_main(void *arg) {
         if (stop_req)
             break;
         pthread_mutex_unlock(&mu);
-        check(nsc_clock_ticks(), tps);
+        uint64_t full = nsc_slab_full_count();
+        if (full != full_seen) { /* refusals since the last scan: the pressed pace */
+            full_seen = full;
+            pressed = PRESSED_SCANS;
+        } else if (pressed) {
+            pressed--;
+        }
+        check(nsc_clock_ticks(), tps, pressed ? tps * PRESSED_SCAN_MS / 1000 : tps * SCAN_MS / 1000);
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);

@@ -12,7 +12,11 @@ progress resumed and stalled again; a slab that is full leaves events
 record-only (counted in the HANG block; the trace is the same as with the
 watchdog off); a late child of a completed operation whose slot was reused
 is an orphan (counted, not attached to the new occupant, its trace parent
-unchanged)."""
+unchanged).
+
+Pressure: 200,000 operations without KernelCh as fast as the fake host
+issues them fill the slab (each keeps its slot for a grace after its stop);
+the hang right after must still be watched and named."""
 import json
 import os
 import re
@@ -310,7 +314,53 @@ def test_orphan():
           "the ProxyOp's parent in the trace is AllReduce 0: %s %s" % (po, ar))
 
 
+def test_pressure():
+    """A hang right after 200,000 fast operations without KernelCh (what the
+    default mask records): each such operation keeps its slot for a grace
+    after its stop, so the run fills the slab; the watchdog must then scan
+    at its pressed pace, and the last operation, the one that hangs, must
+    still be watched: the watchdog fires and names it."""
+    _, plugin, _ = env_paths()
+    driver = sys.argv[1]
+    d = tmpdir()
+    ops = 200000
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
+               NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep")
+    errs = [os.path.join(d, "stderr-%d" % r) for r in range(2)]
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "2",
+                               "--ops", str(ops), "--mode", "coll", "--gate"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=open(errs[r], "w"), text=True) for r in range(2)]
+    for p in procs:
+        check(p.stdout.readline().strip() == "ready", "a rank did not start")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+    counts = wait_lines([errs[0]], 1, timeout=60)
+    deadline = time.time() + 30
+    while time.time() < deadline and not any(hang_blocks(f) for f in trace_files(d)):
+        time.sleep(0.1)
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        p.stdin.close()
+    with open(errs[0]) as f:
+        text = f.read()
+    check(counts[0] == 1 and "AllReduce seq %d" % (ops - 1) in text,
+          "after a full slab, the hanging operation is watched: %s" % text)
+    blocks = [b for f in trace_files(d) for b in hang_blocks(f)]
+    check(len(blocks) == 1, "one HANG block: %d" % len(blocks))
+    hd, _, hops, _ = blocks[0]
+    check(hd["slab_full"] > 0, "the run filled the slab (else this tests nothing): %s" % hd)
+    check([o[1] for o in hops] == [ops - 1], "the HANG block holds the last operation: %s" % hops)
+    print("ok: pressure (%d events left unwatched while the slab was full)" % hd["slab_full"])
+
+
 def main():
+    test_pressure()
     test_rearm()
     test_orphan()
     test_full()
