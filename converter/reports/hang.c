@@ -86,6 +86,10 @@ struct job {
     VEC(struct stuck) stuck;
     int damaged;
     uint64_t ops;
+    /* From the files' latest HANG blocks: how many had one, and what their
+     * watchdogs could not watch (a full slab) or attach (orphans). */
+    int hang_files;
+    uint64_t unwatched, orphans;
 };
 
 /* The ops the file's latest HANG block says were in flight; `stale` once
@@ -101,6 +105,8 @@ struct file_run {
     unsigned char *wd_stale;
     uint64_t recent[RECENT]; /* ids of the latest completed operations (a ring) */
     uint64_t nrecent;
+    int wd_seen;             /* a HANG block was read; its counts: */
+    uint64_t wd_full, wd_orphans;
 };
 
 static void free_stuck(struct stuck *s) {
@@ -210,6 +216,9 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
         fprintf(fr->err, "ncclscope hang: %s: %s\n", nsc_decoder_path(d), why);
         return;
     }
+    fr->wd_seen = 1;
+    fr->wd_full = v.h.slab_full;
+    fr->wd_orphans = v.h.slab_orphans;
     for (size_t i = 0; i < fr->wd.n; i++)
         free_stuck(&fr->wd.v[i]);
     fr->wd.n = 0;
@@ -302,6 +311,11 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
  * operation's records. */
 static void merge_watchdog(struct file_run *fr) {
     struct job *j = fr->j;
+    if (fr->wd_seen) {
+        j->hang_files++;
+        j->unwatched += fr->wd_full;
+        j->orphans += fr->wd_orphans;
+    }
     for (size_t k = 0; k < fr->wd.n; k++) {
         struct stuck *w = &fr->wd.v[k];
         if (fr->wd_stale[k]) {
@@ -863,6 +877,9 @@ static void merge_job(struct job *w, struct job *p) {
     }
     w->damaged |= p->damaged;
     w->ops += p->ops;
+    w->hang_files += p->hang_files;
+    w->unwatched += p->unwatched;
+    w->orphans += p->orphans;
     free(p->members.v);
     free(p->seqs.v);
     free(p->pairs.v);
@@ -919,12 +936,26 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fputs("{\"hangs\":[", out);
     for (size_t k = 0; k < ncomms; k++)
         report_comm(out, &j, comms[k], json, k == 0);
-    if (json)
-        fprintf(out, "],\"files\":%d,\"operations\":%llu,\"damaged\":%s}\n", nfiles,
+    if (json) {
+        fputs("]", out);
+        if (j.hang_files)
+            fprintf(out, ",\"watchdog\":{\"files\":%d,\"unwatched_events\":%llu,\"orphan_events\":%llu}",
+                    j.hang_files, (unsigned long long)j.unwatched, (unsigned long long)j.orphans);
+        fprintf(out, ",\"files\":%d,\"operations\":%llu,\"damaged\":%s}\n", nfiles,
                 (unsigned long long)j.ops, j.damaged ? "true" : "false");
-    else if (!ncomms)
+    } else if (!ncomms) {
         fprintf(out, "no hang found: every operation of %d file(s) completed (%llu operations)\n",
                 nfiles, (unsigned long long)j.ops);
+    }
+    /* What the watchdogs could not see: operations that found the slab full
+     * are in the records but not in the HANG blocks (hang_files: files with
+     * one). */
+    if (!json && j.hang_files && (j.unwatched || j.orphans))
+        fprintf(out,
+                "watchdog: %llu event(s) recorded but not watched (its slab was full) and %llu "
+                "orphan(s) (children of operations it had retired), in the HANG blocks of %d "
+                "file(s); what they did comes from the records\n",
+                (unsigned long long)j.unwatched, (unsigned long long)j.orphans, j.hang_files);
     free(comms);
     for (size_t i = 0; i < j.stuck.n; i++)
         free_stuck(&j.stuck.v[i]);

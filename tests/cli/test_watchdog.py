@@ -320,7 +320,7 @@ def test_pressure():
     after its stop, so the run fills the slab; the watchdog must then scan
     at its pressed pace, and the last operation, the one that hangs, must
     still be watched: the watchdog fires and names it."""
-    _, plugin, _ = env_paths()
+    cli, plugin, _ = env_paths()
     driver = sys.argv[1]
     d = tmpdir()
     ops = 200000
@@ -356,6 +356,14 @@ def test_pressure():
     hd, _, hops, _ = blocks[0]
     check(hd["slab_full"] > 0, "the run filled the slab (else this tests nothing): %s" % hd)
     check([o[1] for o in hops] == [ops - 1], "the HANG block holds the last operation: %s" % hops)
+    # `ncclscope hang` says what the watchdog could not watch
+    r = run([cli, "hang", "--json"] + trace_files(d), ok=(4,))
+    wd = json.loads(r.stdout).get("watchdog")
+    check(wd == {"files": 1, "unwatched_events": hd["slab_full"], "orphan_events": hd["slab_orphans"]},
+          "hang --json's watchdog counts: %s vs %s" % (wd, hd))
+    r = run([cli, "hang"] + trace_files(d), ok=(4,))
+    check("watchdog: %d event(s) recorded but not watched" % hd["slab_full"] in r.stdout,
+          "hang's text names them:\n" + r.stdout)
     print("ok: pressure (%d events left unwatched while the slab was full)" % hd["slab_full"])
 
 
