@@ -96,6 +96,28 @@ def pid_of(f, pids):
     return None
 
 
+def start_ranks(driver, plugin, env, d, nranks, ops, mode):
+    """Starts a hung job's ranks (hang_rank --gate), lets them go together
+    and waits until each reached its hang; returns the processes and their
+    stderr files. Every rank's plugin is up before any rank starts to hang:
+    in flight mode a flusher's first look at dump-all takes what is there as
+    an earlier job's, so a rank slow to start (a loaded machine) would miss
+    the job's dump-all."""
+    errs = [os.path.join(d, "stderr-%d" % r) for r in range(nranks)]
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
+                               "--ops", str(ops), "--mode", mode, "--gate"], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=open(errs[r], "w"), text=True) for r in range(nranks)]
+    for p in procs:
+        check(p.stdout.readline().strip() == "ready", "a rank did not start")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in procs:
+        check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+    return procs, errs
+
+
 def hung_job(mode, nranks, flight):
     cli, plugin, _ = env_paths()
     driver = sys.argv[1]
@@ -104,22 +126,7 @@ def hung_job(mode, nranks, flight):
                NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
     if flight:
         env["NCCLSCOPE_MODE"] = "flight"
-    errs = [os.path.join(d, "stderr-%d" % r) for r in range(nranks)]
-    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
-                               "--ops", str(OPS), "--mode", mode, "--gate"], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=open(errs[r], "w"), text=True) for r in range(nranks)]
-    # Every rank's plugin up before any rank starts to hang: in flight mode
-    # a flusher's first look at dump-all takes what is there as an earlier
-    # job's, so a rank slow to start (a loaded machine) would miss the
-    # job's dump-all.
-    for p in procs:
-        check(p.stdout.readline().strip() == "ready", "a rank did not start")
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    for p in procs:
-        check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+    procs, errs = start_ranks(driver, plugin, env, d, nranks, OPS, mode)
     pids = [p.pid for p in procs]
     # The ranks with an operation in flight: all but the skipping one (coll),
     # the sender (p2p).
@@ -326,18 +333,7 @@ def test_pressure():
     ops = 200000
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
                NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep")
-    errs = [os.path.join(d, "stderr-%d" % r) for r in range(2)]
-    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "2",
-                               "--ops", str(ops), "--mode", "coll", "--gate"], env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=open(errs[r], "w"), text=True) for r in range(2)]
-    for p in procs:
-        check(p.stdout.readline().strip() == "ready", "a rank did not start")
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    for p in procs:
-        check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
+    procs, errs = start_ranks(driver, plugin, env, d, 2, ops, "coll")
     counts = wait_lines([errs[0]], 1, timeout=60)
     deadline = time.time() + 30
     while time.time() < deadline and not any(hang_blocks(f) for f in trace_files(d)):
