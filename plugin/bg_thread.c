@@ -21,21 +21,22 @@ static int start_on(pthread_t *t, const cpu_set_t *cpus, void *(*fn)(void *), vo
 
 int nsc_bg_thread_start(pthread_t *t, const struct nsc_config *cfg, void *(*fn)(void *), void *arg,
                         const char *name) {
-    static atomic_int warned;
+    static atomic_int refused; /* the kernel refused NCCLSCOPE_CPUS once: not again */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits this mask */
-    cpu_set_t proc;
-    int have_proc = sched_getaffinity(getpid(), sizeof(proc), &proc) == 0;
     int rc = EINVAL;
-    if (cfg && cfg->cpus_set) {
+    if (cfg && cfg->cpus_set && !atomic_load(&refused)) {
         rc = start_on(t, &cfg->cpus, fn, arg);
-        if (rc == EINVAL && !atomic_exchange(&warned, 1))
+        if (rc == EINVAL && !atomic_exchange(&refused, 1))
             nsc_log_warn("ncclscope: the kernel refuses NCCLSCOPE_CPUS for our threads (none of its "
                          "CPUs is online and allowed here); they run on the process's CPUs");
     }
-    if (rc == EINVAL)
+    if (rc == EINVAL) {
+        cpu_set_t proc;
+        int have_proc = sched_getaffinity(getpid(), sizeof(proc), &proc) == 0;
         rc = start_on(t, have_proc ? &proc : NULL, fn, arg);
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0)
         pthread_setname_np(*t, name);

@@ -164,29 +164,35 @@ static int get_path(const char *name, char *out, size_t cap, char *err, unsigned
     return 0;
 }
 
-/* NCCLSCOPE_CPUS: a CPU list in the kernel's cpulist format ("3", "0-3",
- * "0,8-11"); unset or empty: no pinning. */
+/* NCCLSCOPE_CPUS: a CPU list as the kernel's cpulist files write it ("3",
+ * "0-3", "0,8-11"; not the stride form "0-7:2"); unset or empty: no
+ * pinning. A refusal names the byte where the list went wrong. */
 static int get_cpus(struct nsc_config *cfg, char *err, unsigned errlen) {
     const char *v = getenv("NCCLSCOPE_CPUS");
     CPU_ZERO(&cfg->cpus);
     cfg->cpus_set = 0;
     if (!v || !*v)
         return 0;
-    const char *p = v;
+    const char *p = v, *why = "malformed";
     for (;;) {
         char *end;
-        unsigned long a, b;
         if (*p < '0' || *p > '9')
             break;
-        a = strtoul(p, &end, 10);
-        b = a;
-        if (*end == '-') {
-            if (end[1] < '0' || end[1] > '9')
-                break;
-            b = strtoul(end + 1, &end, 10);
-        }
-        if (a > b || b >= CPU_SETSIZE)
+        unsigned long a = strtoul(p, &end, 10), b = a;
+        if (a >= CPU_SETSIZE) {
+            why = "out of range";
             break;
+        }
+        if (*end == '-') {
+            p = end + 1;
+            if (*p < '0' || *p > '9')
+                break;
+            b = strtoul(p, &end, 10);
+            if (b >= CPU_SETSIZE || b < a) {
+                why = b < a ? "a range that runs backwards" : "out of range";
+                break;
+            }
+        }
         for (unsigned long c = a; c <= b; c++)
             CPU_SET(c, &cfg->cpus);
         p = end;
@@ -200,9 +206,9 @@ static int get_cpus(struct nsc_config *cfg, char *err, unsigned errlen) {
     }
     char q[300];
     snprintf(err, errlen,
-             "NCCLSCOPE_CPUS=%s: malformed at byte %u; accepted: a CPU list such as 30-31 or 0,8-11, "
+             "NCCLSCOPE_CPUS=%s: %s at byte %u; accepted: a CPU list such as 30-31 or 0,8-11, "
              "CPUs 0..%d",
-             quoted(v, q, sizeof(q)), (unsigned)(p - v), CPU_SETSIZE - 1);
+             quoted(v, q, sizeof(q)), why, (unsigned)(p - v), CPU_SETSIZE - 1);
     return -1;
 }
 

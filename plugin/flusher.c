@@ -1041,20 +1041,34 @@ static void *compressor_main(void *arg) {
 
 /* -------------------------------------------------------------- lifecycle */
 
+/* The CPUs our threads will run on (bg_thread.h): NCCLSCOPE_CPUS within
+ * the process's mask where given, else the process's mask; not the calling
+ * thread's, which NCCL may have pinned to one core during init. */
+static int our_cpus(const struct nsc_config *cfg) {
+    cpu_set_t cpus;
+    if (sched_getaffinity(getpid(), sizeof(cpus), &cpus) != 0)
+        return 2;
+    if (cfg->cpus_set) {
+        cpu_set_t both;
+        CPU_AND(&both, &cpus, &cfg->cpus);
+        if (CPU_COUNT(&both) > 0)
+            return CPU_COUNT(&both);
+    }
+    return CPU_COUNT(&cpus);
+}
+
 static unsigned compressors_for(const struct nsc_config *cfg) {
     if (cfg->compress_threads)
         return cfg->compress_threads < MAX_COMPRESSORS ? cfg->compress_threads : MAX_COMPRESSORS;
-    cpu_set_t cpus;
-    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 2;
+    int ncpu = our_cpus(cfg);
     return ncpu <= 4 ? 1 : ncpu <= 16 ? 2 : 4;
 }
 
 /* One drainer keeps up with ~14 M records/s from one writer; more writers
  * on a large machine need more. Few CPUs: one (each drainer is a thread
  * that competes with the application when it runs). */
-static unsigned drainers_for(void) {
-    cpu_set_t cpus;
-    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 2;
+static unsigned drainers_for(const struct nsc_config *cfg) {
+    int ncpu = our_cpus(cfg);
     return ncpu <= 8 ? 1 : ncpu <= 32 ? 2 : 4;
 }
 
@@ -1161,7 +1175,7 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
             break;
     if (f->nworkers == 0)
         rc = EAGAIN;
-    f->ndrainers = drainers_for();
+    f->ndrainers = drainers_for(cfg);
     if (f->njobs < 2 * f->ndrainers + 1)
         f->ndrainers = f->njobs > 3 ? (f->njobs - 1) / 2 : 1; /* each holds a job while filling */
     unsigned started = 0;

@@ -561,7 +561,12 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
     uint32_t no = 0, np = 0, lo = 0;
     if (!nsc_slab_on())
         goto out;
-    scan_no++;
+    /* Light: nothing collected, only operations without KernelCh completed
+     * (the watchdog's pressed pace between its full scans): no sweep, no
+     * reclaiming, and the scan count, which times those, stays. */
+    int light = !ops && !proxies;
+    if (!light)
+        scan_no++;
     if (proxies)
         memset(proxy_at, 0, sizeof(proxy_at));
     if (ops)
@@ -575,7 +580,7 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
      * ProxySteps and KernelCh whenever operations or ProxyOps are collected,
      * which the watchdog asks for at every scan (watchdog.c): one reference
      * taken and dropped per open child every 100 ms. */
-    int sweep = scan_no % 10 == 0;
+    int sweep = !light && scan_no % 10 == 0;
     for (int pass = 0; pass < (proxies || ops ? 2 : 1); pass++)
         for (uint32_t i = 0; i < high; i++) {
             struct nsc_slab_slot *s = &nsc_slab_slots[i];
@@ -592,6 +597,10 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                 continue;
             uint32_t kind = atomic_load_explicit(&s->kind, RLX);
             uint64_t c = LD(s, W_COMM);
+            if (pass == 0 && light && !comm_open((uint32_t)c & 0xffff, (uint32_t)(c >> 32))) {
+                detach(i, id, now, 0); /* a full scan reclaims it */
+                continue;
+            }
             if (pass == 0 && !comm_open((uint32_t)c & 0xffff, (uint32_t)(c >> 32))) {
                 /* Finalized comm: its events will never finish. Reclaim
                  * ten scans (a second) after a sweep first saw it closed,
@@ -619,8 +628,10 @@ void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32
                 uint64_t w2 = LD(s, 2);
                 uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
                 uint64_t last = LD(s, 11) > LD(s, 7) ? LD(s, 11) : LD(s, 7);
+                /* `last < now`: a stop (or a child's) that came during
+                 * this scan, after `now` was read, is not a long-ago one */
                 if (!((w2 >> 40) & 1) && cur == (NSC_LIFE(id) | NSC_LIFE_DONE | 1) &&
-                    now - last > grace &&
+                    last < now && now - last > grace &&
                     atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
                                                             memory_order_acq_rel, RLX)) {
                     finish(i, now, FIN_COMPLETED); /* no KernelCh: quiet after its stop */

@@ -100,7 +100,9 @@ struct nsc_opst_comm {
  * `grace` ticks before an operation without KernelCh counts as complete.
  * Fills ops[0..*nops), proxies[0..*nproxies) (up to the capacities; what
  * does not fit is left out, counted in *left_out) when the arrays are
- * given. */
+ * given. Without both arrays a light scan: it only completes operations
+ * without KernelCh whose grace passed (no sweep of children, no reclaiming
+ * of finalized comms' slots; those keep their pace of full scans). */
 void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
                    uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
                    uint32_t proxies_cap, uint32_t *left_out);

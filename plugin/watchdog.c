@@ -27,7 +27,8 @@
  * last one before a hang among them. So once an allocation is refused
  * the watchdog scans every PRESSED_SCAN_MS with a grace of PRESSED_GRACE_MS,
  * which holds a slot at most their sum (room for ~1,000,000 operations a
- * second), and goes back after PRESSED_SCANS scans without a refusal. A
+ * second), and goes back after a second without a refusal. The scans in
+ * between its SCAN_MS ones are light (op_state.h): they only complete. A
  * ProxyOp that starts later than the short grace finds its operation gone
  * and is counted as an orphan: on 4 x H200's socket path ProxyOps started
  * 0.25 ms (median) and 4.3 ms (the latest of 240) after their Coll's stop
@@ -35,7 +36,6 @@
 #define SCAN_MS 100
 #define PRESSED_SCAN_MS 5
 #define PRESSED_GRACE_MS 10
-#define PRESSED_SCANS 200 /* a second at PRESSED_SCAN_MS */
 #define OPS_CAP 4096u      /* what a scan collects */
 #define PROXIES_CAP 8192u
 /* What a HANG block holds: under the writer's 256 KiB for small blocks
@@ -284,9 +284,10 @@ static void *watchdog_main(void *arg) {
     (void)arg;
     uint64_t tps = nsc_clock_ticks_per_sec();
     uint64_t full_seen = nsc_slab_full_count();
-    unsigned pressed = 0; /* scans left at the pressed pace */
+    uint64_t pressed_until = 0, next_full = 0; /* ticks */
     pthread_mutex_lock(&mu);
     while (!stop_req) {
+        int pressed = nsc_clock_ticks() < pressed_until;
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_nsec += (pressed ? PRESSED_SCAN_MS : SCAN_MS) * 1000000L;
@@ -298,14 +299,20 @@ static void *watchdog_main(void *arg) {
         if (stop_req)
             break;
         pthread_mutex_unlock(&mu);
+        uint64_t now = nsc_clock_ticks();
         uint64_t full = nsc_slab_full_count();
-        if (full != full_seen) { /* refusals since the last scan: the pressed pace */
+        if (full != full_seen) { /* refusals since the last scan: the pressed pace for a second */
             full_seen = full;
-            pressed = PRESSED_SCANS;
-        } else if (pressed) {
-            pressed--;
+            pressed_until = now + tps;
         }
-        check(nsc_clock_ticks(), tps, pressed ? tps * PRESSED_GRACE_MS / 1000 : tps * SCAN_MS / 1000);
+        uint64_t grace = now < pressed_until ? tps * PRESSED_GRACE_MS / 1000 : tps * SCAN_MS / 1000;
+        if (now >= next_full) {
+            check(now, tps, grace);
+            next_full = now + tps * SCAN_MS / 1000;
+        } else {
+            uint32_t n = 0, np = 0, lo = 0;
+            nsc_opst_scan(now, grace, NULL, &n, 0, NULL, &np, 0, &lo);
+        }
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
@@ -317,26 +324,36 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
     flight = cfg->flight;
     if (!hang_seconds || running)
         return 0;
-    /* The slab is made once per process and never unmapped: a callback
-     * still holding a slab handle after the session (a late stop) reads
-     * mapped memory; its slot check fails and nothing happens. */
-    if (nsc_slab_create() != 0) {
-        nsc_log_warn("ncclscope: no memory for the operation slab; no hang watchdog");
-        return -1;
-    }
     ops = malloc(OPS_CAP * sizeof(*ops));
     proxies = malloc(PROXIES_CAP * sizeof(*proxies));
     infos = malloc(NSC_MAX_COMMS * sizeof(*infos));
     stop_req = 0;
+    /* The thread before the slab: a slab nobody scans would keep every
+     * operation without KernelCh (never completed) until it is full, and
+     * every later start would pay for a refusal; the scan does nothing
+     * while the slab is off. The slab is made once per process and never
+     * unmapped: a callback still holding a slab handle after the session
+     * (a late stop) reads mapped memory; its slot check fails and nothing
+     * happens. */
     int rc = -1;
     if (ops && proxies && infos)
         rc = nsc_bg_thread_start(&thread, cfg, watchdog_main, NULL, "ncclscope-hang");
+    if (rc == 0 && nsc_slab_create() != 0) {
+        pthread_mutex_lock(&mu);
+        stop_req = 1;
+        pthread_cond_signal(&cv);
+        pthread_mutex_unlock(&mu);
+        pthread_join(thread, NULL);
+        rc = -1;
+        nsc_log_warn("ncclscope: no memory for the operation slab; no hang watchdog");
+    } else if (rc != 0) {
+        nsc_log_warn("ncclscope: cannot start the hang watchdog");
+    }
     if (rc != 0) {
         free(ops);
         free(proxies);
         free(infos);
         ops = NULL, proxies = NULL, infos = NULL;
-        nsc_log_warn("ncclscope: cannot start the hang watchdog");
         return -1;
     }
     running = 1;

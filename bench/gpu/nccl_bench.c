@@ -312,8 +312,11 @@ static void run_rank(int rank) {
                     int arm = ab ? arms[(r + k) % narms] : 0;
                     /* The switch is per process: one thread sets it, the
                      * barrier below publishes it to the others. */
-                    if (ab && (procs || rank == 0))
-                        passthrough(arm);
+                    if (ab && (procs || rank == 0) && passthrough(arm) != 0) {
+                        /* an older ncclscope without this arm would measure another */
+                        fprintf(stderr, "--arms %s: this ncclscope does not have it\n", arm_name[arm]);
+                        exit(1);
+                    }
                     for (int i = 0; i < (r == 0 && k == 0 ? warmup : warmup / 10 + 1); i++)
                         issue(&c, op, b);
                     if (sample)
@@ -413,13 +416,22 @@ int main(int argc, char **argv) {
             repeats = atoi(v);
         else if (!strcmp(a, "--tag"))
             tag = v;
-        else if (!strcmp(a, "--burst"))
+        else if (!strcmp(a, "--burst")) {
             burst = atoi(v);
+            if (burst < 0) {
+                fprintf(stderr, "--burst needs K >= 0 (0: no synchronize until the end)\n");
+                return 1;
+            }
+        }
         else if (!strcmp(a, "--arms")) {
             ab = 1;
             narms = 0;
-            for (const char *p = v; *p && narms < 4;) {
+            for (const char *p = v;;) {
                 size_t len = strcspn(p, ",");
+                if (narms == 4) {
+                    fprintf(stderr, "--arms: at most 4 arms\n");
+                    return 1;
+                }
                 int found = -1;
                 for (int k = 0; k < 4; k++)
                     if (len == strlen(arm_name[k]) && !strncmp(p, arm_name[k], len))
@@ -429,7 +441,9 @@ int main(int argc, char **argv) {
                     return 1;
                 }
                 arms[narms++] = found;
-                p += len + (p[len] == ',');
+                if (!p[len])
+                    break;
+                p += len + 1; /* a trailing comma: an empty name, refused above */
             }
             if (narms < 1) {
                 fprintf(stderr, "--arms needs at least one of scope, pass, floor\n");

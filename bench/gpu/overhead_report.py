@@ -20,8 +20,8 @@ def load(path):
     except OSError:
         return d, bw
     for line in lines:
-        f = line.split("\t")
-        if len(f) != 8:
+        f = line.rstrip("\n").split("\t")
+        if len(f) < 8:  # nccl-bench's lines (a 9th column, enq_us, since --burst)
             continue
         key = (f[0], f[1], int(f[2]))
         d[key].append(float(f[5]))

@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,10 +58,11 @@ int main(int argc, char **argv) {
     bad |= f != b;
     nsc_host_state(&host, f, NSC_ABI_PROXY_STEP_SEND_WAIT, 1);
     nsc_host_stop(&host, f);
-    /* 3: recorded as usual (a plain handle: no slab slot) */
+    /* 3: recorded as usual, but with a plain handle: no slab slot (a Coll
+     * of mode 0, like `a`, has one: bit 61, NSC_HANDLE_SLAB) */
     bad |= pass(3) != 0;
     void *g = coll(5);
-    bad |= !g || g == b;
+    bad |= !g || g == b || ((uintptr_t)g >> 61 & 1) || !((uintptr_t)a >> 61 & 1);
     nsc_host_stop(&host, g);
     pass(0);
     /* a child of an event started under the switch: recorded, parent none */

@@ -260,6 +260,15 @@ static void test_cpus(void) {
         CHECK(strstr(err, "NCCLSCOPE_CPUS=\"") && strstr(err, "accepted: a CPU list"));
     }
     CHECK(load_with("NCCLSCOPE_CPUS", "1,x") == -1 && strstr(err, "malformed at byte 2"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "1-") == -1 && strstr(err, "malformed at byte 2"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "5-x") == -1 && strstr(err, "malformed at byte 2"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "0-99999") == -1 && strstr(err, "out of range at byte 2"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "2,2000") == -1 && strstr(err, "out of range at byte 2"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "18446744073709551617") == -1 &&
+          strstr(err, "out of range at byte 0"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "0,3-1") == -1 &&
+          strstr(err, "a range that runs backwards at byte 4"));
+    CHECK(load_with("NCCLSCOPE_CPUS", "0-7:2") == -1 && strstr(err, "malformed at byte 3"));
 }
 
 int main(void) {
