@@ -555,16 +555,15 @@ static uint32_t proxy_at[NSC_SLAB_SLOTS]; /* slot -> index in proxies + 1 */
 static uint32_t op_at[NSC_SLAB_SLOTS];    /* slot -> index in ops + 1 */
 static uint64_t scan_no;
 
-void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
-                   uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
-                   uint32_t proxies_cap, uint32_t *left_out) {
+/* light: nothing collected, only operations without KernelCh completed
+ * (the watchdog's pressed pace between its full scans): no sweep, no
+ * reclaiming, and the scan count, which times those, stays. */
+static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
+                 uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
+                 uint32_t proxies_cap, uint32_t *left_out, int light) {
     uint32_t no = 0, np = 0, lo = 0;
     if (!nsc_slab_on())
         goto out;
-    /* Light: nothing collected, only operations without KernelCh completed
-     * (the watchdog's pressed pace between its full scans): no sweep, no
-     * reclaiming, and the scan count, which times those, stays. */
-    int light = !ops && !proxies;
     if (!light)
         scan_no++;
     if (proxies)
@@ -705,4 +704,14 @@ out:
         *nproxies = np;
     if (left_out)
         *left_out = lo;
+}
+
+void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
+                   uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
+                   uint32_t proxies_cap, uint32_t *left_out) {
+    scan(now, grace, ops, nops, ops_cap, proxies, nproxies, proxies_cap, left_out, 0);
+}
+
+void nsc_opst_scan_light(uint64_t now, uint64_t grace) {
+    scan(now, grace, NULL, NULL, 0, NULL, NULL, 0, NULL, 1);
 }

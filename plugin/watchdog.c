@@ -310,8 +310,7 @@ static void *watchdog_main(void *arg) {
             check(now, tps, grace);
             next_full = now + tps * SCAN_MS / 1000;
         } else {
-            uint32_t n = 0, np = 0, lo = 0;
-            nsc_opst_scan(now, grace, NULL, &n, 0, NULL, &np, 0, &lo);
+            nsc_opst_scan_light(now, grace);
         }
         pthread_mutex_lock(&mu);
     }

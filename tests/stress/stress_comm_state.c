@@ -149,7 +149,9 @@ static void *watchdog(void *arg) {
         for (uint32_t k = 0; k < no; k++)
             if (ops[k].nch != expect_nch || ops[k].etype != NSC_ET_COLL)
                 fail("an operation the scan copied is not what was started");
-        usleep(100);
+        usleep(50);
+        nsc_opst_scan_light(now++, 10); /* the watchdog's pressed pace between full scans */
+        usleep(50);
     }
     return NULL;
 }
