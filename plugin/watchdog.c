@@ -302,6 +302,11 @@ static void *watchdog_main(void *arg) {
         uint64_t now = nsc_clock_ticks();
         uint64_t full = nsc_slab_full_count();
         if (full != full_seen) { /* refusals since the last scan: the pressed pace for a second */
+            if (now >= pressed_until) /* once per episode: NCCL_DEBUG=INFO shows it */
+                nsc_log_info("ncclscope: hang watchdog under pressure: more operations in "
+                             "flight than its %u slots (%llu left unwatched so far); scanning "
+                             "every %d ms until a second passes without that",
+                             (unsigned)NSC_SLAB_SLOTS, (unsigned long long)full, PRESSED_SCAN_MS);
             full_seen = full;
             pressed_until = now + tps;
         }

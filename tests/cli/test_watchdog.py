@@ -332,7 +332,7 @@ def test_pressure():
     d = tmpdir()
     ops = 200000
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
-               NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep")
+               NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep", NCCLSCOPE_HOST_LOG="1")
     procs, errs = start_ranks(driver, plugin, env, d, 2, ops, "coll")
     counts = wait_lines([errs[0]], 1, timeout=60)
     deadline = time.time() + 30
@@ -347,6 +347,8 @@ def test_pressure():
         text = f.read()
     check(counts[0] == 1 and "AllReduce seq %d" % (ops - 1) in text,
           "after a full slab, the hanging operation is watched: %s" % text)
+    check(text.count("hang watchdog under pressure: more operations in flight than its 16384 slots") >= 1,
+          "the pressure is said (NCCL's INFO level): %s" % text)
     blocks = [b for f in trace_files(d) for b in hang_blocks(f)]
     check(len(blocks) == 1, "one HANG block: %d" % len(blocks))
     hd, _, hops, _ = blocks[0]
