@@ -19,9 +19,24 @@ static int start_on(pthread_t *t, const cpu_set_t *cpus, void *(*fn)(void *), vo
     return rc;
 }
 
+/* the kernel refused NCCLSCOPE_CPUS once: not again */
+static atomic_int refused;
+
+int nsc_bg_thread_ncpus(const struct nsc_config *cfg) {
+    cpu_set_t cpus;
+    if (sched_getaffinity(getpid(), sizeof(cpus), &cpus) != 0)
+        return 2;
+    if (cfg && cfg->cpus_set && !atomic_load(&refused)) {
+        cpu_set_t both;
+        CPU_AND(&both, &cpus, &cfg->cpus);
+        if (CPU_COUNT(&both) > 0)
+            return CPU_COUNT(&both);
+    }
+    return CPU_COUNT(&cpus);
+}
+
 int nsc_bg_thread_start(pthread_t *t, const struct nsc_config *cfg, void *(*fn)(void *), void *arg,
                         const char *name) {
-    static atomic_int refused; /* the kernel refused NCCLSCOPE_CPUS once: not again */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits this mask */

@@ -24,4 +24,8 @@
 int nsc_bg_thread_start(pthread_t *t, const struct nsc_config *cfg, void *(*fn)(void *), void *arg,
                         const char *name);
 
+/* How many CPUs those threads share (NCCLSCOPE_CPUS within the process's
+ * mask, else the process's mask): what sizes their numbers. */
+int nsc_bg_thread_ncpus(const struct nsc_config *cfg);
+
 #endif /* NSC_BG_THREAD_H */

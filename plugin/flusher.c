@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1041,26 +1040,10 @@ static void *compressor_main(void *arg) {
 
 /* -------------------------------------------------------------- lifecycle */
 
-/* The CPUs our threads will run on (bg_thread.h): NCCLSCOPE_CPUS within
- * the process's mask where given, else the process's mask; not the calling
- * thread's, which NCCL may have pinned to one core during init. */
-static int our_cpus(const struct nsc_config *cfg) {
-    cpu_set_t cpus;
-    if (sched_getaffinity(getpid(), sizeof(cpus), &cpus) != 0)
-        return 2;
-    if (cfg->cpus_set) {
-        cpu_set_t both;
-        CPU_AND(&both, &cpus, &cfg->cpus);
-        if (CPU_COUNT(&both) > 0)
-            return CPU_COUNT(&both);
-    }
-    return CPU_COUNT(&cpus);
-}
-
 static unsigned compressors_for(const struct nsc_config *cfg) {
     if (cfg->compress_threads)
         return cfg->compress_threads < MAX_COMPRESSORS ? cfg->compress_threads : MAX_COMPRESSORS;
-    int ncpu = our_cpus(cfg);
+    int ncpu = nsc_bg_thread_ncpus(cfg);
     return ncpu <= 4 ? 1 : ncpu <= 16 ? 2 : 4;
 }
 
@@ -1068,7 +1051,7 @@ static unsigned compressors_for(const struct nsc_config *cfg) {
  * on a large machine need more. Few CPUs: one (each drainer is a thread
  * that competes with the application when it runs). */
 static unsigned drainers_for(const struct nsc_config *cfg) {
-    int ncpu = our_cpus(cfg);
+    int ncpu = nsc_bg_thread_ncpus(cfg);
     return ncpu <= 8 ? 1 : ncpu <= 32 ? 2 : 4;
 }
 

@@ -389,8 +389,7 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         ST(s, 2, (uint64_t)(uint32_t)(coll ? -1 : d->p2p.peer) | (uint64_t)(nch & 0xff) << 32 |
                      (uint64_t)kt << 40 | (uint64_t)et << 48);
         ST(s, 3, fid);
-        ST(s, 4, 0); /* channels started, done; stop ticks; ProxyOps, done */
-        ST(s, 5, 0);
+        ST(s, 5, 0); /* channels done; stop ticks; ProxyOps, done */
         ST(s, 6, ticks);
         ST(s, 7, 0);
         ST(s, 8, 0);
@@ -596,17 +595,13 @@ static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t
                 continue;
             uint32_t kind = atomic_load_explicit(&s->kind, RLX);
             uint64_t c = LD(s, W_COMM);
-            if (pass == 0 && light && !comm_open((uint32_t)c & 0xffff, (uint32_t)(c >> 32))) {
-                detach(i, id, now, 0); /* a full scan reclaims it */
-                continue;
-            }
             if (pass == 0 && !comm_open((uint32_t)c & 0xffff, (uint32_t)(c >> 32))) {
                 /* Finalized comm: its events will never finish. Reclaim
-                 * ten scans (a second) after a sweep first saw it closed,
-                 * once no child holds it. */
-                if (!LD(s, W_CLOSED))
+                 * ten full scans (a second) after a sweep first saw it
+                 * closed, once no child holds it; a light scan leaves it. */
+                if (!light && !LD(s, W_CLOSED))
                     ST(s, W_CLOSED, scan_no);
-                if (scan_no - LD(s, W_CLOSED) >= 10)
+                if (!light && scan_no - LD(s, W_CLOSED) >= 10)
                     reclaim_alone(i, id, now, FIN_RECLAIMED);
                 else
                     detach(i, id, now, 0);

@@ -4,8 +4,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

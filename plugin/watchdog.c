@@ -323,6 +323,14 @@ static void *watchdog_main(void *arg) {
     return NULL;
 }
 
+static void stop_thread(void) {
+    pthread_mutex_lock(&mu);
+    stop_req = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(thread, NULL);
+}
+
 int nsc_watchdog_start(const struct nsc_config *cfg) {
     hang_seconds = cfg->hang_seconds;
     flight = cfg->flight;
@@ -343,11 +351,7 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
     if (ops && proxies && infos)
         rc = nsc_bg_thread_start(&thread, cfg, watchdog_main, NULL, "ncclscope-hang");
     if (rc == 0 && nsc_slab_create() != 0) {
-        pthread_mutex_lock(&mu);
-        stop_req = 1;
-        pthread_cond_signal(&cv);
-        pthread_mutex_unlock(&mu);
-        pthread_join(thread, NULL);
+        stop_thread();
         rc = -1;
         nsc_log_warn("ncclscope: no memory for the operation slab; no hang watchdog");
     } else if (rc != 0) {
@@ -368,11 +372,7 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
 void nsc_watchdog_stop(void) {
     if (!running)
         return;
-    pthread_mutex_lock(&mu);
-    stop_req = 1;
-    pthread_cond_signal(&cv);
-    pthread_mutex_unlock(&mu);
-    pthread_join(thread, NULL);
+    stop_thread();
     running = 0;
     free(ops);
     free(proxies);
