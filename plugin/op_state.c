@@ -2,6 +2,7 @@
  * (op_state.h has the contract; slab.h the slot layout and reuse rule). */
 #include "op_state.h"
 
+#include <stdalign.h>
 #include <string.h>
 
 #include "clock.h"
@@ -25,6 +26,7 @@
  *   KCH     w1  parent slot   w2 parent id   w3 channel
  *           (no reference on its operation either: below, "KernelCh")
  *
+ * w10 and w12 are the slab's (NSC_SLAB_W_BATCH*: a free slot's batch).
  * The start writes exactly these words of its kind; the others hold a
  * former occupant's values and nothing reads them.
  */
@@ -47,11 +49,16 @@ static inline uint64_t now_or(uint64_t t) { return t ? t : nsc_clock_ticks(); }
  * RELEASE fence, resets the fields and stores the new serial (RELEASE). Every
  * field is an atomic, so a reader racing with a writer reads some value,
  * never undefined bytes (and TSan has nothing to report). */
+/* Two lines: the thread that issues a comm's operations writes the first at
+ * every start; completions (the proxy or watchdog thread) write the
+ * second. On one line they took it from each other at every operation. */
 struct watch {
-    _Atomic uint32_t serial; /* 0 while the slot is being reset */
+    alignas(64) _Atomic uint32_t enq_meta; /* func << 8 | etype */
+    _Atomic uint64_t enq_seq, started;
+    alignas(64) _Atomic uint32_t serial; /* 0 while the slot is being reset */
     _Atomic uint32_t busy;   /* completions writing now (complete_op) */
-    _Atomic uint32_t enq_meta, done_meta; /* func << 8 | etype */
-    _Atomic uint64_t enq_seq, done_seq, done_ticks, started, completed;
+    _Atomic uint32_t done_meta; /* func << 8 | etype */
+    _Atomic uint64_t done_seq, done_ticks, completed;
     /* The last completed as one word, seq (40 bits) << 24 | etype << 16 |
      * func: overtaken() must not pair one completion's function with
      * another's seqNumber (two words stored one after the other could). */
@@ -245,6 +252,17 @@ static void kch_done(uint32_t p, uint64_t pid, uint64_t ch, uint64_t ticks) {
         try_finish(p, pid, ticks);
 }
 
+/* Where a freed slot goes: the calling thread's slab cache; on the
+ * watchdog's thread, which has no thread state, the scan's own (flushed at
+ * the scan's end), so that its frees, one per operation completed without
+ * KernelCh, reach the shared lists a batch at a time, as a thread's do. */
+static struct nsc_slab_cache scan_cache;
+static __thread int in_scan __attribute__((tls_model("initial-exec")));
+static void free_slot(uint32_t i) {
+    struct nsc_slab_cache *c = nsc_thread_slab_cache();
+    nsc_slab_free(c ? c : in_scan ? &scan_cache : NULL, i);
+}
+
 /* We own slot i (our CAS moved its life to 0): account for it, release
  * its parent, give it back. */
 static void finish(uint32_t i, uint64_t ticks, enum fin how) {
@@ -261,18 +279,18 @@ static void finish(uint32_t i, uint64_t ticks, enum fin how) {
          * parent makes no progress from it. */
         if (how != FIN_RECLAIMED)
             atomic_fetch_add_explicit(&nsc_slab_slots[p].w[9], 1, RLX);
-        nsc_slab_free(nsc_thread_slab_cache(), i);
+        free_slot(i);
         detach(p, pid, ticks, 1);
         return;
     } else if (kind == NSC_OPST_KCH) {
         uint32_t p = (uint32_t)LD(s, W_PSLOT);
         uint64_t pid = LD(s, W_PID), ch = LD(s, 3);
-        nsc_slab_free(nsc_thread_slab_cache(), i);
+        free_slot(i);
         if (how != FIN_RECLAIMED)
             kch_done(p, pid, ch, ticks);
         return;
     }
-    nsc_slab_free(nsc_thread_slab_cache(), i);
+    free_slot(i);
 }
 
 static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
@@ -563,6 +581,7 @@ static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t
     uint32_t no = 0, np = 0, lo = 0;
     if (!nsc_slab_on())
         goto out;
+    in_scan = 1; /* one scan at a time (op_state.h): scan_cache is ours */
     if (!light)
         scan_no++;
     if (proxies)
@@ -692,6 +711,8 @@ static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t
             }
             detach(i, id, now, 0);
         }
+    nsc_slab_cache_flush(&scan_cache);
+    in_scan = 0;
 out:
     if (nops)
         *nops = no;

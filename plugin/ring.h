@@ -47,25 +47,11 @@
 #include <stdint.h>
 
 #include "page_pool.h"
+#include "prefetch.h"
 #include "trace_format.h"
 
 #define NSC_CACHELINE 64
 #define NSC_RING_PREFETCH 8 /* records ahead of the writer prefetched for writing */
-
-/* Asks for the line at p in a state this core may write (x86: PREFETCHW,
- * CPUID PRFCHW: AMD since K8, Intel since Broadwell; Intel cores before it
- * decode the opcode as a hint that does nothing, which Windows 8.1 relies
- * on). gcc's __builtin_prefetch(p, 1) emits a plain read prefetch
- * unless -mprfchw is given: the line then arrives shared and the store
- * still waits for the other core (the drainer, which read it last) to let
- * go of it. */
-static inline void nsc_prefetch_write(const void *p) {
-#if defined(__x86_64__)
-    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
-#else
-    __builtin_prefetch(p, 1, 3);
-#endif
-}
 
 struct nsc_ring {
     /* producer-hot: everything ring_reserve/ring_wslot/ring_commit touch

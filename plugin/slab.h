@@ -58,9 +58,15 @@
 #define NSC_LIFE_ID_SHIFT 21
 #define NSC_LIFE(id) ((uint64_t)(id) << NSC_LIFE_ID_SHIFT)
 
+/* Payload words the slab keeps while a slot is free and heads a batch on a
+ * shared list (slab.c: the batch's other slots); no occupant's kind uses
+ * them (op_state.c's table), so a pop may read them at any time. */
+#define NSC_SLAB_W_BATCH0 10
+#define NSC_SLAB_W_BATCH1 12
+
 struct nsc_slab_slot {
     _Atomic uint64_t life;      /* see above */
-    _Atomic uint32_t next_free; /* free list link: index + 1 (0 = end); while free */
+    _Atomic uint32_t next_free; /* a free batch head's link to the next batch: index + 1 (0 = end) */
     _Atomic uint32_t kind;      /* op_state's slot kind, written before life (RELEASE) */
     _Atomic uint64_t w[14];     /* op_state's payload: every field an atomic word */
 };
@@ -94,7 +100,8 @@ static inline int nsc_slab_on(void) {
  * loads and stores. It moves slots to and from the shared lists
  * NSC_SLAB_BATCH at a time, one CAS per batch, so slots freed on one thread
  * (an operation finished by its last child's stop) reach the thread that
- * allocates them. Only its owner touches a cache; a thread that exits must
+ * allocates them (a batch travels as one: its first slot names the others,
+ * so taking it reads one slot). Only its owner touches a cache; a thread that exits must
  * flush it (thread_state.c does). A live thread that stopped calling keeps
  * its cache's slots parked: at most NSC_SLAB_CACHE per thread state, so with
  * the default 256 thread states at most 3,840 of the 16,384 slots, never
