@@ -471,6 +471,16 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
                 if (!ref)
                     return;
                 ST(s, 7, ticks = now_or(ticks));
+                if (kernel_channels(s) < 0) {
+                    /* Without KernelCh only the watchdog completes it
+                     * (after its grace): no try_finish, whose reference
+                     * taken and dropped would be two more locked
+                     * instructions on the issuing thread for nothing.
+                     * RELEASE: the stop time before the reference goes
+                     * (the watchdog's CAS that completes it is ACQ_REL). */
+                    atomic_fetch_sub_explicit(&s->life, 1, memory_order_release);
+                    return;
+                }
                 detach(i, id, ticks, 0);
                 return;
             }
