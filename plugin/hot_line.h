@@ -22,6 +22,10 @@ struct nsc_hot_line {
      * makes every start return a token and do nothing else, as the empty
      * plugin does; on this line because every start reads it anyway. */
     _Atomic int passthrough;
+    /* Operations take slab slots (op_state.h): set while a hang watchdog
+     * runs to scan them, after the slab exists (RELEASE), cleared when it
+     * stops; on this line because every start of a tracked type reads it. */
+    _Atomic int opst_tracking;
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct nsc_hot_line) == 64, "one line");
 

@@ -341,6 +341,11 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
 
 /* ---- callbacks ---- */
 
+void nsc_opst_set_tracking(int on) {
+    /* RELEASE: the slab's creation before any start sees tracking on */
+    atomic_store_explicit(&nsc_hot.opst_tracking, on && nsc_slab_on(), memory_order_release);
+}
+
 uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
                              uint64_t h, uint64_t ticks, const char *func) {
     if (h & NSC_HANDLE_UNRECORDED)

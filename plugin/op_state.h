@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "comm_table.h"
+#include "hot_line.h"
 #include "nccl_abi.h"
 #include "slab.h"
 
@@ -55,11 +56,19 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
                              uint64_t h, uint64_t ticks, const char *func);
 static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
                                       uint64_t h, uint64_t ticks, const char *func) {
-    /* Coll 1, P2p 2, ProxyOp 3, ProxyStep 4, KernelCh 6 (event_types.h) */
-    if (!((0x5eu >> et) & 1) || !h || !nsc_slab_on())
+    /* Coll 1, P2p 2, ProxyOp 3, ProxyStep 4, KernelCh 6 (event_types.h).
+     * ACQUIRE: pairs with nsc_opst_set_tracking's RELEASE (the slab exists). */
+    if (!((0x5eu >> et) & 1) || !h ||
+        !atomic_load_explicit(&nsc_hot.opst_tracking, memory_order_acquire))
         return h;
     return nsc_opst_start_slow(c, et, d, h, ticks, func);
 }
+/* New operations take slots (1) or not (0): the watchdog sets it once its
+ * thread runs and the slab exists, and clears it before it stops, so that
+ * no session without a scanner (a later one with NCCLSCOPE_HANG_SECONDS=0)
+ * fills the slab with operations nobody completes. Slots already taken
+ * keep working (stops, states, children) until their scan-less end. */
+void nsc_opst_set_tracking(int on);
 /* ticks 0: read the clock only where a time is kept. */
 void nsc_opst_stop(uint64_t h, uint64_t ticks);
 void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks);

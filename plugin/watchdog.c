@@ -365,6 +365,7 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
         return -1;
     }
     running = 1;
+    nsc_opst_set_tracking(1);
     nsc_flusher_set_hang_hooks(nsc_watchdog_emit, nsc_watchdog_take_dump_request);
     return 0;
 }
@@ -372,6 +373,7 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
 void nsc_watchdog_stop(void) {
     if (!running)
         return;
+    nsc_opst_set_tracking(0); /* no new slots without a scanner */
     stop_thread();
     running = 0;
     free(ops);

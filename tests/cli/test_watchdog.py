@@ -321,6 +321,23 @@ def test_orphan():
           "the ProxyOp's parent in the trace is AllReduce 0: %s %s" % (po, ar))
 
 
+def test_sessions():
+    """A later session of the process with NCCLSCOPE_HANG_SECONDS=0 has no
+    watchdog to scan the slab (which lives as long as the process): its
+    operations must take no slots, or the ones without KernelCh that never
+    complete would fill it and every start would pay for a refusal."""
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
+               NCCLSCOPE_EVENTS="Coll,KernelCh,ProxyOp,ProxyStep")
+    out = subprocess.run([sys.argv[2], "--plugin", plugin, "--mode", "sessions"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0, out.stderr)
+    check("slab handles: 100 0" in out.stdout,
+          "first session watched, second (no watchdog) untracked: %s" % out.stdout)
+    print("ok: sessions")
+
+
 def test_pressure():
     """A hang right after 200,000 fast operations without KernelCh (what the
     default mask records): each such operation keeps its slot for a grace
@@ -366,6 +383,7 @@ def test_pressure():
 
 
 def main():
+    test_sessions()
     test_pressure()
     test_rearm()
     test_orphan()

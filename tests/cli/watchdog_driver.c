@@ -3,7 +3,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
@@ -16,12 +16,19 @@
  *         (and takes that slot), then a late ProxyOp of AllReduce 0 comes:
  *         it must be counted as an orphan, not attached to AllReduce 1, and
  *         still name AllReduce 0 as its parent in the trace; then a stall.
+ * sessions: a session with the watchdog (NCCLSCOPE_HANG_SECONDS as given)
+ *         ends, and a second one starts in the same process with
+ *         NCCLSCOPE_HANG_SECONDS=0; prints "slab handles: N M", how many of
+ *         each session's 100 AllReduces (never completed) got a slab handle
+ *         (bit 61, slab.h). Without a watchdog there is no scanner: the
+ *         second must give none.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
  * stall's nominal length instead (2 s for rearm, 1.5 s otherwise).
  * Prints "done" before finalizing.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +136,24 @@ int main(int argc, char **argv) {
         void *pop = start(&d);
         nsc_host_stop(&host, pop);
         stall(1500000);
+    } else if (!strcmp(mode, "sessions")) {
+        int n[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            if (k == 1) {
+                nsc_host_finalize(&host, ctx); /* the last comm: the session ends */
+                setenv("NCCLSCOPE_HANG_SECONDS", "0", 1);
+                if (nsc_host_init(&host, &ctx, 0x57440002ull, &mask, "watchdog", 1, 1, 0) != 0 ||
+                    !ctx) {
+                    fprintf(stderr, "watchdog_driver: second init failed\n");
+                    return 1;
+                }
+            }
+            for (uint64_t s = 0; s < 100; s++)
+                n[k] += (int)((uintptr_t)coll(s, 1) >> 61 & 1);
+        }
+        printf("slab handles: %d %d\n", n[0], n[1]);
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions\n");
         return 1;
     }
     printf("done\n");

@@ -297,18 +297,25 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "bench")) {
         nsc_session_pid = 1;
         nsc_clock_init("auto"); /* the plugin's clock: rdtsc where invariant */
-        return nsc_slab_create() == 0 ? bench(atol(argv[2])) : 1;
+        if (nsc_slab_create() != 0)
+            return 1;
+        nsc_opst_set_tracking(1); /* as the watchdog does once it runs */
+        return bench(atol(argv[2]));
     }
     if (argc > 2 && !strcmp(argv[1], "handoff")) {
         nsc_session_pid = 1;
         nsc_clock_init("auto");
-        return nsc_slab_create() == 0 ? handoff(atol(argv[2])) : 1;
+        if (nsc_slab_create() != 0)
+            return 1;
+        nsc_opst_set_tracking(1);
+        return handoff(atol(argv[2]));
     }
     cycles = argc > 1 ? atol(argv[1]) : 100000;
     if (nsc_slab_create() != 0) {
         fprintf(stderr, "no slab\n");
         return 1;
     }
+    nsc_opst_set_tracking(1);
     pthread_t w[2], r[2], wd;
     for (int i = 0; i < 2; i++)
         pthread_create(&w[i], NULL, writer, (void *)(intptr_t)(cycles / 2));
