@@ -552,14 +552,16 @@ static unsigned wait_of(uint64_t st) {
  * holds the slot), the occupant goes for good (`how`: reclaimed with its
  * finalized comm, or overtaken); otherwise the reference is dropped and a
  * later scan looks again. */
-static void reclaim_alone(uint32_t i, uint64_t id, uint64_t now, enum fin how) {
+static int reclaim_alone(uint32_t i, uint64_t id, uint64_t now, enum fin how) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
     uint64_t cur = atomic_load_explicit(&s->life, memory_order_acquire);
     if ((cur & ~NSC_LIFE_DONE) == (NSC_LIFE(id) | 1) &&
-        atomic_compare_exchange_strong_explicit(&s->life, &cur, 0, memory_order_acq_rel, RLX))
+        atomic_compare_exchange_strong_explicit(&s->life, &cur, 0, memory_order_acq_rel, RLX)) {
         finish(i, now, how);
-    else
-        detach(i, id, now, 0);
+        return 1;
+    }
+    detach(i, id, now, 0);
+    return 0;
 }
 
 /* An operation overtaken by its comm: NCCL runs a communicator's
@@ -590,10 +592,10 @@ static uint64_t scan_no;
 /* light: nothing collected, only operations without KernelCh completed
  * (the watchdog's pressed pace between its full scans): no sweep, no
  * reclaiming, and the scan count, which times those, stays. */
-static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
+static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
                  uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
                  uint32_t proxies_cap, uint32_t *left_out, int light) {
-    uint32_t no = 0, np = 0, lo = 0;
+    uint32_t no = 0, np = 0, lo = 0, graced = 0;
     if (!nsc_slab_on())
         goto out;
     in_scan = 1; /* one scan at a time (op_state.h): scan_cache is ours */
@@ -649,7 +651,7 @@ static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t
                  * completion looks like when our reference delayed it: its
                  * last child's stop left the finishing to our detach, and
                  * a later operation completed meanwhile. */
-                reclaim_alone(i, id, now, FIN_OVERTAKEN);
+                graced += (uint32_t)reclaim_alone(i, id, now, FIN_OVERTAKEN);
                 continue;
             }
             if (pass == 0 && kind == NSC_OPST_OP) {
@@ -663,6 +665,7 @@ static void scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t
                     atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
                                                             memory_order_acq_rel, RLX)) {
                     finish(i, now, FIN_COMPLETED); /* no KernelCh: quiet after its stop */
+                    graced++; /* retired by the scan, as an overtaken one above */
                     continue;
                 }
                 if (ops) {
@@ -735,14 +738,15 @@ out:
         *nproxies = np;
     if (left_out)
         *left_out = lo;
+    return graced;
 }
 
-void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
+uint32_t nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
                    uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
                    uint32_t proxies_cap, uint32_t *left_out) {
-    scan(now, grace, ops, nops, ops_cap, proxies, nproxies, proxies_cap, left_out, 0);
+    return scan(now, grace, ops, nops, ops_cap, proxies, nproxies, proxies_cap, left_out, 0);
 }
 
-void nsc_opst_scan_light(uint64_t now, uint64_t grace) {
-    scan(now, grace, NULL, NULL, 0, NULL, NULL, 0, NULL, 1);
+uint32_t nsc_opst_scan_light(uint64_t now, uint64_t grace) {
+    return scan(now, grace, NULL, NULL, 0, NULL, NULL, 0, NULL, 1);
 }

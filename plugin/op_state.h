@@ -109,14 +109,17 @@ struct nsc_opst_comm {
  * `grace` ticks before an operation without KernelCh counts as complete.
  * Fills ops[0..*nops), proxies[0..*nproxies) (up to the capacities; what
  * does not fit is left out, counted in *left_out) when the arrays are
- * given. */
-void nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
+ * given. Returns how many operations it retired (completed after their
+ * grace, or overtaken by a later one of their comm): the rate at which
+ * operations hold slots until a scan frees them. */
+uint32_t nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
                    uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
                    uint32_t proxies_cap, uint32_t *left_out);
 /* A light scan (watchdog thread, between full ones): it only completes
  * operations without KernelCh whose grace passed; no sweep of children, no
- * reclaiming of finalized comms' slots, which keep the pace of full scans. */
-void nsc_opst_scan_light(uint64_t now, uint64_t grace);
+ * reclaiming of finalized comms' slots, which keep the pace of full scans.
+ * Returns what nsc_opst_scan returns. */
+uint32_t nsc_opst_scan_light(uint64_t now, uint64_t grace);
 /* The per-comm state of comm slot i if it is open with a consistent
  * snapshot; 0 otherwise. */
 int nsc_opst_comm_read(uint32_t i, struct nsc_opst_comm *out);

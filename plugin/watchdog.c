@@ -27,7 +27,9 @@
  * last one before a hang among them. So once an allocation is refused
  * the watchdog scans every PRESSED_SCAN_MS with a grace of PRESSED_GRACE_MS,
  * which holds a slot at most their sum (room for ~1,000,000 operations a
- * second), and goes back after a second without a refusal. The scans in
+ * second), and goes back after a second without a refusal unless that
+ * second's rate would fill half the slab at the normal pace (then it
+ * stays: no cycle of refusals under a steady high rate). The scans in
  * between its SCAN_MS ones are light (op_state.h): they only complete. A
  * ProxyOp that starts later than the short grace finds its operation gone
  * and is counted as an orphan: on 4 x H200's socket path ProxyOps started
@@ -239,9 +241,10 @@ out:
     free(hp);
 }
 
-static void check(uint64_t now, uint64_t tps, uint64_t grace) {
+static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
     uint32_t nops = 0, nprox = 0, left_out = 0;
-    nsc_opst_scan(now, grace, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
+    uint32_t graced =
+        nsc_opst_scan(now, grace, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
     memset(agg, 0, sizeof(agg));
     for (uint32_t i = 0; i < nops; i++) {
         struct comm_agg *a = &agg[ops[i].comm_index];
@@ -273,11 +276,22 @@ static void check(uint64_t now, uint64_t tps, uint64_t grace) {
         any_new = 1;
     }
     if (!any_new)
-        return;
+        return graced;
     atomic_fetch_add_explicit(&fired, 1, memory_order_relaxed);
     fire(now, nops, nprox, left_out);
     if (flight)
         atomic_store_explicit(&dump_wanted, 1, memory_order_relaxed);
+    return graced;
+}
+
+/* Whether the normal pace would fill the slab again: operations completed
+ * after their grace, per second, times how long the normal pace holds each
+ * (its grace plus up to one scan), against half the slots. */
+static int rate_needs_pressed_pace(uint64_t graced, uint64_t ticks, uint64_t tps) {
+    if (!ticks)
+        return 0;
+    double per_s = (double)graced * (double)tps / (double)ticks;
+    return per_s * (2.0 * SCAN_MS / 1000.0) > NSC_SLAB_SLOTS / 2.0;
 }
 
 static void *watchdog_main(void *arg) {
@@ -285,9 +299,25 @@ static void *watchdog_main(void *arg) {
     uint64_t tps = nsc_clock_ticks_per_sec();
     uint64_t full_seen = nsc_slab_full_count();
     uint64_t pressed_until = 0, next_full = 0; /* ticks */
+    /* operations completed after their grace since window_start: the rate
+     * that decides, when a pressed second ends, whether to stay pressed */
+    uint64_t graced = 0, window_start = nsc_clock_ticks();
     pthread_mutex_lock(&mu);
     while (!stop_req) {
-        int pressed = nsc_clock_ticks() < pressed_until;
+        uint64_t t = nsc_clock_ticks();
+        if (pressed_until && t >= pressed_until) {
+            /* A pressed second ended without a refusal. Back at the normal
+             * pace, an operation keeps its slot up to 200 ms: at the rate
+             * of the second that ended, would that fill the slab again?
+             * Then stay (quietly): otherwise a steady 80,000 operations a
+             * second or more would cycle through refusals, each cycle a
+             * few tens of milliseconds of operations not watched. Decided
+             * here, before the wait, whose length it sets. */
+            pressed_until = rate_needs_pressed_pace(graced, t - window_start, tps) ? t + tps : 0;
+            graced = 0;
+            window_start = t;
+        }
+        int pressed = t < pressed_until;
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_nsec += (pressed ? PRESSED_SCAN_MS : SCAN_MS) * 1000000L;
@@ -302,20 +332,25 @@ static void *watchdog_main(void *arg) {
         uint64_t now = nsc_clock_ticks();
         uint64_t full = nsc_slab_full_count();
         if (full != full_seen) { /* refusals since the last scan: the pressed pace for a second */
-            if (now >= pressed_until) /* once per episode: NCCL_DEBUG=INFO shows it */
+            /* once per episode (NCCL_DEBUG=INFO shows it): not when the
+             * pressed pace, on for this wait, still saw refusals (a machine
+             * too busy to scan every 5 ms) */
+            if (!pressed)
                 nsc_log_info("ncclscope: hang watchdog under pressure: more operations in "
                              "flight than its %u slots (%llu left unwatched so far); scanning "
-                             "every %d ms until a second passes without that",
+                             "every %d ms while the rate of operations needs it",
                              (unsigned)NSC_SLAB_SLOTS, (unsigned long long)full, PRESSED_SCAN_MS);
             full_seen = full;
             pressed_until = now + tps;
+            graced = 0;
+            window_start = now;
         }
         uint64_t grace = now < pressed_until ? tps * PRESSED_GRACE_MS / 1000 : tps * SCAN_MS / 1000;
         if (now >= next_full) {
-            check(now, tps, grace);
+            graced += check(now, tps, grace);
             next_full = now + tps * SCAN_MS / 1000;
         } else {
-            nsc_opst_scan_light(now, grace);
+            graced += nsc_opst_scan_light(now, grace);
         }
         pthread_mutex_lock(&mu);
     }

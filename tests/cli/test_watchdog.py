@@ -338,6 +338,33 @@ def test_sessions():
     print("ok: sessions")
 
 
+def test_steady():
+    """Seconds of operations at a rate that fills the slab at the normal
+    pace: one episode of pressure, not one per second (each of those left a
+    few tens of milliseconds of operations unwatched): the watchdog stays at
+    its pressed pace while the rate needs it, and goes back once the job
+    hangs (the rate falls to nothing)."""
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
+               NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep", NCCLSCOPE_HOST_LOG="1")
+    t0 = time.time()
+    procs, errs = start_ranks(sys.argv[1], plugin, env, d, 2, 2000000, "coll")
+    took = time.time() - t0
+    wait_lines([errs[0]], 1, timeout=60)
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        p.stdin.close()
+    with open(errs[0]) as f:
+        text = f.read()
+    n = text.count("hang watchdog under pressure")
+    check(took > 2.5, "the run lasted %.1f s: too short to see a second episode" % took)
+    check(n == 1, "one episode of pressure in %.1f s of operations, not %d:\n%s" % (took, n, text))
+    print("ok: steady (%.1f s of operations, one episode of pressure)" % took)
+
+
 def test_pressure():
     """A hang right after 200,000 fast operations without KernelCh (what the
     default mask records): each such operation keeps its slot for a grace
@@ -384,6 +411,7 @@ def test_pressure():
 
 def main():
     test_sessions()
+    test_steady()
     test_pressure()
     test_rearm()
     test_orphan()
