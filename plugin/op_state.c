@@ -464,8 +464,9 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
         /* DONE and a reference in one CAS (SEQ_CST: the other half of
          * kch_done's Dekker pair), so the stop time is written into a slot
          * that is still this operation's (the watchdog may retire an
-         * operation before its own stop); the release finishes it if it
-         * is the last. */
+         * operation before its own stop); with KernelCh recorded, the
+         * release finishes it if it is the last (without, the watchdog
+         * does, below). */
         for (;;) {
             if ((l >> NSC_LIFE_ID_SHIFT) != id || (l & NSC_LIFE_DONE))
                 return;
@@ -481,8 +482,9 @@ void nsc_opst_stop(uint64_t h, uint64_t ticks) {
                      * (after its grace): no try_finish, whose reference
                      * taken and dropped would be two more locked
                      * instructions on the issuing thread for nothing.
-                     * RELEASE: the stop time before the reference goes
-                     * (the watchdog's CAS that completes it is ACQ_REL). */
+                     * RELEASE: the stop time before the reference goes;
+                     * pairs with the scan's ACQUIRE load of `life`, after
+                     * which it reads w7 and decides. */
                     atomic_fetch_sub_explicit(&s->life, 1, memory_order_release);
                     return;
                 }

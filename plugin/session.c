@@ -37,6 +37,7 @@ static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
 static void after_fork_child(void) {
     forked_child = 1;
     atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
+    nsc_opst_set_tracking(0); /* the child has no watchdog thread to scan the slab */
     nsc_thread_disable_after_fork();
     pthread_mutex_unlock(&lock);
 }

@@ -75,6 +75,20 @@ int nsc_slab_create(void) {
 _Static_assert(NSC_SLAB_BATCH - 1 <= 2 * MEMBERS_PER_WORD, "a batch's members fit two words");
 _Static_assert(NSC_SLAB_SLOTS < 0xffff, "index + 1 fits 16 bits");
 
+/* The members of a batch after its head, from its two words, into out[];
+ * returns how many (0..NSC_SLAB_BATCH - 1). */
+static uint32_t batch_members(uint64_t m0, uint64_t m1, uint32_t *out) {
+    uint32_t got = 0;
+    for (uint32_t j = 0; j < NSC_SLAB_BATCH - 1; j++) {
+        uint64_t m = j < MEMBERS_PER_WORD ? m0 : m1;
+        uint32_t v = (uint32_t)(m >> 16 * (j % MEMBERS_PER_WORD)) & 0xffff;
+        if (!v)
+            break;
+        out[got++] = v - 1;
+    }
+    return got;
+}
+
 /* Pops one batch of shard k into out[] (the head last); returns how many
  * (0: the shard is empty). The tagged head makes this safe: every push and
  * pop changes the tag, so a CAS that succeeds proves the list did not
@@ -98,14 +112,7 @@ static uint32_t pop_batch(struct nsc_slab_slot *S, uint32_t k, uint32_t *out) {
         uint64_t nh = ((h >> 32) + 1) << 32 | next;
         if (atomic_compare_exchange_weak_explicit(head, &h, nh, memory_order_acquire,
                                                   memory_order_acquire)) {
-            uint32_t got = 0;
-            for (uint32_t j = 0; j < NSC_SLAB_BATCH - 1; j++) {
-                uint64_t m = j < MEMBERS_PER_WORD ? m0 : m1;
-                uint32_t v = (uint32_t)(m >> 16 * (j % MEMBERS_PER_WORD)) & 0xffff;
-                if (!v)
-                    break;
-                out[got++] = v - 1;
-            }
+            uint32_t got = batch_members(m0, m1, out);
             out[got++] = hd; /* handed out first: its lines were just read */
             return got; /* still poisoned: alloc unpoisons the one it hands out */
         }
@@ -266,19 +273,13 @@ int nsc_slab_check_invariants(void) {
     for (int k = 0; k < SHARDS; k++)
         for (uint32_t v = (uint32_t)atomic_load_explicit(&free_lists[k].head, memory_order_relaxed);
              v;) {
-            uint32_t hd = v - 1, members[NSC_SLAB_BATCH], n = 0;
+            uint32_t hd = v - 1, members[NSC_SLAB_BATCH], n;
             if (hd >= hi || ++steps > NSC_SLAB_SLOTS)
                 return -1;
+            n = batch_members(
+                atomic_load_explicit(&S[hd].w[NSC_SLAB_W_BATCH0], memory_order_relaxed),
+                atomic_load_explicit(&S[hd].w[NSC_SLAB_W_BATCH1], memory_order_relaxed), members);
             members[n++] = hd;
-            for (uint32_t j = 0; j < NSC_SLAB_BATCH - 1; j++) {
-                uint64_t m = atomic_load_explicit(
-                    &S[hd].w[j < MEMBERS_PER_WORD ? NSC_SLAB_W_BATCH0 : NSC_SLAB_W_BATCH1],
-                    memory_order_relaxed);
-                uint32_t f = (uint32_t)(m >> 16 * (j % MEMBERS_PER_WORD)) & 0xffff;
-                if (!f)
-                    break;
-                members[n++] = f - 1;
-            }
             for (uint32_t j = 0; j < n; j++) {
                 uint32_t i = members[j];
                 if (i >= hi || seen[i])

@@ -10,10 +10,11 @@
  *
  * Layout (NSC_SLAB_SLOTS slots of 128 bytes, one mapping):
  *
- *     slot 0 .. high-1      used at least once; free ones on the free list
+ *     slot 0 .. high-1      used at least once; free ones in a thread's cache or
+ *                           in a batch on a shared list (below, and slab.c)
  *     slot high .. N-1      never touched (the mapping's pages stay unbacked)
  *
- *     free list head: [ tag : 32 | index + 1 : 32 ]   (0 = empty)
+ *     free list head: [ tag : 32 | first slot of the top batch + 1 : 32 ]   (0 = empty)
  *
  * Reuse rule. A slot's generation is its occupant's event id (`life` word,
  * below), unique in the process: a slot freed and taken again has another

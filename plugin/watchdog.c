@@ -299,16 +299,20 @@ static void *watchdog_main(void *arg) {
     uint64_t tps = nsc_clock_ticks_per_sec();
     uint64_t full_seen = nsc_slab_full_count();
     uint64_t pressed_until = 0, next_full = 0; /* ticks */
-    /* operations completed after their grace since window_start: the rate
-     * that decides, when a pressed second ends, whether to stay pressed */
+    /* operations retired by scans since window_start: the rate that
+     * decides, when a pressed second ends, whether to stay pressed. A
+     * refusal restarts the window after the next scan (`fresh`): that scan
+     * retires the backlog of the normal pace (most of a full slab), which
+     * is no rate. */
     uint64_t graced = 0, window_start = nsc_clock_ticks();
+    int fresh = 0;
     pthread_mutex_lock(&mu);
     while (!stop_req) {
         uint64_t t = nsc_clock_ticks();
         if (pressed_until && t >= pressed_until) {
             /* A pressed second ended without a refusal. Back at the normal
              * pace, an operation keeps its slot up to 200 ms: at the rate
-             * of the second that ended, would that fill the slab again?
+             * of the second that ended, would that fill half the slab?
              * Then stay (quietly): otherwise a steady 80,000 operations a
              * second or more would cycle through refusals, each cycle a
              * few tens of milliseconds of operations not watched. Decided
@@ -342,8 +346,7 @@ static void *watchdog_main(void *arg) {
                              (unsigned)NSC_SLAB_SLOTS, (unsigned long long)full, PRESSED_SCAN_MS);
             full_seen = full;
             pressed_until = now + tps;
-            graced = 0;
-            window_start = now;
+            fresh = 1;
         }
         uint64_t grace = now < pressed_until ? tps * PRESSED_GRACE_MS / 1000 : tps * SCAN_MS / 1000;
         if (now >= next_full) {
@@ -351,6 +354,11 @@ static void *watchdog_main(void *arg) {
             next_full = now + tps * SCAN_MS / 1000;
         } else {
             graced += nsc_opst_scan_light(now, grace);
+        }
+        if (fresh) {
+            graced = 0;
+            window_start = nsc_clock_ticks();
+            fresh = 0;
         }
         pthread_mutex_lock(&mu);
     }

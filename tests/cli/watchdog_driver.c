@@ -3,7 +3,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
@@ -20,8 +20,12 @@
  *         ends, and a second one starts in the same process with
  *         NCCLSCOPE_HANG_SECONDS=0; prints "slab handles: N M", how many of
  *         each session's 100 AllReduces (never completed) got a slab handle
- *         (bit 61, slab.h). Without a watchdog there is no scanner: the
- *         second must give none.
+ *         (bit 61, slab.h), then "recorded: N M", how many were recorded
+ *         (bits 62 and 63 clear). Without a watchdog there is no scanner:
+ *         the second must give no slab handle, and still record.
+ * fork:   forks; the child starts 100 AllReduces and prints "child slab
+ *         handles: N" (it has no watchdog thread: N must be 0), then the
+ *         parent one, "parent slab handle: 1".
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -32,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "host.h"
@@ -137,7 +142,7 @@ int main(int argc, char **argv) {
         nsc_host_stop(&host, pop);
         stall(1500000);
     } else if (!strcmp(mode, "sessions")) {
-        int n[2] = {0, 0};
+        int n[2] = {0, 0}, rec[2] = {0, 0};
         for (int k = 0; k < 2; k++) {
             if (k == 1) {
                 nsc_host_finalize(&host, ctx); /* the last comm: the session ends */
@@ -148,12 +153,34 @@ int main(int argc, char **argv) {
                     return 1;
                 }
             }
-            for (uint64_t s = 0; s < 100; s++)
-                n[k] += (int)((uintptr_t)coll(s, 1) >> 61 & 1);
+            for (uint64_t s = 0; s < 100; s++) {
+                uintptr_t h = (uintptr_t)coll(s, 1);
+                n[k] += (int)(h >> 61 & 1);
+                rec[k] += h && !(h >> 62); /* recorded: neither dropped nor unrecorded */
+            }
         }
-        printf("slab handles: %d %d\n", n[0], n[1]);
+        printf("slab handles: %d %d\nrecorded: %d %d\n", n[0], n[1], rec[0], rec[1]);
+    } else if (!strcmp(mode, "fork")) {
+        /* the child of a fork has no watchdog thread: its operations take
+         * no slots (nobody would ever free them) */
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int n = 0;
+            for (uint64_t s = 0; s < 100; s++)
+                n += (int)((uintptr_t)coll(s, 1) >> 61 & 1);
+            printf("child slab handles: %d\n", n);
+            fflush(stdout);
+            _exit(0);
+        }
+        int st = 0;
+        if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+            fprintf(stderr, "watchdog_driver: fork child failed\n");
+            return 1;
+        }
+        printf("parent slab handle: %d\n", (int)((uintptr_t)coll(0, 1) >> 61 & 1));
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork\n");
         return 1;
     }
     printf("done\n");

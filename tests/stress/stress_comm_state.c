@@ -290,6 +290,15 @@ static int bench(long n) {
     return sc.live == 0 && sc.full == 0 ? 0 : 1;
 }
 
+/* The slab, and operations taking slots from it, as the watchdog's start
+ * sets them up (watchdog.c). */
+static int slab_on(void) {
+    if (nsc_slab_create() != 0)
+        return -1;
+    nsc_opst_set_tracking(1);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     /* Thread states take a ring page at attach (their THREAD record). */
     if (page_pool_create(8 * NSC_PAGE_BYTES) != 0)
@@ -297,25 +306,18 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "bench")) {
         nsc_session_pid = 1;
         nsc_clock_init("auto"); /* the plugin's clock: rdtsc where invariant */
-        if (nsc_slab_create() != 0)
-            return 1;
-        nsc_opst_set_tracking(1); /* as the watchdog does once it runs */
-        return bench(atol(argv[2]));
+        return slab_on() == 0 ? bench(atol(argv[2])) : 1;
     }
     if (argc > 2 && !strcmp(argv[1], "handoff")) {
         nsc_session_pid = 1;
         nsc_clock_init("auto");
-        if (nsc_slab_create() != 0)
-            return 1;
-        nsc_opst_set_tracking(1);
-        return handoff(atol(argv[2]));
+        return slab_on() == 0 ? handoff(atol(argv[2])) : 1;
     }
     cycles = argc > 1 ? atol(argv[1]) : 100000;
-    if (nsc_slab_create() != 0) {
+    if (slab_on() != 0) {
         fprintf(stderr, "no slab\n");
         return 1;
     }
-    nsc_opst_set_tracking(1);
     pthread_t w[2], r[2], wd;
     for (int i = 0; i < 2; i++)
         pthread_create(&w[i], NULL, writer, (void *)(intptr_t)(cycles / 2));

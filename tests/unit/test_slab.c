@@ -97,65 +97,85 @@ static void full(void) {
     CHECK(sc.high == NSC_SLAB_SLOTS && sc.live == 0);
 }
 
-/* Two threads: the allocator passes each slot through a queue to the
- * freer. Every slot handed out must be free (owner word 0), and the lists
- * must hold every slot at the end. */
+/* Two pairs of threads: each allocator passes every slot it gets through
+ * a queue to its freer. The allocators pop the shared lists at the same
+ * time (the race the tag is for: a pop reading a batch's words while the
+ * other takes and reuses its head), one with a cache and one without; the
+ * freers push, one through a cache, one without. A slot handed out while
+ * taken is caught by its owner word; at the end every slot is free and
+ * the lists hold them all. */
 #define HANDOFF 200000
 #define QCAP 1024
-static _Atomic int32_t queue[QCAP];
-static _Atomic uint32_t q_head, q_tail;
-static _Atomic uint32_t owner[NSC_SLAB_SLOTS]; /* 0 free, 1 allocator's, 2 freer's */
+struct pair {
+    _Atomic int32_t queue[QCAP];
+    _Atomic uint32_t head, tail;
+    int alloc_cached, free_cached;
+};
+static struct pair pairs[2];
+static _Atomic uint32_t owner[NSC_SLAB_SLOTS]; /* 0 free, else the allocator's pair + 1 */
 static _Atomic int bad;
 
 static void *allocator(void *arg) {
-    (void)arg;
+    struct pair *q = arg;
     struct nsc_slab_cache c = {0};
     for (uint32_t n = 0; n < HANDOFF; n++) {
         int32_t i;
-        while ((i = nsc_slab_alloc(&c)) < 0)
-            ; /* the freer is behind: slots come back */
+        while ((i = nsc_slab_alloc(q->alloc_cached ? &c : NULL)) < 0)
+            ; /* the freers are behind: slots come back */
         uint32_t was = 0;
-        if (!atomic_compare_exchange_strong(&owner[i], &was, 1))
-            atomic_store(&bad, 1); /* handed out twice */
-        while (atomic_load_explicit(&q_head, memory_order_acquire) -
-                   atomic_load_explicit(&q_tail, memory_order_relaxed) >= QCAP)
+        if (!atomic_compare_exchange_strong(&owner[i], &was, (uint32_t)(q - pairs) + 1))
+            atomic_store(&bad, 1); /* handed out while taken */
+        /* an occupant, as op_state publishes one */
+        atomic_store_explicit(&nsc_slab_slots[i].life, NSC_LIFE(n + 1), memory_order_release);
+        while (atomic_load_explicit(&q->head, memory_order_relaxed) -
+                   atomic_load_explicit(&q->tail, memory_order_acquire) >= QCAP)
             ;
-        uint32_t h = atomic_load_explicit(&q_head, memory_order_relaxed);
-        atomic_store_explicit(&queue[h % QCAP], i, memory_order_relaxed);
-        atomic_store_explicit(&q_head, h + 1, memory_order_release);
+        uint32_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+        atomic_store_explicit(&q->queue[h % QCAP], i, memory_order_relaxed);
+        atomic_store_explicit(&q->head, h + 1, memory_order_release);
     }
     nsc_slab_cache_flush(&c);
     return NULL;
 }
 
 static void *freer(void *arg) {
-    (void)arg;
+    struct pair *q = arg;
     struct nsc_slab_cache c = {0};
     for (uint32_t n = 0; n < HANDOFF; n++) {
-        uint32_t t = atomic_load_explicit(&q_tail, memory_order_relaxed);
-        while (atomic_load_explicit(&q_head, memory_order_acquire) == t)
+        uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+        while (atomic_load_explicit(&q->head, memory_order_acquire) == t)
             ;
-        int32_t i = atomic_load_explicit(&queue[t % QCAP], memory_order_relaxed);
-        atomic_store_explicit(&q_tail, t + 1, memory_order_release);
+        int32_t i = atomic_load_explicit(&q->queue[t % QCAP], memory_order_relaxed);
+        atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+        atomic_store_explicit(&nsc_slab_slots[i].life, 0, memory_order_relaxed);
         atomic_store(&owner[i], 0);
-        /* every other slot without a cache: both free paths */
-        nsc_slab_free(n & 1 ? &c : NULL, (uint32_t)i);
+        nsc_slab_free(q->free_cached ? &c : NULL, (uint32_t)i);
     }
     nsc_slab_cache_flush(&c);
     return NULL;
 }
 
 static void handoff(void) {
-    pthread_t a, f;
-    pthread_create(&f, NULL, freer, NULL);
-    pthread_create(&a, NULL, allocator, NULL);
-    pthread_join(a, NULL);
-    pthread_join(f, NULL);
+    pthread_t a[2], f[2];
+    pairs[0].alloc_cached = 1, pairs[0].free_cached = 0;
+    pairs[1].alloc_cached = 0, pairs[1].free_cached = 1;
+    for (int k = 0; k < 2; k++) {
+        pthread_create(&f[k], NULL, freer, &pairs[k]);
+        pthread_create(&a[k], NULL, allocator, &pairs[k]);
+    }
+    for (int k = 0; k < 2; k++) {
+        pthread_join(a[k], NULL);
+        pthread_join(f[k], NULL);
+    }
     CHECK(!atomic_load(&bad));
     CHECK(nsc_slab_check_invariants() == 0);
     struct nsc_slab_counts sc;
     nsc_slab_counts(&sc);
     CHECK(sc.live == 0);
+    uint32_t held = 0;
+    for (uint32_t i = 0; i < NSC_SLAB_SLOTS; i++)
+        held += atomic_load(&owner[i]) != 0;
+    CHECK(held == 0);
 }
 
 int main(void) {
