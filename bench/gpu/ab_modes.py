@@ -8,13 +8,16 @@ it runs out of ops, sleeps on a condition variable, and every next op's post mus
 one sleep per operation and several µs slower. A block's mode is the most sleeps per
 operation of any NCCL thread in it (from /proc/self/task, nccl-bench's NB_TASKS).
 
-    python3 ab_modes.py DIR    (DIR holds LAYOUT.ROUND.tsv and LAYOUT.ROUND.tasks.RANK)
+    python3 ab_modes.py DIR [DIR...]    (each holds LAYOUT.ROUND.tsv and LAYOUT.ROUND.tasks.RANK)
 
-Prints, per layout: blocks of each arm (scope, pass, floor) in each mode with their median µs
-and enqueue µs, and the per-repeat ratios of each arm to pass where both ran in the same mode.
+Prints, per layout: blocks of each arm (scope, pass, floor, noslab) in each mode with their
+median µs and enqueue µs, and the per-repeat ratios of each arm to pass where both ran in the
+same mode, with a 95 % bootstrap interval of their median. Several DIRs (device calls of one
+build) are pooled: their blocks pair only within their own DIR.
 """
 import glob
 import os
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -24,10 +27,11 @@ def mode_of(sleeps_per_op):
     return "spin" if sleeps_per_op < 0.05 else "sleep" if sleeps_per_op > 0.5 else "mixed"
 
 
-def load(d):
-    blocks = {}  # (layout, round, repeat, arm) -> dict
+def load(d, tag=""):
+    blocks = {}  # (layout, round, repeat, arm) -> dict; round carries the DIR's tag
     for tsv in sorted(glob.glob(os.path.join(d, "*.tsv"))):
         layout, rnd = os.path.basename(tsv)[:-4].rsplit(".", 1)
+        rnd = tag + rnd
         for line in open(tsv):
             f = line.rstrip("\n").split("\t")
             if len(f) < 8:
@@ -47,8 +51,18 @@ def load(d):
     return blocks
 
 
-def main(d):
-    blocks = load(d)
+def median_interval(v, n=2000):
+    """95 % bootstrap interval of the median of v (a fixed seed: the same
+    files print the same interval)."""
+    rng = random.Random(1)
+    m = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(n))
+    return m[int(0.025 * n)], m[int(0.975 * n) - 1]
+
+
+def main(dirs):
+    blocks = {}
+    for i, d in enumerate(dirs):
+        blocks.update(load(d, "%d:" % i if len(dirs) > 1 else ""))
     for layout in sorted({k[0] for k in blocks}):
         mine = {k: v for k, v in blocks.items() if k[0] == layout}
         print("\n%s: %d blocks\n" % (layout, len(mine)))
@@ -79,9 +93,13 @@ def main(d):
                     if b["enq"] and p["enq"]:
                         es.append(b["enq"] / p["enq"])
                 if rs:
-                    print("%s/pass, repeats with both in mode %s: %d, median %.3f (%.3f..%.3f)%s" % (
-                        arm, mode, len(rs), statistics.median(rs), min(rs), max(rs),
-                        "; enqueue median %.3f" % statistics.median(es) if es else ""))
+                    lo, hi = median_interval(rs)
+                    print("%s/pass, repeats with both in mode %s: %d, median %.3f (%.3f..%.3f)%s; "
+                          "95%% interval of the median %.3f..%.3f" % (
+                              arm, mode, len(rs), statistics.median(rs), min(rs), max(rs),
+                              "; enqueue median %.3f" % statistics.median(es) if es else "", lo, hi))
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) < 2:
+        sys.exit("usage: ab_modes.py DIR [DIR...]")
+    main(sys.argv[1:])

@@ -64,6 +64,20 @@ def main():
                       abs(float(got.group(2)) - statistics.median(pairs)) < 0.0006,
                       "%s/pass in %s: %d pairs, median %.4f; script: %s" % (
                           arm, m, len(pairs), statistics.median(pairs), got.group(0)))
+    # two DIRs pool: every pair twice (pairs stay within their DIR), the same
+    # medians, and the median inside its printed 95 % interval
+    p2 = subprocess.run([sys.executable, SCRIPT, DATA, DATA], capture_output=True, text=True)
+    check(p2.returncode == 0 and "threads: 96 blocks" in p2.stdout, "pooled:\n" + p2.stdout + p2.stderr)
+    one = {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(
+        r"^(\w+/pass, repeats with both in mode \w+): (\d+), median ([\d.]+)", p.stdout, re.M)}
+    two = {m.group(1): (int(m.group(2)), m.group(3), float(m.group(4)), float(m.group(5)))
+           for m in re.finditer(r"^(\w+/pass, repeats with both in mode \w+): (\d+), median ([\d.]+)"
+                                r".*95% interval of the median ([\d.]+)\.\.([\d.]+)$", p2.stdout, re.M)}
+    check(one and set(one) == set(two), "the same ratio lines pooled: %s vs %s" % (sorted(one), sorted(two)))
+    for k, (n, med) in one.items():
+        n2, med2, lo, hi = two[k]
+        check(n2 == 2 * n and med2 == med and lo <= float(med) <= hi,
+              "%s: %d pairs median %s; pooled %s" % (k, n, med, two[k]))
     print("ok")
 
 
