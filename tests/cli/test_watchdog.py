@@ -118,6 +118,21 @@ def start_ranks(driver, plugin, env, d, nranks, ops, mode):
     return procs, errs
 
 
+def kill_ranks(procs):
+    for p in procs:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        p.stdin.close()
+
+
+def fast_env(d):
+    """Fast operations without KernelCh (what the default mask records),
+    NCCL's INFO lines shown."""
+    return dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
+                NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep", NCCLSCOPE_HOST_LOG="1")
+
+
 def hung_job(mode, nranks, flight):
     cli, plugin, _ = env_paths()
     driver = sys.argv[1]
@@ -157,11 +172,7 @@ def hung_job(mode, nranks, flight):
     check(not flight or (set(dumped()) == set(pids) and len(dumped()) <= 2 * nranks),
           "every rank dumped (dump-all): %s" % trace_files(d))
     time.sleep(1.5)  # a second stall period: it must not fire again
-    for p in procs:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        p.stdout.close()
-        p.stdin.close()
+    kill_ranks(procs)
     for r in range(nranks):
         with open(errs[r]) as f:
             text = f.read()
@@ -354,17 +365,12 @@ def test_steady():
     ops = 2000000
     for attempt in range(3):
         d = tmpdir()
-        env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
-                   NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep", NCCLSCOPE_HOST_LOG="1")
+        env = fast_env(d)
         t0 = time.time()
         procs, errs = start_ranks(sys.argv[1], plugin, env, d, 2, ops, "coll")
         took = time.time() - t0
         wait_lines([errs[0]], 1, timeout=60)
-        for p in procs:
-            p.send_signal(signal.SIGKILL)
-            p.wait()
-            p.stdout.close()
-            p.stdin.close()
+        kill_ranks(procs)
         with open(errs[0]) as f:
             text = f.read()
         if took > 2.5:
@@ -386,18 +392,13 @@ def test_pressure():
     driver = sys.argv[1]
     d = tmpdir()
     ops = 200000
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
-               NCCLSCOPE_EVENTS="Coll,ProxyOp,ProxyStep", NCCLSCOPE_HOST_LOG="1")
+    env = fast_env(d)
     procs, errs = start_ranks(driver, plugin, env, d, 2, ops, "coll")
     counts = wait_lines([errs[0]], 1, timeout=60)
     deadline = time.time() + 30
     while time.time() < deadline and not any(hang_blocks(f) for f in trace_files(d)):
         time.sleep(0.1)
-    for p in procs:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        p.stdout.close()
-        p.stdin.close()
+    kill_ranks(procs)
     with open(errs[0]) as f:
         text = f.read()
     check(counts[0] == 1 and "AllReduce seq %d" % (ops - 1) in text,
