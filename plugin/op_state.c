@@ -597,7 +597,7 @@ static uint64_t scan_no;
 static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,
                  uint32_t ops_cap, struct nsc_opst_proxy *proxies, uint32_t *nproxies,
                  uint32_t proxies_cap, uint32_t *left_out, int light) {
-    uint32_t no = 0, np = 0, lo = 0, graced = 0;
+    uint32_t no = 0, np = 0, lo = 0, retired = 0;
     if (!nsc_slab_on())
         goto out;
     in_scan = 1; /* one scan at a time (op_state.h): scan_cache is ours */
@@ -653,7 +653,7 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                  * completion looks like when our reference delayed it: its
                  * last child's stop left the finishing to our detach, and
                  * a later operation completed meanwhile. */
-                graced += (uint32_t)reclaim_alone(i, id, now, FIN_OVERTAKEN);
+                retired += (uint32_t)reclaim_alone(i, id, now, FIN_OVERTAKEN);
                 continue;
             }
             if (pass == 0 && kind == NSC_OPST_OP) {
@@ -667,7 +667,7 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                     atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
                                                             memory_order_acq_rel, RLX)) {
                     finish(i, now, FIN_COMPLETED); /* no KernelCh: quiet after its stop */
-                    graced++; /* retired by the scan, as an overtaken one above */
+                    retired++; /* as an overtaken one above */
                     continue;
                 }
                 if (ops) {
@@ -740,7 +740,7 @@ out:
         *nproxies = np;
     if (left_out)
         *left_out = lo;
-    return graced;
+    return retired;
 }
 
 uint32_t nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint32_t *nops,

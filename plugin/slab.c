@@ -267,7 +267,7 @@ int nsc_slab_check_invariants(void) {
     if (!S)
         return 0;
     uint32_t hi = atomic_load_explicit(&nsc_slab_high, memory_order_relaxed);
-    uint32_t onlist = 0, steps = 0;
+    uint32_t steps = 0;
     static unsigned char seen[NSC_SLAB_SLOTS];
     memset(seen, 0, sizeof(seen));
     for (int k = 0; k < SHARDS; k++)
@@ -287,7 +287,6 @@ int nsc_slab_check_invariants(void) {
                 seen[i] = 1;
                 if (atomic_load_explicit(&S[i].life, memory_order_relaxed) != 0)
                     return -1; /* a free slot has no occupant */
-                onlist++;
             }
             v = atomic_load_explicit(&S[hd].next_free, memory_order_relaxed);
         }

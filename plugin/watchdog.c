@@ -243,7 +243,7 @@ out:
 
 static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
     uint32_t nops = 0, nprox = 0, left_out = 0;
-    uint32_t graced =
+    uint32_t retired =
         nsc_opst_scan(now, grace, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
     memset(agg, 0, sizeof(agg));
     for (uint32_t i = 0; i < nops; i++) {
@@ -276,21 +276,22 @@ static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
         any_new = 1;
     }
     if (!any_new)
-        return graced;
+        return retired;
     atomic_fetch_add_explicit(&fired, 1, memory_order_relaxed);
     fire(now, nops, nprox, left_out);
     if (flight)
         atomic_store_explicit(&dump_wanted, 1, memory_order_relaxed);
-    return graced;
+    return retired;
 }
 
-/* Whether the normal pace would fill the slab again: operations completed
- * after their grace, per second, times how long the normal pace holds each
- * (its grace plus up to one scan), against half the slots. */
-static int rate_needs_pressed_pace(uint64_t graced, uint64_t ticks, uint64_t tps) {
+/* Whether the normal pace would hold too many slots: operations retired
+ * by scans (after their grace, or overtaken) per second, times how long the
+ * normal pace holds each (its grace plus up to one scan), against half the
+ * slots. */
+static int rate_needs_pressed_pace(uint64_t retired, uint64_t ticks, uint64_t tps) {
     if (!ticks)
         return 0;
-    double per_s = (double)graced * (double)tps / (double)ticks;
+    double per_s = (double)retired * (double)tps / (double)ticks;
     return per_s * (2.0 * SCAN_MS / 1000.0) > NSC_SLAB_SLOTS / 2.0;
 }
 
@@ -304,7 +305,7 @@ static void *watchdog_main(void *arg) {
      * refusal restarts the window after the next scan (`fresh`): that scan
      * retires the backlog of the normal pace (most of a full slab), which
      * is no rate. */
-    uint64_t graced = 0, window_start = nsc_clock_ticks();
+    uint64_t retired = 0, window_start = nsc_clock_ticks();
     int fresh = 0;
     pthread_mutex_lock(&mu);
     while (!stop_req) {
@@ -317,8 +318,8 @@ static void *watchdog_main(void *arg) {
              * second or more would cycle through refusals, each cycle a
              * few tens of milliseconds of operations not watched. Decided
              * here, before the wait, whose length it sets. */
-            pressed_until = rate_needs_pressed_pace(graced, t - window_start, tps) ? t + tps : 0;
-            graced = 0;
+            pressed_until = rate_needs_pressed_pace(retired, t - window_start, tps) ? t + tps : 0;
+            retired = 0;
             window_start = t;
         }
         int pressed = t < pressed_until;
@@ -350,13 +351,13 @@ static void *watchdog_main(void *arg) {
         }
         uint64_t grace = now < pressed_until ? tps * PRESSED_GRACE_MS / 1000 : tps * SCAN_MS / 1000;
         if (now >= next_full) {
-            graced += check(now, tps, grace);
+            retired += check(now, tps, grace);
             next_full = now + tps * SCAN_MS / 1000;
         } else {
-            graced += nsc_opst_scan_light(now, grace);
+            retired += nsc_opst_scan_light(now, grace);
         }
         if (fresh) {
-            graced = 0;
+            retired = 0;
             window_start = nsc_clock_ticks();
             fresh = 0;
         }
