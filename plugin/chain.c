@@ -15,7 +15,6 @@
 #define NCCLSCOPE_NO_LOADER
 #include "ncclscope.h"
 
-_Atomic int nsc_chain_on;
 struct nsc_chain_comm nsc_chain_comms[NSC_MAX_COMMS];
 
 static struct nsc_host host; /* lib, version, table: set once, under the session mutex */

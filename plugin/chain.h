@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "comm_table.h"
+#include "hot_line.h"
 #include "nccl_abi.h"
 
 struct nsc_chain_comm {
@@ -50,7 +51,7 @@ struct nsc_chain_comm {
 /* 1 once a chained plugin is loaded (stays 1 while it is). RELAXED loads:
  * set under the session mutex before the first context exists; NCCL's own
  * synchronisation orders init's return before any callback. */
-extern _Atomic int nsc_chain_on;
+#define nsc_chain_on (nsc_hot.chain_on) /* on the hot line (hot_line.h) */
 extern struct nsc_chain_comm nsc_chain_comms[NSC_MAX_COMMS];
 
 static inline int nsc_chain_active(void) {

@@ -26,8 +26,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-_Atomic uint32_t nsc_ctl_record_mask;
-
 /* Everything below is under `lock`. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int running = 1;          /* start()/stop(): process-wide, kept across sessions */

@@ -31,12 +31,13 @@
 #include <stdint.h>
 
 #include "comm_table.h"
+#include "hot_line.h"
 
 /* The NCCL type bits recorded now: the session's mask, or 0 while stopped.
  * RELAXED: a start that reads the old value a moment after stop() is
  * recorded as if it came just before it; nothing else is published through
  * this word. */
-extern _Atomic uint32_t nsc_ctl_record_mask;
+#define nsc_ctl_record_mask (nsc_hot.record_mask) /* on the hot line (hot_line.h) */
 
 /* ncclscope_bench_passthrough's handle (control.c). */
 extern char nsc_passthrough_token __attribute__((visibility("hidden")));

@@ -1,18 +1,24 @@
 /*
  * hot_line.h - the process-wide words that every callback reads, together
- * on one cache line of their own: the record clock's choice (clock.h) and
- * the event-id counter (thread_state.h), which a STOP or STATE compares the
- * handle against. Inside NCCL the caches between two callbacks are cold;
- * every distinct line a callback touches costs a trip to L2 or L3, so the
- * words read on every call share one, and nothing written often shares it
- * (the counter is written once per NSC_ID_BLOCK ids a thread takes).
- * Defined in clock.c.
+ * on one cache line of their own: the record clock's choice (clock.h), the
+ * event-id counter (thread_state.h), which a STOP or STATE compares the
+ * handle against, the mask being recorded (control.h), whether a plugin is
+ * chained (chain.h), and the slab's base and high-water mark (slab.h).
+ * Inside NCCL the caches between two callbacks are cold; every distinct
+ * line a callback touches costs a trip to L2 or L3, so the words read on
+ * every call share one, and nothing written often shares it (the counter
+ * is written once per NSC_ID_BLOCK ids a thread takes, the high-water mark
+ * once per 8 slots until the slab's working set is reached, the others at
+ * session start, set_mask, stop/start). Those words were on four other
+ * lines, each shared with a lock or a table. Defined in clock.c.
  */
 #ifndef NSC_HOT_LINE_H
 #define NSC_HOT_LINE_H
 
 #include <stdatomic.h>
 #include <stdint.h>
+
+struct nsc_slab_slot;
 
 /* Aligned, so padded to a whole line: nothing else lands on it. */
 struct nsc_hot_line {
@@ -26,6 +32,10 @@ struct nsc_hot_line {
      * runs to scan them, after the slab exists (RELEASE), cleared when it
      * stops; on this line because every start of a tracked type reads it. */
     _Atomic int opst_tracking;
+    _Atomic uint32_t record_mask;  /* nsc_ctl_record_mask (control.h) */
+    _Atomic int chain_on;          /* nsc_chain_on (chain.h) */
+    _Atomic uint32_t slab_high;    /* nsc_slab_high (slab.h) */
+    struct nsc_slab_slot *slab_slots; /* nsc_slab_slots (slab.h), read through an atomic cast */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct nsc_hot_line) == 64, "one line");
 

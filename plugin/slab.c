@@ -15,8 +15,6 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-struct nsc_slab_slot *nsc_slab_slots;
-
 /* Free list head: tag (32) | index + 1 (32). The tag changes at every pop
  * and push, so a CAS that read a head, was preempted while the slot it saw
  * was popped, reused and pushed back, fails instead of installing a stale
@@ -41,7 +39,7 @@ static inline uint32_t shard_of_thread(void) {
         my_shard = s = atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % SHARDS + 1;
     return s - 1;
 }
-_Atomic uint32_t nsc_slab_high; /* slots ever handed out: [0, high) */
+/* nsc_slab_high (slab.h): slots ever handed out, [0, high) */
 static _Atomic uint64_t n_full, n_orphans, n_untracked;
 
 int nsc_slab_create(void) {

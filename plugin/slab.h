@@ -40,6 +40,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hot_line.h"
+
 #define NSC_SLAB_SLOT_BITS 14
 #define NSC_SLAB_SLOTS (1u << NSC_SLAB_SLOT_BITS)
 #define NSC_SLAB_SLOT_SIZE 128
@@ -81,7 +83,7 @@ struct nsc_slab_counts {
     uint32_t live;      /* slots taken now */
 };
 
-extern struct nsc_slab_slot *nsc_slab_slots; /* NULL: slab off */
+#define nsc_slab_slots (nsc_hot.slab_slots) /* NULL: slab off; on the hot line (hot_line.h) */
 
 /* Session start (slow path). Returns 0, or -1 without memory (the slab
  * stays off: every event is record-only). The slab lives until the process
@@ -141,7 +143,7 @@ int nsc_slab_check_invariants(void);
 /* Slot i was handed out at least once (a slab handle naming a slot above
  * the high-water mark is garbage). Relaxed: the handle reached the caller
  * through NCCL after the slot was taken. */
-extern _Atomic uint32_t nsc_slab_high;
+#define nsc_slab_high (nsc_hot.slab_high) /* on the hot line (hot_line.h) */
 static inline int nsc_slab_slot_used(uint32_t i) {
     return i < atomic_load_explicit(&nsc_slab_high, memory_order_relaxed);
 }

@@ -48,7 +48,6 @@
 
 /* What op_state.c reads from the session and the control module. */
 int nsc_session_pid;
-_Atomic uint32_t nsc_ctl_record_mask = NSC_ABI_COLL | NSC_ABI_KERNEL_CH;
 
 static long cycles;
 static _Atomic long done_cycles;
@@ -300,6 +299,8 @@ static int slab_on(void) {
 }
 
 int main(int argc, char **argv) {
+    /* What op_state.c reads as the recorded mask (control.h). */
+    atomic_store(&nsc_ctl_record_mask, NSC_ABI_COLL | NSC_ABI_KERNEL_CH);
     /* Thread states take a ring page at attach (their THREAD record). */
     if (page_pool_create(8 * NSC_PAGE_BYTES) != 0)
         return 1;
