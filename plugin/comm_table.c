@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct nsc_comm nsc_comms[NSC_MAX_COMMS];
+/* Aligned: a slot's first words (gen, serial, rank, proxied), read by
+ * every start, on one line. */
+struct nsc_comm nsc_comms[NSC_MAX_COMMS] __attribute__((aligned(64)));
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_serial = 1;
@@ -74,6 +76,7 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
         if (next_serial == 0) /* after 2^32 - 1 comms: 0 means "no comm" */
             next_serial = 1;
         atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
+        atomic_store_explicit(&c->proxied, 0, memory_order_relaxed);
         memset(&c->info, 0, sizeof(c->info));
         c->info.serial = c->serial;
         c->info.rank = rank;

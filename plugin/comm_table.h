@@ -42,6 +42,7 @@
 #define NSC_COMM_TABLE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trace_format.h"
@@ -59,12 +60,18 @@ struct nsc_comm {
     _Atomic uint64_t gen;  /* odd while open (see above) */
     uint32_t serial;       /* what records name; unique in the process */
     _Atomic int32_t rank;  /* -1 until known (v1-v3 learn it from descriptors) */
+    /* 1 once a ProxyOp of this process named one of the comm's operations
+     * as its parent (op_state.h: until then, without KernelCh, operations
+     * take no slab slot: nothing could show their progress). Reset at open;
+     * RELAXED, set once, read at every Coll and P2p start (this line). */
+    _Atomic uint32_t proxied;
     struct nsc_comm_info info;
     uint32_t in_use;       /* lock: taken, until nsc_comm_close */
     uint32_t dirty;        /* lock: info changed since the flusher last took it */
-    char pad[256 - 16 - sizeof(struct nsc_comm_info) - 8];
+    char pad[256 - 24 - sizeof(struct nsc_comm_info) - 8];
 };
 _Static_assert(sizeof(struct nsc_comm) == 256, "comm slot");
+_Static_assert(offsetof(struct nsc_comm, info) == 24, "gen, serial, rank and proxied first");
 
 extern struct nsc_comm nsc_comms[NSC_MAX_COMMS];
 

@@ -365,8 +365,15 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         uint64_t p = (uint64_t)(uintptr_t)d->parentObj;
         if (kind == NSC_OPST_PROXY && d->proxyOp.pid != nsc_session_pid)
             return h; /* PXN: the parent's state is in another process */
-        if (!nsc_handle_is_slab(p) || (p & NSC_HANDLE_UNRECORDED))
+        if (!nsc_handle_is_slab(p) || (p & NSC_HANDLE_UNRECORDED)) {
+            /* A ProxyOp under an operation without a slot: the comm's
+             * operations have ProxyOps, so from now on they take slots
+             * (nsc_opst_start). One store, once per comm. */
+            if (kind == NSC_OPST_PROXY && p &&
+                !atomic_load_explicit(&c->proxied, memory_order_relaxed))
+                atomic_store_explicit(&c->proxied, 1, memory_order_relaxed);
             return h; /* the parent is record-only (or none): so is the child */
+        }
         pslot = nsc_handle_slot(p);
         pid = p & NSC_SLAB_ID_MASK;
         /* A ProxyStep takes no reference: it only names its ProxyOp (slot

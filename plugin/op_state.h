@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "comm_table.h"
+#include "event_types.h"
 #include "hot_line.h"
 #include "nccl_abi.h"
 #include "slab.h"
@@ -60,6 +61,17 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
      * ACQUIRE: pairs with nsc_opst_set_tracking's RELEASE (the slab exists). */
     if (!((0x5eu >> et) & 1) || !h ||
         !atomic_load_explicit(&nsc_hot.opst_tracking, memory_order_acquire))
+        return h;
+    /* An operation whose progress nothing would show takes no slot: without
+     * KernelCh recorded, only its ProxyOps could (a comm on NVLink or shared
+     * memory has none), and a slot the watchdog can only complete after its
+     * grace costs the issuing thread a slot's two lines and three locked
+     * instructions per operation for nothing (docs/design.md, "Operations
+     * nothing could watch"). The comm learns that it has ProxyOps from the
+     * first one (nsc_opst_start_slow); its later operations take slots. */
+    if ((et == NSC_ET_COLL || et == NSC_ET_P2P) &&
+        !(atomic_load_explicit(&nsc_hot.record_mask, memory_order_relaxed) & NSC_ABI_KERNEL_CH) &&
+        !atomic_load_explicit(&c->proxied, memory_order_relaxed))
         return h;
     return nsc_opst_start_slow(c, et, d, h, ticks, func);
 }

@@ -355,6 +355,26 @@ def test_sessions():
     print("ok: sessions")
 
 
+def test_learn():
+    """Without KernelCh an operation's slot shows its progress only through
+    its ProxyOps: a comm takes slots once a ProxyOp of its own came (the
+    first operation with one learns it), per comm; with KernelCh every
+    operation takes one."""
+    cli, plugin, _ = env_paths()
+    for events, want in (("Coll,ProxyOp,ProxyStep", "0 0 10 0"),
+                         ("Coll,KernelCh,ProxyOp,ProxyStep", "10 1 10 10")):
+        d = tmpdir()
+        env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
+                   NCCLSCOPE_HANG_SECONDS="1", NCCLSCOPE_EVENTS=events)
+        out = subprocess.run([sys.argv[2], "--plugin", plugin, "--mode", "learn"], env=env,
+                             capture_output=True, text=True, timeout=120)
+        check(out.returncode == 0, out.stderr)
+        check("learn slab handles: %s\n" % want in out.stdout,
+              "%s: slab handles before, first, after the first ProxyOp, other comm: want %s: %s"
+              % (events, want, out.stdout))
+    print("ok: learn")
+
+
 def test_steady():
     """Seconds of operations at a rate that fills the slab at the normal
     pace: one episode of pressure, not one per second (each of those left a
@@ -423,6 +443,7 @@ def test_pressure():
 
 def main():
     test_sessions()
+    test_learn()
     test_steady()
     test_pressure()
     test_rearm()

@@ -3,7 +3,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
@@ -26,6 +26,12 @@
  * fork:   forks; the child starts 100 AllReduces and prints "child slab
  *         handles: N" (it has no watchdog thread: N must be 0), then the
  *         parent one, "parent slab handle: 1".
+ * learn:  10 AllReduces without children, then one with a ProxyOp
+ *         (started after its stop, as NCCL does), then 10 more, then 10 on
+ *         a second communicator; prints "learn slab handles: A B C D", how
+ *         many of each group got a slab handle. Without KernelCh in the
+ *         mask only a comm whose ProxyOps were seen takes slots: 0 0 10 0;
+ *         with it, every operation does: 10 1 10 10.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -179,8 +185,36 @@ int main(int argc, char **argv) {
             return 1;
         }
         printf("parent slab handle: %d\n", (int)((uintptr_t)coll(0, 1) >> 61 & 1));
+    } else if (!strcmp(mode, "learn")) {
+        int n[4] = {0, 0, 0, 0};
+        uint64_t s = 0;
+        for (int k = 0; k < 10; k++)
+            n[0] += (int)((uintptr_t)coll(s++, 1) >> 61 & 1);
+        void *op = coll(s++, 1);
+        n[1] = (int)((uintptr_t)op >> 61 & 1);
+        nsc_abi_descr_v7 d;
+        memset(&d, 0, sizeof(d));
+        d.type = NSC_ABI_PROXY_OP;
+        d.parentObj = op;
+        d.proxyOp.pid = getpid();
+        d.proxyOp.peer = 1;
+        d.proxyOp.nSteps = 1;
+        d.proxyOp.isSend = 1;
+        nsc_host_stop(&host, start(&d));
+        for (int k = 0; k < 10; k++)
+            n[2] += (int)((uintptr_t)coll(s++, 1) >> 61 & 1);
+        void *first = ctx;
+        if (nsc_host_init(&host, &ctx, 0x57440003ull, &mask, "watchdog2", 1, 1, 0) != 0 || !ctx) {
+            fprintf(stderr, "watchdog_driver: second comm's init failed\n");
+            return 1;
+        }
+        for (int k = 0; k < 10; k++)
+            n[3] += (int)((uintptr_t)coll(k, 1) >> 61 & 1);
+        nsc_host_finalize(&host, ctx);
+        ctx = first;
+        printf("learn slab handles: %d %d %d %d\n", n[0], n[1], n[2], n[3]);
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn\n");
         return 1;
     }
     printf("done\n");
