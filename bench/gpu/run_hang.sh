@@ -13,12 +13,17 @@
 #   HANG_SECONDS  the watchdog's limit (default 5)   WAIT  seconds to wait for it (default 120)
 #   PY     python with torch (default /opt/torch/.venv/bin/python)
 #   MODE   stream (default) or flight
+#   EVENTS NCCLSCOPE_EVENTS (default: Coll,P2p,KernelCh,ProxyOp,ProxyStep and the API
+#          events). Without KernelCh the watchdog sees operations through their
+#          ProxyOps only: run it on the network path then (NCCL_P2P_DISABLE=1
+#          NCCL_SHM_DISABLE=1 in the environment, which the job inherits)
 set -uo pipefail
 OUT=${OUT:-/tmp/ncclscope-hang}
 SKIP=${SKIP:-1000}
 HANG_SECONDS=${HANG_SECONDS:-5}
 WAIT=${WAIT:-120}
 MODE=${MODE:-stream}
+EVENTS=${EVENTS:-Coll,P2p,KernelCh,ProxyOp,ProxyStep,CollApi,KernelLaunch,GroupApi,Group}
 PY=${PY:-/opt/torch/.venv/bin/python}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -39,12 +44,12 @@ rm -rf "$TRACE"
     >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-echo "== job: 2 ranks, rank 1 skips all_reduce $SKIP; NCCLSCOPE_HANG_SECONDS=$HANG_SECONDS, mode $MODE"
+echo "== job: 2 ranks, rank 1 skips all_reduce $SKIP; NCCLSCOPE_HANG_SECONDS=$HANG_SECONDS, mode $MODE, events $EVENTS, P2P_DISABLE=${NCCL_P2P_DISABLE:-} SHM_DISABLE=${NCCL_SHM_DISABLE:-}"
 t0=$(date +%s)
 # its own process group: the kill below takes torchrun and both ranks
 setsid env NCCL_PROFILER_PLUGIN="$PLUGIN" NCCL_DEBUG=WARN NCCLSCOPE_DIR="$TRACE" \
     NCCLSCOPE_HANG_SECONDS="$HANG_SECONDS" NCCLSCOPE_MODE="$MODE" \
-    NCCLSCOPE_EVENTS=Coll,P2p,KernelCh,ProxyOp,ProxyStep,CollApi,KernelLaunch,GroupApi,Group \
+    NCCLSCOPE_EVENTS="$EVENTS" \
     PYTHONUNBUFFERED=1 TORCH_NCCL_ASYNC_ERROR_HANDLING=0 \
     "$PY" -m torch.distributed.run --nproc_per_node 2 "$here/py_hang.py" --skip "$SKIP" \
     >"$OUT/job.log" 2>&1 &
