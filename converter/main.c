@@ -4,7 +4,8 @@
  * converted), 3 output error (including an output that is an input, and
  * standard output that cannot be written), an input that cannot be read
  * (missing, unreadable, not a regular file), or a plugin error; 4 `hang`
- * found a hang.
+ * found a hang; 5 `hang` found none stuck but ranks that diverge where
+ * completion was not recorded.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -160,17 +161,20 @@ static const struct cmd_help {
      "cut by SIGKILL, flight-mode dumps): per stuck communicator, the first\n"
      "(operation, seqNumber) in flight, the ranks that never entered it, the ranks\n"
      "stuck inside with their open channels, peers and proxy steps, and for p2p who\n"
-     "waits for whom (docs/converter.md, \"Finding a hang\").\n"
+     "waits for whom (docs/converter.md, \"Finding a hang\"). Where completion was\n"
+     "not recorded (no KernelCh) and nothing is seen stuck: the collectives some\n"
+     "ranks entered and others never did.\n"
      "\n"
      "options:\n"
      "  --json                    {\"hangs\": [{\"comm\", \"op\", \"seq\", \"missing_ranks\",\n"
-     "                            \"stuck_ranks\", ...}], ...}\n"
+     "                            \"stuck_ranks\", ...}], \"divergences\": [...], ...}\n"
      "  -j N                      files read at once (default: one per processor;\n"
      "                            the output does not depend on it)\n"
      "  -h, --help                this text\n"
      "\n"
      "Exit: 0 no hang, 1 usage, 2 damaged input and no hang, 3 unreadable input,\n"
-     "4 a hang was found.\n"},
+     "4 a hang was found, 5 none seen stuck but the ranks diverge where completion\n"
+     "was not recorded.\n"},
     {"info",
      "usage: ncclscope info <file>\n"
      "\n"
@@ -651,7 +655,8 @@ static int cmd_report(int argc, char **argv) {
 }
 
 /* `ncclscope hang`: 0 no hang, 1 usage, 2 damaged input and no hang,
- * 3 unreadable input, 4 a hang found (hang.h). */
+ * 3 unreadable input, 4 a hang found, 5 ranks that diverge where
+ * completion was not recorded (hang.h). */
 static int cmd_hang(int argc, char **argv) {
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, json = 0, jobs = 0, bad = 0;

@@ -27,6 +27,7 @@ struct seqs {
     int rank;
     char func[32];
     uint64_t min, max, n;
+    int unrecorded; /* a file of this rank records no KernelCh: completion unseen */
 };
 
 /* Point-to-point operations a rank enqueued, per (comm, rank, function, peer). */
@@ -90,6 +91,9 @@ struct job {
      * watchdogs could not watch (a full slab) or attach (orphans). */
     int hang_files;
     uint64_t unwatched, orphans;
+    /* Files whose session records no KernelCh: there an operation without
+     * an open ProxyOp counts as completed once enqueued. */
+    int unrecorded_files;
 };
 
 /* The ops the file's latest HANG block says were in flight; `stale` once
@@ -167,6 +171,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     } else {
         struct seqs *s = seqs_of(j, op->comm_id, op->rank, func);
         if (s) {
+            s->unrecorded |= !(fr->mask & (1u << NSC_ET_KERNEL_CH));
             if (!s->n || op->seq < s->min)
                 s->min = op->seq;
             if (!s->n || op->seq > s->max)
@@ -345,6 +350,7 @@ static void on_done(void *ud, const struct nsc_decoder *d) {
     struct job *j = fr->j;
     fr->done = 1;
     merge_watchdog(fr);
+    j->unrecorded_files += !(fr->mask & (1u << NSC_ET_KERNEL_CH));
     if (!nsc_decoder_ended(d))
         fprintf(fr->err, "ncclscope hang: %s: no END block (a killed or running job)\n", fr->path);
     struct nsc_decode_counts dc;
@@ -395,6 +401,16 @@ static long long last_entered(const struct job *j, uint64_t comm, int rank, cons
             return s->n ? (long long)s->max : -1;
     }
     return -1;
+}
+
+/* Whether the file(s) of this rank record no KernelCh for func's operations. */
+static int entered_unrecorded(const struct job *j, uint64_t comm, int rank, const char *func) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct seqs *s = &j->seqs.v[i];
+        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
+            return s->unrecorded;
+    }
+    return 0;
 }
 
 static uint64_t pair_count(const struct job *j, uint64_t comm, int rank, const char *func, int peer) {
@@ -785,6 +801,103 @@ out:
     free(untraced);
 }
 
+/* Where no operation is seen stuck but completion was not recorded (no
+ * KernelCh: an intra-node collective counts as completed once enqueued),
+ * the ranks' last collectives still say where a hang would be: per
+ * (comm, function), the first seqNumber some traced rank of the comm never
+ * entered while another did (the lowest "last entered + 1" of the ranks
+ * behind), when every rank that entered it recorded no completion. A rank
+ * that recorded KernelCh and completed it would prove every rank took part,
+ * so such a collective is not a divergence (the others' records were lost).
+ * Returns how many it printed (text, or JSON array members). */
+static int report_divergences(FILE *f, const struct job *j, int json) {
+    int found = 0;
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct seqs *a = &j->seqs.v[i];
+        int first = 1;
+        for (size_t k = 0; k < i && first; k++)
+            first = !(j->seqs.v[k].comm == a->comm && !strcmp(j->seqs.v[k].func, a->func));
+        if (!first)
+            continue;
+        int nranks = 0;
+        const char *name = "";
+        for (size_t k = 0; k < j->members.n; k++)
+            if (j->members.v[k].comm == a->comm) {
+                if (j->members.v[k].nranks > nranks)
+                    nranks = j->members.v[k].nranks;
+                if (!*name)
+                    name = j->members.v[k].name;
+            }
+        if (nranks <= 0)
+            continue;
+        long long *last = malloc((size_t)nranks * sizeof(*last));
+        int *in = calloc((size_t)nranks, sizeof(int)), *out = calloc((size_t)nranks, sizeof(int));
+        int nin = 0, nout = 0, blind = 1;
+        long long top = -1, point = -1, lowest = -1;
+        for (int r = 0; r < nranks && last && in && out; r++) {
+            last[r] = traced(j, a->comm, r) ? last_entered(j, a->comm, r, a->func) : -2;
+            if (last[r] > top)
+                top = last[r];
+        }
+        for (size_t k = 0; k < j->seqs.n; k++) {
+            const struct seqs *b = &j->seqs.v[k];
+            if (b->comm == a->comm && !strcmp(b->func, a->func) && b->n &&
+                (lowest < 0 || (long long)b->min < lowest))
+                lowest = (long long)b->min;
+        }
+        for (int r = 0; r < nranks && last && in && out; r++)
+            if (last[r] > -2 && last[r] < top && (point < 0 || last[r] + 1 < point))
+                point = last[r] + 1;
+        if (point >= 0 && point < lowest) /* a rank with none of it at all */
+            point = lowest;
+        for (int r = 0; r < nranks && last && in && out && point >= 0; r++) {
+            if (last[r] == -2)
+                continue; /* no trace of this rank */
+            if (last[r] >= point) {
+                in[nin++] = r;
+                blind &= entered_unrecorded(j, a->comm, r, a->func);
+            } else
+                out[nout++] = r;
+        }
+        if (nout && nin && blind) {
+            if (json) {
+                fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", found ? "," : "",
+                        (unsigned long long)a->comm);
+                jw_print_string(f, name);
+                fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
+                jw_print_string(f, a->func);
+                fprintf(f, ",\"seq\":%lld,\"entered_ranks\":", point);
+                print_ranks(f, in, nin, 1);
+                fputs(",\"missing_ranks\":", f);
+                print_ranks(f, out, nout, 1);
+                fputs(",\"missing_last_seq\":[", f);
+                for (int q = 0; q < nout; q++)
+                    fprintf(f, last[out[q]] < 0 ? "%snull" : "%s%lld", q ? "," : "", last[out[q]]);
+                fputs("]}", f);
+            } else {
+                fprintf(f, "  comm 0x%016llx \"%s\" (%d ranks): %s seqNumber %lld entered by %s",
+                        (unsigned long long)a->comm, name, nranks, a->func, point,
+                        nin > 1 ? "ranks " : "rank ");
+                print_ranks(f, in, nin, 0);
+                fputs("; never entered by ", f);
+                for (int q = 0; q < nout; q++) {
+                    if (last[out[q]] < 0)
+                        fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", out[q], a->func);
+                    else
+                        fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "",
+                                out[q], last[out[q]]);
+                }
+                fputc('\n', f);
+            }
+            found++;
+        }
+        free(last);
+        free(in);
+        free(out);
+    }
+    return found;
+}
+
 /* Several files of one process (flight dumps a moment apart: the job's
  * dump-all, then the rank's own watchdog) report the same operation. A
  * rank's operation has one event id, so keep one entry per (comm, rank,
@@ -860,6 +973,7 @@ static void merge_job(struct job *w, struct job *p) {
         if (!q->n || s->max > q->max)
             q->max = s->max;
         q->n += s->n;
+        q->unrecorded |= s->unrecorded;
     }
     for (size_t i = 0; i < p->pairs.n; i++) {
         const struct pairs *s = &p->pairs.v[i];
@@ -880,6 +994,7 @@ static void merge_job(struct job *w, struct job *p) {
     w->hang_files += p->hang_files;
     w->unwatched += p->unwatched;
     w->orphans += p->orphans;
+    w->unrecorded_files += p->unrecorded_files;
     free(p->members.v);
     free(p->seqs.v);
     free(p->pairs.v);
@@ -936,14 +1051,50 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fputs("{\"hangs\":[", out);
     for (size_t k = 0; k < ncomms; k++)
         report_comm(out, &j, comms[k], json, k == 0);
+    /* Nothing seen stuck: where completion was not recorded, the ranks'
+     * last collectives may still diverge (report_divergences). */
+    int ndiv = 0;
     if (json) {
-        fputs("]", out);
+        fputs("],\"divergences\":[", out);
+        if (!ncomms)
+            ndiv = report_divergences(out, &j, 1);
+        fprintf(out, "],\"completion_unrecorded_files\":%d", j.unrecorded_files);
+    } else if (!ncomms && j.unrecorded_files) {
+        /* Printed into a buffer first: the heading comes only with a divergence. */
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        if (m) {
+            ndiv = report_divergences(m, &j, 0);
+            fclose(m);
+        }
+        if (ndiv) {
+            fprintf(out,
+                    "possible hang: no operation is seen stuck, but the ranks diverge where "
+                    "completion is not recorded (%d of %d file(s) record no KernelCh: there an "
+                    "operation counts as completed once enqueued, unless a ProxyOp of it is "
+                    "still open)\n%s"
+                    "if the job hung, it hung at the first of these; record KernelCh "
+                    "(NCCLSCOPE_EVENTS=default,kernelch) to see whether the ranks that entered "
+                    "it are stuck inside it\n",
+                    j.unrecorded_files, nfiles, buf ? buf : "");
+        } else {
+            fprintf(out,
+                    "no hang found: no operation of %d file(s) is seen stuck (%llu operations) "
+                    "and every rank entered the same collectives; %d file(s) record no KernelCh, "
+                    "where an operation counts as completed once enqueued unless a ProxyOp of it "
+                    "is still open\n",
+                    nfiles, (unsigned long long)j.ops, j.unrecorded_files);
+        }
+        free(buf);
+    }
+    if (json) {
         if (j.hang_files)
             fprintf(out, ",\"watchdog\":{\"files\":%d,\"unwatched_events\":%llu,\"orphan_events\":%llu}",
                     j.hang_files, (unsigned long long)j.unwatched, (unsigned long long)j.orphans);
         fprintf(out, ",\"files\":%d,\"operations\":%llu,\"damaged\":%s}\n", nfiles,
                 (unsigned long long)j.ops, j.damaged ? "true" : "false");
-    } else if (!ncomms) {
+    } else if (!ncomms && !j.unrecorded_files) {
         fprintf(out, "no hang found: every operation of %d file(s) completed (%llu operations)\n",
                 nfiles, (unsigned long long)j.ops);
     }
@@ -963,5 +1114,5 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
     free(j.seqs.v);
     free(j.pairs.v);
     free(j.members.v);
-    return ncomms ? 4 : j.damaged ? 2 : 0;
+    return ncomms ? 4 : ndiv ? 5 : j.damaged ? 2 : 0;
 }

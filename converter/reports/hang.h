@@ -16,14 +16,20 @@
  *   - point-to-point (when no collective is stuck): each stuck Send/Recv,
  *     the peer it waits for, and whether that peer ever posted the matching
  *     Recv/Send (counted per pair: fewer matching operations = never posted).
+ * When nothing is seen stuck and some files record no KernelCh (where an
+ * intra-node collective counts as completed once enqueued): per (comm,
+ * collective), the first seqNumber some traced ranks entered and others
+ * never did, when no rank that entered it recorded its completion (a
+ * "divergence": a possible hang, exit 5).
  */
 #ifndef NSC_HANG_H
 #define NSC_HANG_H
 
 #include <stdio.h>
 
-/* Returns 0 (no hang), 2 (no hang found, some input damaged) or 4 (a hang
- * found, whatever the damage: files cut by SIGKILL are the normal case).
+/* Returns 0 (no hang), 2 (no hang found, some input damaged), 4 (a hang
+ * found, whatever the damage: files cut by SIGKILL are the normal case) or
+ * 5 (none seen stuck, but a divergence where completion was not recorded).
  * jobs: files read at once (0: parallel.h's default); the output does not
  * depend on it. */
 int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out);

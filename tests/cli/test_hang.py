@@ -21,13 +21,15 @@ from nsctest import *
 OPS = 10
 
 
-def run_job(driver, mode, nranks):
+def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=OPS):
+    """Every rank runs OPS operations but the last, which runs last_ops and
+    stops one short of them (hang_rank.c)."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
-               NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
-                               "--ops", str(OPS), "--mode", mode], env=env, stdout=subprocess.PIPE,
+                               "--ops", str(OPS if r < nranks - 1 else last_ops), "--mode", mode],
+                              env=env, stdout=subprocess.PIPE,
                               text=True) for r in range(nranks)]
     for p in procs:
         line = p.stdout.readline()
@@ -36,7 +38,7 @@ def run_job(driver, mode, nranks):
     # (the flusher writes clock anchors all the time: the files never stop
     # growing). Wait until every operation of every rank is in its file, as
     # `hang` counts them (20 s at most: a loaded machine, sanitizers).
-    want_ops = nranks * OPS - 1  # one rank stops one operation short
+    want_ops = (nranks - 1) * OPS + last_ops - 1  # the last rank stops one operation short
     deadline = time.time() + 20
     while time.time() < deadline:
         time.sleep(0.2)
@@ -104,6 +106,48 @@ def test_coll(driver):
     run([cli, "hang", d, "-j", "0"], ok=(1,))
 
 
+def test_unrecorded(driver):
+    """The same hang recorded without KernelCh or ProxyOps (as the default
+    mask records an intra-node job): no operation can be seen stuck, since
+    an operation counts as completed once enqueued. `hang` must not say
+    every operation completed; it names where the ranks diverge (rank 3
+    never entered AllReduce 9, which ranks 0-2 entered) and exits 5."""
+    cli, d = run_job(driver, "coll", 4, events="Coll,P2p")
+    doc, _ = hang(cli, [d], ok=(5,))
+    check(doc["hangs"] == [] and doc["completion_unrecorded_files"] == 4, doc)
+    check(len(doc["divergences"]) == 1, doc)
+    v = doc["divergences"][0]
+    check(v["comm"] == "0x0000004a4e470001" and v["name"] == "hang-coll" and v["nranks"] == 4, v)
+    check(v["op"] == "AllReduce" and v["seq"] == OPS - 1, v)
+    check(v["entered_ranks"] == [0, 1, 2] and v["missing_ranks"] == [3] and
+          v["missing_last_seq"] == [OPS - 2], v)
+    text = run([cli, "hang", d], ok=(5,)).stdout
+    check("every operation" not in text and "possible hang" in text and
+          "AllReduce seqNumber %d entered by ranks 0, 1, 2; never entered by rank 3 (last entered "
+          "seqNumber %d)" % (OPS - 1, OPS - 2) in text, text)
+    # the last rank far behind (it entered 0..5 while the others entered
+    # 0..9): the divergence is at the first collective it never entered, 6
+    _, dl = run_job(driver, "coll", 4, events="Coll,P2p", last_ops=7)
+    doc, _ = hang(cli, [dl], ok=(5,))
+    check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"])
+           for v in doc["divergences"]] == [(6, [0, 1, 2], [3], [5])], doc)
+    # the same with KernelCh recorded: a hang found (4), no divergence list
+    _, dk = run_job(driver, "coll", 4)
+    doc, _ = hang(cli, [dk], ok=(4,))
+    check(doc["divergences"] == [] and doc["completion_unrecorded_files"] == 0, doc)
+    # ranks that all entered the same collectives (one rank's file alone):
+    # no divergence, and the text says completion was not recorded
+    import re
+    rank_of = {f: int(re.search(r"rank (\d+) of 4", run([cli, "info", f], ok=(0, 2)).stdout).group(1))
+               for f in trace_files(d)}
+    three = [f for f in rank_of if rank_of[f] == 3]
+    doc, _ = hang(cli, three, ok=(2,))  # no hang; the torn block run_job appended: 2
+    check(doc["hangs"] == [] and doc["divergences"] == [], doc)
+    text = run([cli, "hang", *three], ok=(2,)).stdout
+    check("no hang found" in text and "record no KernelCh" in text and "every operation" not in text,
+          text)
+
+
 def test_p2p(driver):
     cli, d = run_job(driver, "p2p", 2)
     doc, _ = hang(cli, trace_files(d))
@@ -146,6 +190,7 @@ def main():
     driver = sys.argv[1]
     test_no_hang()
     test_coll(driver)
+    test_unrecorded(driver)
     test_p2p(driver)
     print("ok")
 

@@ -4,7 +4,7 @@ zeroed ranges, huge length fields in block headers, edited header fields
 with a valid check, whole blocks dropped or repeated, and, through libzstd,
 extreme values written into decompressed payloads stored back uncompressed)
 go through `convert` (JSON and .pftrace), `info`, `stats` (text and --json),
-`report` and `hang --json` (which may also exit 4). A mutant fails the test when a command crashes, prints a
+`report` and `hang --json` (which may also exit 4 or 5). A mutant fails the test when a command crashes, prints a
 sanitizer report, hangs (timeout), exits with anything but 0 or 2, exits 2
 without naming the file, or exits 0/2 with an output that does not parse.
 
@@ -301,7 +301,7 @@ def one(cli, seed, i, files, work, env):
             why = "killed by signal %d" % -rc
         elif "runtime error" in se or "Sanitizer" in se:
             why = "sanitizer report"
-        elif rc not in ((0, 2, 4) if name == "hang" else (0, 2)):
+        elif rc not in ((0, 2, 4, 5) if name == "hang" else (0, 2)):
             why = "exit %d" % rc
         elif rc == 2 and m not in se:
             why = "exit 2 without naming the file"
