@@ -17,12 +17,16 @@
 #          events). Without KernelCh the watchdog sees operations through their
 #          ProxyOps only: run it on the network path then (NCCL_P2P_DISABLE=1
 #          NCCL_SHM_DISABLE=1 in the environment, which the job inherits)
+#   FIRE   1 (default): the watchdog must fire. 0: it cannot (no KernelCh on NVLink:
+#          nothing shows an operation's progress); then `ncclscope hang` must name the
+#          divergence instead (rank 1 never entered the collective rank 0 entered; exit 5)
 set -uo pipefail
 OUT=${OUT:-/tmp/ncclscope-hang}
 SKIP=${SKIP:-1000}
 HANG_SECONDS=${HANG_SECONDS:-5}
 WAIT=${WAIT:-120}
 MODE=${MODE:-stream}
+FIRE=${FIRE:-1}
 EVENTS=${EVENTS:-Coll,P2p,KernelCh,ProxyOp,ProxyStep,CollApi,KernelLaunch,GroupApi,Group}
 PY=${PY:-/opt/torch/.venv/bin/python}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -74,12 +78,19 @@ echo "== ncclscope hang"
 "$CLI" hang "$TRACE" 2>&1 | tee "$OUT/hang.txt"
 "$CLI" hang "$TRACE" --json >"$OUT/hang.json" 2>"$OUT/hang.stderr"
 rc=$?
-echo "hang exit $rc (4: a hang found)"
-"$PY" - "$OUT/hang.json" "$SKIP" <<'PYEOF'
+echo "hang exit $rc (4: a hang found; 5: a divergence where completion was not recorded)"
+"$PY" - "$OUT/hang.json" "$SKIP" "$FIRE" <<'PYEOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 skip = int(sys.argv[2])
 ok = False
+if sys.argv[3] == "0":  # no watchdog view: the divergence must be named
+    for v in doc.get("divergences", []):
+        print("divergence: comm %s op %s seq %s entered %s missing %s (last %s)" % (
+            v["comm"], v["op"], v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"]))
+        ok |= v["op"] == "AllReduce" and v["seq"] == skip - 1 and v["missing_ranks"] == [1] and 0 in v["entered_ranks"]
+    print("RESULT:", "ok: the divergence at seq %d named, rank 1 missing" % (skip - 1) if ok else "NOT as expected")
+    sys.exit(0 if ok else 1)
 for h in doc["hangs"]:
     print("comm %s op %s seq %s missing %s stuck %s untraced %s" % (
         h["comm"], h["op"], h["seq"], h["missing_ranks"], [s["rank"] for s in h["stuck_ranks"]],
@@ -92,7 +103,7 @@ print("RESULT:", "ok: rank 1 named missing, rank 0 stuck" if ok else "NOT as exp
 sys.exit(0 if ok else 1)
 PYEOF
 status=$?
-[ "$fired" = 1 ] || status=1
+[ "$fired" = "$FIRE" ] || status=1
 tar -C "$OUT" -czf "$OUT/traces.tgz" trace 2>/dev/null
 echo "results in $OUT (status $status)"
 exit $status
