@@ -612,7 +612,8 @@ def hangs(ops, comms, kernel_channels=None):
     never entered it (missing), those stuck inside it (with their channels
     done and, given kernel_channels, the channels still open), those that
     completed it and the ranks that left no trace. Stuck point-to-point
-    operations (hang's "waits") are not covered here."""
+    operations (hang's "waits") and, where nothing is stuck and completion
+    was not recorded, hang's "divergences" are not covered here."""
     cols = ["comm", "op", "seq", "rank", "p2p", "stuck", "stop_ns", "channels", "channels_done",
             "file_index", "event_id"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
