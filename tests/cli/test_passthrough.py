@@ -17,7 +17,10 @@ from nsctest import check, convert, env_paths, events, run, tmpdir, trace_files
 def main():
     cli, plugin, _ = env_paths()
     d = tmpdir()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="Coll,ProxyOp")
+    # KernelCh in the mask (none is started): without it a Coll of a comm
+    # that has shown no ProxyOp takes no slab slot, and the driver checks
+    # that mode 0 gives one and mode 3 does not
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_EVENTS="Coll,ProxyOp,KernelCh")
     p = subprocess.run([sys.argv[1], "--plugin", plugin], env=env, capture_output=True, text=True)
     check(p.returncode == 0 and "handles ok" in p.stdout, "driver: %s %s" % (p.stdout, p.stderr))
     files = trace_files(d)
