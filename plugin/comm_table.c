@@ -76,7 +76,11 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
         if (next_serial == 0) /* after 2^32 - 1 comms: 0 means "no comm" */
             next_serial = 1;
         atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
-        atomic_store_explicit(&c->proxied, 0, memory_order_relaxed);
+        /* A comm across nodes has ProxyOps from its first operation: it
+         * takes slots from the start, so a hang in that first operation (a
+         * startup barrier, a new subgroup's first collective) is watched
+         * too. Within a node it learns from its first ProxyOp. */
+        atomic_store_explicit(&c->proxied, nnodes > 1, memory_order_relaxed);
         memset(&c->info, 0, sizeof(c->info));
         c->info.serial = c->serial;
         c->info.rank = rank;

@@ -61,9 +61,12 @@ struct nsc_comm {
     uint32_t serial;       /* what records name; unique in the process */
     _Atomic int32_t rank;  /* -1 until known (v1-v3 learn it from descriptors) */
     /* 1 once a ProxyOp of this process named one of the comm's operations
-     * as its parent (op_state.h: until then, without KernelCh, operations
-     * take no slab slot: nothing could show their progress). Reset at open;
-     * RELAXED, set once, read at every Coll and P2p start (this line). */
+     * as its parent, or from the open when the comm spans nodes (op_state.h:
+     * until then, without KernelCh, operations take no slab slot: nothing
+     * could show their progress). Set at open; RELAXED, set once, read at
+     * every Coll and P2p start (this line). A ProxyOp that passed the
+     * context check just before a finalize may set it on the slot's next
+     * comm: that comm then takes slots it did not need, nothing worse. */
     _Atomic uint32_t proxied;
     struct nsc_comm_info info;
     uint32_t in_use;       /* lock: taken, until nsc_comm_close */

@@ -759,3 +759,74 @@ uint32_t nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, ui
 uint32_t nsc_opst_scan_light(uint64_t now, uint64_t grace) {
     return scan(now, grace, NULL, NULL, 0, NULL, NULL, 0, NULL, 1);
 }
+
+/* ---- operations without a slot: one open operation per thread ----
+ * The owner writes open_id 0, a RELEASE fence, the fields, then open_id
+ * (RELEASE); the watchdog loads open_id (ACQUIRE), the fields, an ACQUIRE
+ * fence, open_id again, and keeps the fields only when both loads saw the
+ * same nonzero id: a field written for a later operation is ordered after
+ * the 0 by the writer's fence, so the second load cannot still see the
+ * older id (ids are unique: no ABA). */
+
+void nsc_opst_open(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d, uint64_t h,
+                   uint64_t ticks, const char *func) {
+    struct nsc_thread *t = nsc_tls_thread;
+    /* the sentinel's fields would be written by many threads at once */
+    if (!t || t == &nsc_thread_sentinel_state || (h & NSC_HANDLE_UNRECORDED))
+        return;
+    int coll = et == NSC_ET_COLL;
+    uint64_t nch = (coll ? d->coll.nChannels : d->p2p.nChannels) & 0xff;
+    uint64_t peer = (uint32_t)(coll ? -1 : d->p2p.peer);
+    uint64_t fid = func ? nsc_intern(&t->strings, func) : 0;
+    atomic_store_explicit(&t->open_id, 0, RLX);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&t->open_ticks, ticks, RLX);
+    atomic_store_explicit(&t->open_seq, coll ? d->coll.seqNumber : 0, RLX);
+    atomic_store_explicit(&t->open_comm, (uint64_t)c->serial << 32 | (uint32_t)(c - nsc_comms), RLX);
+    atomic_store_explicit(&t->open_what, fid | (uint64_t)et << 16 | nch << 24 | peer << 32, RLX);
+    atomic_store_explicit(&t->open_id, h & NSC_ID_MASK, memory_order_release);
+}
+
+void nsc_opst_close(uint64_t h) {
+    struct nsc_thread *t = nsc_tls_thread;
+    if (t && atomic_load_explicit(&t->open_id, RLX) == (h & NSC_ID_MASK))
+        atomic_store_explicit(&t->open_id, 0, RLX);
+}
+
+void nsc_opst_collect_open(struct nsc_opst_op *ops, uint32_t *nops, uint32_t ops_cap,
+                           uint32_t *left_out) {
+    uint32_t nt = nsc_thread_count();
+    for (uint32_t i = 0; i < nt; i++) {
+        struct nsc_thread *t = nsc_thread_at(i);
+        if (!t)
+            continue;
+        uint64_t id = atomic_load_explicit(&t->open_id, memory_order_acquire);
+        if (!id)
+            continue;
+        uint64_t ticks = atomic_load_explicit(&t->open_ticks, RLX);
+        uint64_t seq = atomic_load_explicit(&t->open_seq, RLX);
+        uint64_t comm = atomic_load_explicit(&t->open_comm, RLX);
+        uint64_t what = atomic_load_explicit(&t->open_what, RLX);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&t->open_id, RLX) != id)
+            continue; /* it moved on meanwhile: not stuck */
+        uint32_t ci = (uint32_t)comm, serial = (uint32_t)(comm >> 32);
+        if (!comm_open(ci, serial))
+            continue; /* its comm was finalized */
+        if (*nops >= ops_cap) {
+            ++*left_out;
+            continue;
+        }
+        struct nsc_opst_op *o = &ops[(*nops)++];
+        memset(o, 0, sizeof(*o));
+        o->id = id;
+        o->seq = seq;
+        o->start_ticks = ticks;
+        o->serial = serial;
+        o->comm_index = ci;
+        o->func = (uint16_t)what;
+        o->etype = (uint8_t)(what >> 16 & 0xf);
+        o->nch = (uint8_t)(what >> 24);
+        o->peer = (int32_t)(uint32_t)(what >> 32);
+    }
+}

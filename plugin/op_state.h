@@ -55,6 +55,14 @@ enum nsc_step_wait { NSC_WAIT_POSTED = 0, NSC_WAIT_GPU = 1, NSC_WAIT_PEER = 2, N
  * slot was free, `h` otherwise. `kernel_tracked`: KernelCh is recorded now. */
 uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
                              uint64_t h, uint64_t ticks, const char *func);
+/* An operation that takes no slot is still watched until its own stop: the
+ * calling thread notes it as its open operation (a few stores on its own
+ * line; the watchdog reads every thread's), and its stop clears it
+ * (nsc_opst_close, for plain handles of Coll and P2p). One per thread: a
+ * thread's operations start and stop in turn on NCCL's enqueue path. */
+void nsc_opst_open(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d, uint64_t h,
+                   uint64_t ticks, const char *func);
+void nsc_opst_close(uint64_t h);
 static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
                                       uint64_t h, uint64_t ticks, const char *func) {
     /* Coll 1, P2p 2, ProxyOp 3, ProxyStep 4, KernelCh 6 (event_types.h).
@@ -71,8 +79,12 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
      * first one (nsc_opst_start_slow); its later operations take slots. */
     if ((et == NSC_ET_COLL || et == NSC_ET_P2P) &&
         !(atomic_load_explicit(&nsc_hot.record_mask, memory_order_relaxed) & NSC_ABI_KERNEL_CH) &&
-        !atomic_load_explicit(&c->proxied, memory_order_relaxed))
+        !atomic_load_explicit(&c->proxied, memory_order_relaxed)) {
+        /* Still seen while its own stop has not come: a host blocked inside
+         * NCCL's enqueue (a launch queue full behind a hung kernel) */
+        nsc_opst_open(c, et, d, h, ticks, func);
         return h;
+    }
     return nsc_opst_start_slow(c, et, d, h, ticks, func);
 }
 /* New operations take slots (1) or not (0): the watchdog sets it once its
@@ -132,6 +144,11 @@ uint32_t nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, ui
  * reclaiming of finalized comms' slots, which keep the pace of full scans.
  * Returns what nsc_opst_scan returns. */
 uint32_t nsc_opst_scan_light(uint64_t now, uint64_t grace);
+/* The watchdog's view of the threads' open operations (nsc_opst_open) of
+ * open comms, appended to ops[*nops..ops_cap) (what does not fit counted
+ * in *left_out): in flight since their start, never stopped. */
+void nsc_opst_collect_open(struct nsc_opst_op *ops, uint32_t *nops, uint32_t ops_cap,
+                           uint32_t *left_out);
 /* The per-comm state of comm slot i if it is open with a consistent
  * snapshot; 0 otherwise. */
 int nsc_opst_comm_read(uint32_t i, struct nsc_opst_comm *out);

@@ -235,15 +235,14 @@ def test_p2p(flight):
     check(len(w) == 1 and w[0]["waits_for"] == 1 and not w[0]["peer_posted"], w)
 
 
-def driver_run(mode, hang_seconds="1"):
+def driver_run(mode, hang_seconds="1", events="Coll,KernelCh,ProxyOp,ProxyStep"):
     """Runs watchdog_driver: each of its stalls lasts until the watchdog
     logged its line for it (the n-th line for the n-th stall; after 30 s the
     test goes on and the counts below fail), or 1.5 s without a watchdog."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
-               NCCLSCOPE_HANG_SECONDS=hang_seconds,
-               NCCLSCOPE_EVENTS="Coll,KernelCh,ProxyOp,ProxyStep")
+               NCCLSCOPE_HANG_SECONDS=hang_seconds, NCCLSCOPE_EVENTS=events)
     err = os.path.join(d, "stderr")
     p = subprocess.Popen([sys.argv[2], "--plugin", plugin, "--mode", mode], env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(err, "w"), text=True)
@@ -286,6 +285,23 @@ def test_rearm():
     c = hb[1][1][0]
     check(c[4] == 0 and c[7] == 1 and c[3] == 1, "last completed 0, 1 completed, last enqueued 1: %s" % (c,))
     run([cli, "hang", f], ok=(0,))  # everything completed in the end: no hang
+
+
+def test_blocked():
+    """Without KernelCh, on a comm without ProxyOps, an operation takes no
+    slot; one whose own stop never comes (a host blocked inside NCCL's
+    enqueue) must still be seen: the watchdog fires for it from the
+    thread's open operation, once per stall (seq 5, then seq 6, on a comm
+    that never counts a completion)."""
+    cli, f, err = driver_run("blocked", events="Coll,ProxyOp,ProxyStep")
+    n = err.count(WATCHDOG_LINE)
+    check(n == 2, "one line per stall: %d\n%s" % (n, err))
+    check("oldest AllReduce seq 5," in err and "oldest AllReduce seq 6," in err, err)
+    hb = hang_blocks(f)
+    check([[o[1] for o in b[2]] for b in hb] == [[5], [6]], "HANG blocks' operations: %s" %
+          [b[2] for b in hb])
+    run([cli, "hang", f], ok=(0,))  # both stopped in the end; one rank: nothing diverges
+    print("ok: blocked")
 
 
 def trace_summary(cli, f):
@@ -358,11 +374,12 @@ def test_sessions():
 def test_learn():
     """Without KernelCh an operation's slot shows its progress only through
     its ProxyOps: a comm takes slots once a ProxyOp of its own came (the
-    first operation with one learns it), per comm; with KernelCh every
-    operation takes one."""
+    first operation with one learns it; a PXN ProxyOp of another process's
+    does not count), per comm, and from its first operation when it spans
+    nodes; with KernelCh every operation takes one."""
     cli, plugin, _ = env_paths()
-    for events, want in (("Coll,ProxyOp,ProxyStep", "0 0 10 0"),
-                         ("Coll,KernelCh,ProxyOp,ProxyStep", "10 1 10 10")):
+    for events, want in (("Coll,ProxyOp,ProxyStep", "0 0 0 10 0 1"),
+                         ("Coll,KernelCh,ProxyOp,ProxyStep", "10 10 1 10 10 1")):
         d = tmpdir()
         env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
                    NCCLSCOPE_HANG_SECONDS="1", NCCLSCOPE_EVENTS=events)
@@ -370,7 +387,8 @@ def test_learn():
                              capture_output=True, text=True, timeout=120)
         check(out.returncode == 0, out.stderr)
         check("learn slab handles: %s\n" % want in out.stdout,
-              "%s: slab handles before, first, after the first ProxyOp, other comm: want %s: %s"
+              "%s: slab handles before, after a PXN ProxyOp, first with a ProxyOp, after it, "
+              "other comm, comm across nodes: want %s: %s"
               % (events, want, out.stdout))
     print("ok: learn")
 
@@ -444,6 +462,7 @@ def test_pressure():
 def main():
     test_sessions()
     test_learn()
+    test_blocked()
     test_steady()
     test_pressure()
     test_rearm()

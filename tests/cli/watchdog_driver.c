@@ -3,7 +3,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|blocked
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
@@ -26,12 +26,21 @@
  * fork:   forks; the child starts 100 AllReduces and prints "child slab
  *         handles: N" (it has no watchdog thread: N must be 0), then the
  *         parent one, "parent slab handle: 1".
- * learn:  10 AllReduces without children, then one with a ProxyOp
- *         (started after its stop, as NCCL does), then 10 more, then 10 on
- *         a second communicator; prints "learn slab handles: A B C D", how
- *         many of each group got a slab handle. Without KernelCh in the
- *         mask only a comm whose ProxyOps were seen takes slots: 0 0 10 0;
- *         with it, every operation does: 10 1 10 10.
+ * learn:  10 AllReduces without children; one whose ProxyOp comes from
+ *         another process (PXN: it says nothing of this comm) and 10 more;
+ *         one with a ProxyOp of ours (started after its stop, as NCCL
+ *         does) and 10 more; 10 on a second communicator of one node; 1 on
+ *         a third across 2 nodes; prints "learn slab handles: A B C D E F",
+ *         how many of each group (10, 10, 1, 10, 10, 1) got a slab handle.
+ *         Without KernelCh in the mask only a comm whose ProxyOps were seen,
+ *         or that spans nodes, takes slots: 0 0 0 10 0 1; with it, every
+ *         operation does: 10 10 1 10 10 1.
+ * blocked: run without KernelCh in the mask, on a comm without ProxyOps (no
+ *         slot, nothing shows progress): 5 AllReduces start and stop, the
+ *         6th starts and never stops (a host blocked inside NCCL's
+ *         enqueue), a stall; then it stops, and the 7th blocks the same
+ *         way, a second stall. The watchdog must fire for each (seq 5,
+ *         then seq 6), from the thread's open operation.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -186,35 +195,55 @@ int main(int argc, char **argv) {
         }
         printf("parent slab handle: %d\n", (int)((uintptr_t)coll(0, 1) >> 61 & 1));
     } else if (!strcmp(mode, "learn")) {
-        int n[4] = {0, 0, 0, 0};
+        int n[6] = {0, 0, 0, 0, 0, 0};
         uint64_t s = 0;
         for (int k = 0; k < 10; k++)
             n[0] += (int)((uintptr_t)coll(s++, 1) >> 61 & 1);
-        void *op = coll(s++, 1);
-        n[1] = (int)((uintptr_t)op >> 61 & 1);
-        nsc_abi_descr_v7 d;
-        memset(&d, 0, sizeof(d));
-        d.type = NSC_ABI_PROXY_OP;
-        d.parentObj = op;
-        d.proxyOp.pid = getpid();
-        d.proxyOp.peer = 1;
-        d.proxyOp.nSteps = 1;
-        d.proxyOp.isSend = 1;
-        nsc_host_stop(&host, start(&d));
-        for (int k = 0; k < 10; k++)
-            n[2] += (int)((uintptr_t)coll(s++, 1) >> 61 & 1);
-        void *first = ctx;
-        if (nsc_host_init(&host, &ctx, 0x57440003ull, &mask, "watchdog2", 1, 1, 0) != 0 || !ctx) {
-            fprintf(stderr, "watchdog_driver: second comm's init failed\n");
-            return 1;
+        for (int pxn = 1; pxn >= 0; pxn--) {
+            void *op = coll(s++, 1);
+            n[2] += pxn ? 0 : (int)((uintptr_t)op >> 61 & 1);
+            nsc_abi_descr_v7 d;
+            memset(&d, 0, sizeof(d));
+            d.type = NSC_ABI_PROXY_OP;
+            d.parentObj = op;
+            d.proxyOp.pid = pxn ? getpid() + 1 : getpid(); /* PXN: another process's */
+            d.proxyOp.peer = 1;
+            d.proxyOp.nSteps = 1;
+            d.proxyOp.isSend = 1;
+            nsc_host_stop(&host, start(&d));
+            for (int k = 0; k < 10; k++)
+                n[pxn ? 1 : 3] += (int)((uintptr_t)coll(s++, 1) >> 61 & 1);
         }
-        for (int k = 0; k < 10; k++)
-            n[3] += (int)((uintptr_t)coll(k, 1) >> 61 & 1);
-        nsc_host_finalize(&host, ctx);
+        void *first = ctx;
+        for (int c = 0; c < 2; c++) {
+            if (nsc_host_init(&host, &ctx, 0x57440003ull + (uint64_t)c, &mask, "watchdog2", c + 1,
+                              2, 0) != 0 ||
+                !ctx) {
+                fprintf(stderr, "watchdog_driver: comm %d's init failed\n", c + 2);
+                return 1;
+            }
+            for (int k = 0; k < (c ? 1 : 10); k++)
+                n[4 + c] += (int)((uintptr_t)coll(k, 1) >> 61 & 1);
+            nsc_host_finalize(&host, ctx);
+        }
         ctx = first;
-        printf("learn slab handles: %d %d %d %d\n", n[0], n[1], n[2], n[3]);
+        printf("learn slab handles: %d %d %d %d %d %d\n", n[0], n[1], n[2], n[3], n[4], n[5]);
+    } else if (!strcmp(mode, "blocked")) {
+        for (uint64_t s = 0; s < 5; s++)
+            coll(s, 1);
+        for (uint64_t s = 5; s < 7; s++) {
+            nsc_abi_descr_v7 d;
+            memset(&d, 0, sizeof(d));
+            d.type = NSC_ABI_COLL;
+            d.coll.seqNumber = s;
+            d.coll.func = "AllReduce";
+            d.coll.nChannels = 2;
+            void *op = start(&d); /* its stop comes only after the stall */
+            stall(1500000);
+            nsc_host_stop(&host, op);
+        }
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|blocked\n");
         return 1;
     }
     printf("done\n");
