@@ -104,6 +104,7 @@ sys.exit(0 if ok else 1)
 PYEOF
 status=$?
 [ "$fired" = "$FIRE" ] || status=1
+[ "$FIRE" = 0 ] && [ "$rc" != 5 ] && status=1   # the divergence is named, exit 5
 tar -C "$OUT" -czf "$OUT/traces.tgz" trace 2>/dev/null
 echo "results in $OUT (status $status)"
 exit $status

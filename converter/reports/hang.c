@@ -403,16 +403,6 @@ static long long last_entered(const struct job *j, uint64_t comm, int rank, cons
     return -1;
 }
 
-/* Whether the file(s) of this rank record no KernelCh for func's operations. */
-static int entered_unrecorded(const struct job *j, uint64_t comm, int rank, const char *func) {
-    for (size_t i = 0; i < j->seqs.n; i++) {
-        const struct seqs *s = &j->seqs.v[i];
-        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
-            return s->unrecorded;
-    }
-    return 0;
-}
-
 static uint64_t pair_count(const struct job *j, uint64_t comm, int rank, const char *func, int peer) {
     for (size_t i = 0; i < j->pairs.n; i++) {
         const struct pairs *p = &j->pairs.v[i];
@@ -809,92 +799,147 @@ out:
  * behind), when every rank that entered it recorded no completion. A rank
  * that recorded KernelCh and completed it would prove every rank took part,
  * so such a collective is not a divergence (the others' records were lost).
- * Returns how many it printed (text, or JSON array members). */
+ * A rank with none of the function at all counts as behind only when the
+ * ranks that entered it hold the function from its seqNumber 0 (a whole
+ * history; a flight window or deleted segments may have lost its first
+ * ones). Sorted once, then one pass per (comm, function): big jobs (many
+ * ranks and comms) stay n log n. Returns how many it printed (text, or
+ * JSON array members). */
+static int cmp_seqs_ptr(const void *a, const void *b) {
+    const struct seqs *x = *(const struct seqs *const *)a, *y = *(const struct seqs *const *)b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    int c = strcmp(x->func, y->func);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int cmp_member(const void *a, const void *b) {
+    const struct member *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+struct div_rank {
+    int rank;
+    long long last, min; /* -1: none of the function */
+    int unrecorded;
+};
+
 static int report_divergences(FILE *f, const struct job *j, int json) {
     int found = 0;
-    for (size_t i = 0; i < j->seqs.n; i++) {
-        const struct seqs *a = &j->seqs.v[i];
-        int first = 1;
-        for (size_t k = 0; k < i && first; k++)
-            first = !(j->seqs.v[k].comm == a->comm && !strcmp(j->seqs.v[k].func, a->func));
-        if (!first)
-            continue;
+    size_t ns = j->seqs.n, nm = j->members.n;
+    const struct seqs **S = malloc((ns ? ns : 1) * sizeof(*S));
+    struct member *M = malloc((nm ? nm : 1) * sizeof(*M));
+    struct div_rank *R = malloc((nm ? nm : 1) * sizeof(*R));
+    int *in = malloc((nm ? nm : 1) * sizeof(int)), *out = malloc((nm ? nm : 1) * sizeof(int));
+    if (!S || !M || !R || !in || !out)
+        goto done;
+    for (size_t i = 0; i < ns; i++)
+        S[i] = &j->seqs.v[i];
+    qsort(S, ns, sizeof(*S), cmp_seqs_ptr);
+    memcpy(M, j->members.v, nm * sizeof(*M));
+    qsort(M, nm, sizeof(*M), cmp_member);
+    size_t m0 = 0;
+    for (size_t g = 0, gend; g < ns; g = gend) {
+        uint64_t comm = S[g]->comm;
+        for (gend = g + 1; gend < ns && S[gend]->comm == comm && !strcmp(S[gend]->func, S[g]->func);
+             gend++)
+            ;
+        while (m0 < nm && M[m0].comm < comm)
+            m0++;
+        size_t m1 = m0;
         int nranks = 0;
         const char *name = "";
-        for (size_t k = 0; k < j->members.n; k++)
-            if (j->members.v[k].comm == a->comm) {
-                if (j->members.v[k].nranks > nranks)
-                    nranks = j->members.v[k].nranks;
-                if (!*name)
-                    name = j->members.v[k].name;
+        for (; m1 < nm && M[m1].comm == comm; m1++) {
+            if (M[m1].nranks > nranks)
+                nranks = M[m1].nranks;
+            if (!*name)
+                name = M[m1].name;
+        }
+        /* The traced ranks of the comm (members sorted by rank, each once),
+         * joined with the group's entries (sorted by rank too). */
+        size_t nr = 0, k = g;
+        long long top = -1;
+        for (size_t m = m0; m < m1; m++) {
+            int r = M[m].rank;
+            if (r < 0 || r >= nranks || (nr && R[nr - 1].rank == r))
+                continue;
+            while (k < gend && S[k]->rank < r)
+                k++;
+            const struct seqs *e = k < gend && S[k]->rank == r && S[k]->n ? S[k] : NULL;
+            R[nr] = (struct div_rank){.rank = r, .last = e ? (long long)e->max : -1,
+                                      .min = e ? (long long)e->min : -1,
+                                      .unrecorded = e ? e->unrecorded : 0};
+            if (R[nr].last > top)
+                top = R[nr].last;
+            nr++;
+        }
+        long long point = -1;
+        for (size_t q = 0; q < nr; q++)
+            if (R[q].last >= 0 && R[q].last < top && (point < 0 || R[q].last + 1 < point))
+                point = R[q].last + 1;
+        int whole = 1, blind = 1, nin = 0, nout = 0;
+        for (size_t q = 0; q < nr; q++)
+            if (R[q].last >= 0 && R[q].last >= (point < 0 ? top : point)) {
+                whole &= R[q].min == 0;
+                blind &= R[q].unrecorded;
             }
-        if (nranks <= 0)
+        if (point < 0 && whole && top >= 0)
+            point = 0; /* only ranks with none of it are behind */
+        if (point < 0 || !blind)
             continue;
-        long long *last = malloc((size_t)nranks * sizeof(*last));
-        int *in = calloc((size_t)nranks, sizeof(int)), *out = calloc((size_t)nranks, sizeof(int));
-        int nin = 0, nout = 0, blind = 1;
-        long long top = -1, point = -1, lowest = -1;
-        for (int r = 0; r < nranks && last && in && out; r++) {
-            last[r] = traced(j, a->comm, r) ? last_entered(j, a->comm, r, a->func) : -2;
-            if (last[r] > top)
-                top = last[r];
+        for (size_t q = 0; q < nr; q++) {
+            if (R[q].last >= point)
+                in[nin++] = R[q].rank;
+            else if (R[q].last >= 0 || whole)
+                out[nout++] = R[q].rank;
         }
-        for (size_t k = 0; k < j->seqs.n; k++) {
-            const struct seqs *b = &j->seqs.v[k];
-            if (b->comm == a->comm && !strcmp(b->func, a->func) && b->n &&
-                (lowest < 0 || (long long)b->min < lowest))
-                lowest = (long long)b->min;
-        }
-        for (int r = 0; r < nranks && last && in && out; r++)
-            if (last[r] > -2 && last[r] < top && (point < 0 || last[r] + 1 < point))
-                point = last[r] + 1;
-        if (point >= 0 && point < lowest) /* a rank with none of it at all */
-            point = lowest;
-        for (int r = 0; r < nranks && last && in && out && point >= 0; r++) {
-            if (last[r] == -2)
-                continue; /* no trace of this rank */
-            if (last[r] >= point) {
-                in[nin++] = r;
-                blind &= entered_unrecorded(j, a->comm, r, a->func);
-            } else
-                out[nout++] = r;
-        }
-        if (nout && nin && blind) {
-            if (json) {
-                fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", found ? "," : "",
-                        (unsigned long long)a->comm);
-                jw_print_string(f, name);
-                fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
-                jw_print_string(f, a->func);
-                fprintf(f, ",\"seq\":%lld,\"entered_ranks\":", point);
-                print_ranks(f, in, nin, 1);
-                fputs(",\"missing_ranks\":", f);
-                print_ranks(f, out, nout, 1);
-                fputs(",\"missing_last_seq\":[", f);
-                for (int q = 0; q < nout; q++)
-                    fprintf(f, last[out[q]] < 0 ? "%snull" : "%s%lld", q ? "," : "", last[out[q]]);
-                fputs("]}", f);
-            } else {
-                fprintf(f, "  comm 0x%016llx \"%s\" (%d ranks): %s seqNumber %lld entered by %s",
-                        (unsigned long long)a->comm, name, nranks, a->func, point,
-                        nin > 1 ? "ranks " : "rank ");
-                print_ranks(f, in, nin, 0);
-                fputs("; never entered by ", f);
-                for (int q = 0; q < nout; q++) {
-                    if (last[out[q]] < 0)
-                        fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", out[q], a->func);
-                    else
-                        fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "",
-                                out[q], last[out[q]]);
-                }
-                fputc('\n', f);
+        if (!nin || !nout)
+            continue;
+        const char *func = S[g]->func;
+        if (json) {
+            fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", found ? "," : "",
+                    (unsigned long long)comm);
+            jw_print_string(f, name);
+            fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
+            jw_print_string(f, func);
+            fprintf(f, ",\"seq\":%lld,\"entered_ranks\":", point);
+            print_ranks(f, in, nin, 1);
+            fputs(",\"missing_ranks\":", f);
+            print_ranks(f, out, nout, 1);
+            fputs(",\"missing_last_seq\":[", f);
+            for (int q = 0, x = 0; q < nout; q++) {
+                while (R[x].rank != out[q])
+                    x++;
+                fprintf(f, R[x].last < 0 ? "%snull" : "%s%lld", q ? "," : "", R[x].last);
             }
-            found++;
+            fputs("]}", f);
+        } else {
+            fprintf(f, "  comm 0x%016llx \"%s\" (%d ranks): %s seqNumber %lld entered by %s",
+                    (unsigned long long)comm, name, nranks, func, point,
+                    nin > 1 ? "ranks " : "rank ");
+            print_ranks(f, in, nin, 0);
+            fputs("; never entered by ", f);
+            for (int q = 0, x = 0; q < nout; q++) {
+                while (R[x].rank != out[q])
+                    x++;
+                if (R[x].last < 0)
+                    fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", out[q], func);
+                else
+                    fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", out[q],
+                            R[x].last);
+            }
+            fputc('\n', f);
         }
-        free(last);
-        free(in);
-        free(out);
+        found++;
     }
+done:
+    free(S);
+    free(M);
+    free(R);
+    free(in);
+    free(out);
     return found;
 }
 
@@ -1074,16 +1119,17 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
                     "completion is not recorded (%d of %d file(s) record no KernelCh: there an "
                     "operation counts as completed once enqueued, unless a ProxyOp of it is "
                     "still open)\n%s"
-                    "if the job hung, it hung at the first of these; record KernelCh "
+                    "if the job hung, it hung at one of these (per communicator, the first "
+                    "collective some ranks never entered); record KernelCh "
                     "(NCCLSCOPE_EVENTS=default,kernelch) to see whether the ranks that entered "
                     "it are stuck inside it\n",
                     j.unrecorded_files, nfiles, buf ? buf : "");
         } else {
             fprintf(out,
                     "no hang found: no operation of %d file(s) is seen stuck (%llu operations) "
-                    "and every rank entered the same collectives; %d file(s) record no KernelCh, "
-                    "where an operation counts as completed once enqueued unless a ProxyOp of it "
-                    "is still open\n",
+                    "and the traced ranks' collectives do not diverge; %d file(s) record no "
+                    "KernelCh, where an operation counts as completed once enqueued unless a "
+                    "ProxyOp of it is still open\n",
                     nfiles, (unsigned long long)j.ops, j.unrecorded_files);
         }
         free(buf);

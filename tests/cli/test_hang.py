@@ -131,6 +131,12 @@ def test_unrecorded(driver):
     doc, _ = hang(cli, [dl], ok=(5,))
     check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"])
            for v in doc["divergences"]] == [(6, [0, 1, 2], [3], [5])], doc)
+    # the last rank with no AllReduce at all: behind from seqNumber 0 (the
+    # others hold AllReduce from 0: a whole history)
+    _, d0 = run_job(driver, "coll", 4, events="Coll,P2p", last_ops=1)
+    doc, _ = hang(cli, [d0], ok=(5,))
+    check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"])
+           for v in doc["divergences"]] == [(0, [0, 1, 2], [3], [None])], doc)
     # the same with KernelCh recorded: a hang found (4), no divergence list
     _, dk = run_job(driver, "coll", 4)
     doc, _ = hang(cli, [dk], ok=(4,))
