@@ -266,7 +266,6 @@ static inline nsc_abi_result record_state(void *eHandle, int eState, const void 
     return NSC_ABI_SUCCESS;
 }
 
-_Static_assert(NSC_ET_P2P == NSC_ET_COLL + 1, "stop_event tests both with one compare");
 static nsc_abi_result stop_event(void *eHandle) {
     if (__builtin_expect(eHandle == (void *)&nsc_passthrough_token, 0)) {
         if (atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed) == 2)
@@ -277,11 +276,8 @@ static nsc_abi_result stop_event(void *eHandle) {
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);
     /* hook: watchdog state; last, since it may free the handle's slot */
-    uint64_t h = (uint64_t)(uintptr_t)eHandle;
-    if (nsc_handle_is_slab(h))
-        nsc_opst_stop(h, ticks); /* the stop record's time */
-    else if ((((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) - NSC_ET_COLL) < 2u && h)
-        nsc_opst_close(h); /* a Coll or P2p (1, 2) without a slot: no longer open */
+    if (nsc_handle_is_slab((uint64_t)(uintptr_t)eHandle))
+        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, ticks); /* the stop record's time */
     return NSC_ABI_SUCCESS;
 }
 

@@ -55,14 +55,6 @@ enum nsc_step_wait { NSC_WAIT_POSTED = 0, NSC_WAIT_GPU = 1, NSC_WAIT_PEER = 2, N
  * slot was free, `h` otherwise. `kernel_tracked`: KernelCh is recorded now. */
 uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
                              uint64_t h, uint64_t ticks, const char *func);
-/* An operation that takes no slot is still watched until its own stop: the
- * calling thread notes it as its open operation (a few stores on its own
- * line; the watchdog reads every thread's), and its stop clears it
- * (nsc_opst_close, for plain handles of Coll and P2p). One per thread: a
- * thread's operations start and stop in turn on NCCL's enqueue path. */
-void nsc_opst_open(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d, uint64_t h,
-                   uint64_t ticks, const char *func);
-void nsc_opst_close(uint64_t h);
 static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc_abi_descr_v7 *d,
                                       uint64_t h, uint64_t ticks, const char *func) {
     /* Coll 1, P2p 2, ProxyOp 3, ProxyStep 4, KernelCh 6 (event_types.h).
@@ -72,19 +64,18 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
         return h;
     /* An operation whose progress nothing would show takes no slot: without
      * KernelCh recorded, only its ProxyOps could (a comm on NVLink or shared
-     * memory has none), and a slot the watchdog can only complete after its
-     * grace costs the issuing thread a slot's two lines and three locked
-     * instructions per operation for nothing (docs/design.md, "Operations
-     * nothing could watch"). The comm learns that it has ProxyOps from the
-     * first one (nsc_opst_start_slow); its later operations take slots. */
+     * memory has none), and NCCL starts and stops a Coll back to back after
+     * its kernel's launch (hostStreamPlanTask, 2.23-2.28), with only the
+     * proxy upload between: such a slot could never be seen in flight. It
+     * cost the issuing thread two lines and three locked instructions per
+     * operation for nothing (docs/design.md, "Operations nothing could
+     * watch"). A comm across nodes takes slots from its open; one within a
+     * node learns that it has ProxyOps from the first one
+     * (nsc_opst_start_slow), and its later operations take slots. */
     if ((et == NSC_ET_COLL || et == NSC_ET_P2P) &&
         !(atomic_load_explicit(&nsc_hot.record_mask, memory_order_relaxed) & NSC_ABI_KERNEL_CH) &&
-        !atomic_load_explicit(&c->proxied, memory_order_relaxed)) {
-        /* Still seen while its own stop has not come: a host blocked inside
-         * NCCL's enqueue (a launch queue full behind a hung kernel) */
-        nsc_opst_open(c, et, d, h, ticks, func);
+        !atomic_load_explicit(&c->proxied, memory_order_relaxed))
         return h;
-    }
     return nsc_opst_start_slow(c, et, d, h, ticks, func);
 }
 /* New operations take slots (1) or not (0): the watchdog sets it once its
@@ -144,11 +135,6 @@ uint32_t nsc_opst_scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, ui
  * reclaiming of finalized comms' slots, which keep the pace of full scans.
  * Returns what nsc_opst_scan returns. */
 uint32_t nsc_opst_scan_light(uint64_t now, uint64_t grace);
-/* The watchdog's view of the threads' open operations (nsc_opst_open) of
- * open comms, appended to ops[*nops..ops_cap) (what does not fit counted
- * in *left_out): in flight since their start, never stopped. */
-void nsc_opst_collect_open(struct nsc_opst_op *ops, uint32_t *nops, uint32_t ops_cap,
-                           uint32_t *left_out);
 /* The per-comm state of comm slot i if it is open with a consistent
  * snapshot; 0 otherwise. */
 int nsc_opst_comm_read(uint32_t i, struct nsc_opst_comm *out);

@@ -48,12 +48,6 @@ struct nsc_thread {
     _Atomic uint64_t drops_events; /* events whose START was not written */
     uint32_t index;
     int shared;                    /* the sentinel: counters shared by many threads */
-    /* The Coll or P2p this thread started without a watchdog slot and has
-     * not stopped (op_state.h, nsc_opst_open): its id (0: none), start,
-     * seqNumber, comm (serial << 32 | index) and what (func string id |
-     * etype << 16 | nch << 24 | peer << 32). Owner-written, seqlock-style
-     * on open_id (op_state.c); the watchdog reads them. */
-    _Atomic uint64_t open_id, open_ticks, open_seq, open_comm, open_what;
     struct nsc_intern_cache strings;
 
     /* the owner's free slab slots (slab.h): flushed when it exits */

@@ -68,14 +68,9 @@ static struct nsc_opst_op *ops;
 static struct nsc_opst_proxy *proxies;
 static struct nsc_comm_info *infos;
 /* Per comm slot: the serial and completion count at the last firing, so a
- * comm fires again only after it completed something (or, below, moved on
- * to another stuck operation). */
+ * comm fires again only after it completed something. */
 static uint32_t fired_serial[NSC_MAX_COMMS];
 static uint64_t fired_completed[NSC_MAX_COMMS];
-/* ... and the id of its oldest operation in flight then: a comm whose
- * operations take no slot never counts a completion, and must still fire
- * again for a later stall. */
-static uint64_t fired_oldest[NSC_MAX_COMMS];
 
 static void name_of(char *dst, size_t n, uint16_t id) {
     const char *t = id ? nsc_intern_text(id) : NULL;
@@ -250,8 +245,6 @@ static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
     uint32_t nops = 0, nprox = 0, left_out = 0;
     uint32_t retired =
         nsc_opst_scan(now, grace, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
-    /* operations without a slot, not stopped: each thread's open one */
-    nsc_opst_collect_open(ops, &nops, OPS_CAP, &left_out);
     memset(agg, 0, sizeof(agg));
     for (uint32_t i = 0; i < nops; i++) {
         struct comm_agg *a = &agg[ops[i].comm_index];
@@ -275,12 +268,10 @@ static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
         if (now <= since || now - since < limit)
             continue;
         a->stuck = 1;
-        if (fired_serial[ci] == a->st.serial && fired_completed[ci] == a->st.completed &&
-            fired_oldest[ci] == a->oldest.id)
+        if (fired_serial[ci] == a->st.serial && fired_completed[ci] == a->st.completed)
             continue; /* fired for this stall already */
         fired_serial[ci] = a->st.serial;
         fired_completed[ci] = a->st.completed;
-        fired_oldest[ci] = a->oldest.id;
         a->stuck = 2; /* newly stalled: log it */
         any_new = 1;
     }

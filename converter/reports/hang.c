@@ -804,7 +804,7 @@ out:
  * history; a flight window or deleted segments may have lost its first
  * ones). Sorted once, then one pass per (comm, function): big jobs (many
  * ranks and comms) stay n log n. Returns how many it printed (text, or
- * JSON array members). */
+ * JSON array members), -1 without memory. */
 static int cmp_seqs_ptr(const void *a, const void *b) {
     const struct seqs *x = *(const struct seqs *const *)a, *y = *(const struct seqs *const *)b;
     if (x->comm != y->comm)
@@ -833,12 +833,15 @@ static int report_divergences(FILE *f, const struct job *j, int json) {
     struct member *M = malloc((nm ? nm : 1) * sizeof(*M));
     struct div_rank *R = malloc((nm ? nm : 1) * sizeof(*R));
     int *in = malloc((nm ? nm : 1) * sizeof(int)), *out = malloc((nm ? nm : 1) * sizeof(int));
-    if (!S || !M || !R || !in || !out)
+    if (!S || !M || !R || !in || !out) {
+        found = -1; /* the caller says so: not "no divergence" */
         goto done;
+    }
     for (size_t i = 0; i < ns; i++)
         S[i] = &j->seqs.v[i];
     qsort(S, ns, sizeof(*S), cmp_seqs_ptr);
-    memcpy(M, j->members.v, nm * sizeof(*M));
+    if (nm)
+        memcpy(M, j->members.v, nm * sizeof(*M));
     qsort(M, nm, sizeof(*M), cmp_member);
     size_t m0 = 0;
     for (size_t g = 0, gend; g < ns; g = gend) {
@@ -1103,6 +1106,11 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fputs("],\"divergences\":[", out);
         if (!ncomms)
             ndiv = report_divergences(out, &j, 1);
+        if (ndiv < 0) {
+            fprintf(stderr, "ncclscope hang: out of memory: divergences not looked for\n");
+            j.damaged = 1;
+            ndiv = 0;
+        }
         fprintf(out, "],\"completion_unrecorded_files\":%d", j.unrecorded_files);
     } else if (!ncomms && j.unrecorded_files) {
         /* Printed into a buffer first: the heading comes only with a divergence. */
@@ -1112,8 +1120,13 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         if (m) {
             ndiv = report_divergences(m, &j, 0);
             fclose(m);
-        }
-        if (ndiv) {
+        } else
+            ndiv = -1;
+        if (ndiv < 0) {
+            fprintf(stderr, "ncclscope hang: out of memory: divergences not looked for\n");
+            j.damaged = 1;
+            ndiv = 0;
+        } else if (ndiv) {
             fprintf(out,
                     "possible hang: no operation is seen stuck, but the ranks diverge where "
                     "completion is not recorded (%d of %d file(s) record no KernelCh: there an "

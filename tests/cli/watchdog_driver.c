@@ -3,7 +3,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|blocked
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
@@ -35,12 +35,6 @@
  *         Without KernelCh in the mask only a comm whose ProxyOps were seen,
  *         or that spans nodes, takes slots: 0 0 0 10 0 1; with it, every
  *         operation does: 10 10 1 10 10 1.
- * blocked: run without KernelCh in the mask, on a comm without ProxyOps (no
- *         slot, nothing shows progress): 5 AllReduces start and stop, the
- *         6th starts and never stops (a host blocked inside NCCL's
- *         enqueue), a stall; then it stops, and the 7th blocks the same
- *         way, a second stall. The watchdog must fire for each (seq 5,
- *         then seq 6), from the thread's open operation.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -228,22 +222,8 @@ int main(int argc, char **argv) {
         }
         ctx = first;
         printf("learn slab handles: %d %d %d %d %d %d\n", n[0], n[1], n[2], n[3], n[4], n[5]);
-    } else if (!strcmp(mode, "blocked")) {
-        for (uint64_t s = 0; s < 5; s++)
-            coll(s, 1);
-        for (uint64_t s = 5; s < 7; s++) {
-            nsc_abi_descr_v7 d;
-            memset(&d, 0, sizeof(d));
-            d.type = NSC_ABI_COLL;
-            d.coll.seqNumber = s;
-            d.coll.func = "AllReduce";
-            d.coll.nChannels = 2;
-            void *op = start(&d); /* its stop comes only after the stall */
-            stall(1500000);
-            nsc_host_stop(&host, op);
-        }
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|blocked\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn\n");
         return 1;
     }
     printf("done\n");
