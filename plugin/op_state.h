@@ -65,7 +65,7 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
     /* An operation whose progress nothing would show takes no slot: without
      * KernelCh recorded, only its ProxyOps could (a comm on NVLink or shared
      * memory has none), and NCCL starts and stops a Coll back to back after
-     * its kernel's launch (hostStreamPlanTask, 2.23-2.28), with only the
+     * its kernel's launch (hostStreamPlanTask, 2.23-2.30), with only the
      * proxy upload between: such a slot could never be seen in flight. It
      * cost the issuing thread two lines and three locked instructions per
      * operation for nothing (docs/design.md, "Operations nothing could
