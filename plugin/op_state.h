@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "comm_table.h"
+#include "control.h"
 #include "event_types.h"
 #include "hot_line.h"
 #include "nccl_abi.h"
@@ -73,7 +74,7 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
      * node learns that it has ProxyOps from the first one
      * (nsc_opst_start_slow), and its later operations take slots. */
     if ((et == NSC_ET_COLL || et == NSC_ET_P2P) &&
-        !(atomic_load_explicit(&nsc_hot.record_mask, memory_order_relaxed) & NSC_ABI_KERNEL_CH) &&
+        !(nsc_ctl_recording() & NSC_ABI_KERNEL_CH) &&
         !atomic_load_explicit(&c->proxied, memory_order_relaxed))
         return h;
     return nsc_opst_start_slow(c, et, d, h, ticks, func);
