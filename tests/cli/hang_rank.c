@@ -4,6 +4,7 @@
  * kill them all with SIGKILL:
  *
  *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p [--gate]
+ *             [--first S]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -18,6 +19,8 @@
  *   ranks all have their plugin up before any of them starts to hang (in
  *   flight mode a rank whose plugin comes up after another rank's watchdog
  *   touched dump-all takes that change for an earlier job's and never dumps).
+ * --first S: coll's seqNumbers are S .. S+K-1, as in a trace that lost its
+ *   first S collectives (a flight window, deleted segments).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +88,7 @@ static void hung(void) {
 int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "coll";
     int nranks = 4;
-    long ops = 10;
+    long ops = 10, first = 0;
     int gate = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -98,6 +101,8 @@ int main(int argc, char **argv) {
             ops = atol(argv[++i]);
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
             mode = argv[++i];
+        else if (!strcmp(argv[i], "--first") && i + 1 < argc)
+            first = atol(argv[++i]);
         else if (!strcmp(argv[i], "--gate"))
             gate = 1;
         else {
@@ -108,8 +113,8 @@ int main(int argc, char **argv) {
     int p2p = !strcmp(mode, "p2p");
     if (p2p)
         nranks = 2;
-    if (ops < 1 || nranks < 2 || rank < 0 || rank >= nranks || (!p2p && strcmp(mode, "coll"))) {
-        fprintf(stderr, "hang_rank: --ops >= 1, --nranks >= 2, 0 <= --rank < nranks, --mode coll|p2p\n");
+    if (ops < 1 || first < 0 || nranks < 2 || rank < 0 || rank >= nranks || (!p2p && strcmp(mode, "coll"))) {
+        fprintf(stderr, "hang_rank: --ops >= 1, --first >= 0, --nranks >= 2, 0 <= --rank < nranks, --mode coll|p2p\n");
         return 1;
     }
     char err[1024];
@@ -150,7 +155,7 @@ int main(int argc, char **argv) {
             if (last && rank == nranks - 1)
                 hung(); /* skips the collective */
             d.type = NSC_ABI_COLL;
-            d.coll.seqNumber = (uint64_t)i;
+            d.coll.seqNumber = (uint64_t)(first + i);
             d.coll.func = "AllReduce";
             d.coll.datatype = "ncclFloat32";
             d.coll.algo = "RING";

@@ -21,14 +21,17 @@ from nsctest import *
 OPS = 10
 
 
-def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=OPS):
+def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=OPS,
+            first=0):
     """Every rank runs OPS operations but the last, which runs last_ops and
-    stops one short of them (hang_rank.c)."""
+    stops one short of them (hang_rank.c); coll's seqNumbers start at
+    `first`."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
-                               "--ops", str(OPS if r < nranks - 1 else last_ops), "--mode", mode],
+                               "--ops", str(OPS if r < nranks - 1 else last_ops), "--mode", mode,
+                               "--first", str(first)],
                               env=env, stdout=subprocess.PIPE,
                               text=True) for r in range(nranks)]
     for p in procs:
@@ -137,6 +140,19 @@ def test_unrecorded(driver):
     doc, _ = hang(cli, [d0], ok=(5,))
     check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"])
            for v in doc["divergences"]] == [(0, [0, 1, 2], [3], [None])], doc)
+    # the same where the others' histories start at seqNumber 5 (a flight
+    # window, deleted segments): their first ones may be what the last rank
+    # had, so a rank with none of AllReduce is not behind; no divergence
+    _, dw = run_job(driver, "coll", 4, events="Coll,P2p", last_ops=1, first=5)
+    doc, _ = hang(cli, [dw], ok=(2,))  # no hang; the torn block run_job appended: 2
+    check(doc["hangs"] == [] and doc["divergences"] == [] and
+          doc["completion_unrecorded_files"] == 4, doc)
+    # histories from seqNumber 5 where the last rank holds some: behind as
+    # before, whatever the window (it entered 5..10, the others 5..14)
+    _, dp = run_job(driver, "coll", 4, events="Coll,P2p", last_ops=7, first=5)
+    doc, _ = hang(cli, [dp], ok=(5,))
+    check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"])
+           for v in doc["divergences"]] == [(11, [0, 1, 2], [3], [10])], doc)
     # the same with KernelCh recorded: a hang found (4), no divergence list
     _, dk = run_job(driver, "coll", 4)
     doc, _ = hang(cli, [dk], ok=(4,))
