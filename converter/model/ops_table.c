@@ -343,6 +343,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                 ((mask & (1u << NSC_ET_KERNEL_CH)) && op->nch ? op->kernel_channels_done < (uint32_t)op->nch
                                                                : op->nopen > 0);
     set_i(t, r, O_stuck, op->at_end && stuck);
+    set_i(t, r, O_kernel_ch_recorded, (mask >> NSC_ET_KERNEL_CH) & 1);
     set_i(t, r, O_channels_done, op->kernel_channels_done);
     set_i(t, r, O_open_children, op->nopen);
     uint64_t *c = idmap_get(&ru->op_caller, op->id);

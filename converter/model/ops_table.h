@@ -54,6 +54,7 @@ enum nsc_ot_type { NSC_OT_I64 = 0, NSC_OT_STR = 1 };
     X(enqueue_only, I64) /* 1: no completion child */                                              \
     X(at_end, I64)       /* 1: still in flight when the file ended */                              \
     X(stuck, I64)        /* 1: in flight at the end and never completed (hang.h's rule) */         \
+    X(kernel_ch_recorded, I64) /* 1: the file records KernelCh (without it, completion is unseen) */ \
     X(channels_done, I64) /* its KernelCh that stopped */                                          \
     X(open_children, I64) /* KernelCh/ProxyOp started and never stopped (at_end only) */           \
     X(caller, STR)       /* Python caller "file:line function" ("" none) */                        \

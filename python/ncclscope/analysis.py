@@ -612,8 +612,8 @@ def hangs(ops, comms, kernel_channels=None):
     never entered it (missing), those stuck inside it (with their channels
     done and, given kernel_channels, the channels still open), those that
     completed it and the ranks that left no trace. Stuck point-to-point
-    operations (hang's "waits") and, where nothing is stuck and completion
-    was not recorded, hang's "divergences" are not covered here."""
+    operations (hang's "waits") are not covered here; where nothing is
+    stuck, divergences() gives hang's other answer."""
     cols = ["comm", "op", "seq", "rank", "p2p", "stuck", "stop_ns", "channels", "channels_done",
             "file_index", "event_id"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
@@ -655,6 +655,61 @@ def hangs(ops, comms, kernel_channels=None):
                     "nranks": nranks, "op": target["op"], "seq": int(target["seq"]),
                     "missing_ranks": missing, "stuck_ranks": stuck_rows, "completed_ranks": done,
                     "untraced_ranks": [r for r in range(nranks) if r not in traced]})
+    return out
+
+
+def divergences(ops, comms):
+    """The "divergences" of `ncclscope hang --json` (converter/reports/hang.c,
+    report_divergences): where no operation is seen stuck but a file records
+    no KernelCh (an intra-node collective then counts as completed once
+    enqueued), per communicator and function the first seqNumber some traced
+    ranks entered and others never did. Not reported when a rank that
+    entered it recorded KernelCh (its completion would prove every rank took
+    part), nor while anything is stuck (hangs() answers then). A rank with
+    none of the function is behind only when the ranks that entered it hold
+    it from seqNumber 0 (a whole history: a flight window or deleted
+    segments may have lost the first ones). missing_last_seq is None for a
+    rank with none of it."""
+    o, c = _compute_all(ops[["comm", "op", "seq", "rank", "p2p", "stuck", "kernel_ch_recorded"]],
+                        comms[["comm", "comm_name", "rank", "nranks"]])
+    if (o["stuck"] == 1).any():
+        return []
+    coll = o[o["p2p"] == 0]
+    if not len(coll):
+        return []
+    per = coll.groupby(["comm", "op", "rank"]).agg(min=("seq", "min"), max=("seq", "max"),
+                                                   rec=("kernel_ch_recorded", "min"))
+    out = []
+    for (comm, func), g in per.groupby(level=[0, 1], sort=True):
+        members = c[c["comm"] == comm].sort_values("rank", kind="stable")
+        nranks = int(members["nranks"].max()) if len(members) else 0
+        names = [n for n in members["comm_name"] if n]
+        entries = {int(k[2]): v for k, v in g.iterrows()}
+        ranks = []  # (rank, last, min, unrecorded); -1: none of the function
+        for r in sorted(set(int(x) for x in members["rank"])):
+            if not 0 <= r < nranks:
+                continue
+            e = entries.get(r)
+            ranks.append((r, int(e["max"]), int(e["min"]), int(e["rec"]) == 0) if e is not None
+                         else (r, -1, -1, False))
+        top = max((x[1] for x in ranks), default=-1)
+        behind = [x[1] + 1 for x in ranks if 0 <= x[1] < top]
+        point = min(behind) if behind else -1
+        ahead = [x for x in ranks if x[1] >= 0 and x[1] >= (point if point >= 0 else top)]
+        whole = all(x[2] == 0 for x in ahead)
+        blind = all(x[3] for x in ahead)
+        if point < 0 and whole and top >= 0:
+            point = 0  # only ranks with none of it are behind
+        if point < 0 or not blind:
+            continue
+        entered = [x[0] for x in ranks if x[1] >= point]
+        missing = [x for x in ranks if x[1] < point and (x[1] >= 0 or whole)]
+        if not entered or not missing:
+            continue
+        out.append({"comm": "0x" + comm, "name": names[0] if names else "", "nranks": nranks,
+                    "op": func, "seq": point, "entered_ranks": entered,
+                    "missing_ranks": [x[0] for x in missing],
+                    "missing_last_seq": [x[1] if x[1] >= 0 else None for x in missing]})
     return out
 
 

@@ -332,18 +332,20 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 """
 
 
-def hung_job(tmp):
+def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung"):
     """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
-    seqNumber 9 that rank 3 never enters, ranks 0-2 stuck inside it."""
+    seqNumber 9 that rank 3 never enters (it runs last_ops - 1), ranks 0-2
+    stuck inside it (with KernelCh recorded; without it they count as having
+    completed it)."""
     driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
     if not driver or not plugin:
         return None
-    d = os.path.join(tmp, "hung")
+    d = os.path.join(tmp, name)
     os.makedirs(d)
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10",
-               NCCLSCOPE_EVENTS="Coll,P2p,KernelCh,ProxyOp,ProxyStep")
-    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "4", "--ops", "10",
-                               "--mode", "coll"], env=env, stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "4", "--ops",
+                               str(10 if r < 3 else last_ops), "--mode", "coll"], env=env,
+                              stdout=subprocess.PIPE, text=True)
              for r in range(4)]
     try:
         for p in procs:
@@ -353,7 +355,7 @@ def hung_job(tmp):
             time.sleep(0.2)
             p = subprocess.run([CLI, "hang", d, "--json"], capture_output=True, text=True)
             try:
-                if json.loads(p.stdout)["operations"] == 39:
+                if json.loads(p.stdout)["operations"] == 29 + last_ops:
                     break
             except ValueError:
                 pass
@@ -379,7 +381,23 @@ def test_hangs(tmp):
     want = [{k: s[k] for k in ("rank", "enqueued", "nch", "channels_done", "channels")} for s in c[0]["stuck_ranks"]]
     check(py[0]["stuck_ranks"] == want, "stuck ranks: %s vs %s" % (py[0]["stuck_ranks"], want))
     check(A.hangs(A.operations(JOB), A.comms(JOB)) == [], "complete traces: no hang")
+    check(A.divergences(j.ops, j.comms) == [], "something stuck: hangs() answers, no divergences")
     print("ok: hangs() = ncclscope hang --json on a killed 4-rank job (missing rank 3, AllReduce 9)")
+    # The same jobs recorded without KernelCh (the default mask on NVLink):
+    # nothing is seen stuck, hang names divergences (exit 5); rank 3 one
+    # short, and rank 3 with no AllReduce at all (a whole history: behind
+    # from seqNumber 0)
+    for last_ops, want in ((10, [(9, [0, 1, 2], [3], [8])]), (1, [(0, [0, 1, 2], [3], [None])])):
+        d = hung_job(tmp, events="Coll,P2p", last_ops=last_ops, name="diverged%d" % last_ops)
+        c = json.loads(run([CLI, "hang", d, "--json"], ok=(5,)).stdout)
+        j = A.load(d, tables=("ops",), errors="ignore")
+        check(A.hangs(j.ops, j.comms) == [] and c["hangs"] == [], "nothing seen stuck: %s" % c)
+        py = A.divergences(j.ops, j.comms)
+        check(py == c["divergences"], "divergences(): %s vs hang --json %s" % (py, c["divergences"]))
+        check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"]) for v in py] == want,
+              "divergences(): %s" % py)
+    check(A.divergences(A.operations(JOB), A.comms(JOB)) == [], "complete traces (KernelCh): none")
+    print("ok: divergences() = ncclscope hang --json's on killed jobs recorded without KernelCh")
 
 
 def test_cluster(tmp, ops):
