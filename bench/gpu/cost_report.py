@@ -1,17 +1,50 @@
-"""Medians and ratios of bench/gpu/run_cost.sh's cost.tsv (kind, config, round, µs per op)."""
+"""Medians and ratios of bench/gpu/run_cost.sh's cost.tsv (kind, config, round, µs per op).
+
+    python3 cost_report.py COST.TSV [COST.TSV ...]     # several device calls: pooled
+
+With every event NCCL 2.28 runs at one of two speeds per process (docs/benchmarks.md
+§5b: its progress thread spinning, or sleeping once per operation), so a median over
+separate processes jumps with how many of them drew the slow one. Besides the
+medians this prints, per configuration, the mean with a 95 % bootstrap interval of
+its ratio to the reference, how many rounds ran in the slow mode (over SLOW times
+the fastest round of any configuration of that kind: the two modes are ~7.3 and
+~10 µs apart at 64 B on H200), and the medians within each mode."""
+import random
 import statistics
 import sys
 from collections import defaultdict
 
+SLOW = 1.15
 
-def main(path):
+
+def boot(ref, v, stat, n=2000):
+    """95 % bootstrap interval of stat(v) / stat(ref), rounds resampled."""
+    rnd = random.Random(7)
+    rs = sorted(stat(rnd.choices(v, k=len(v))) / stat(rnd.choices(ref, k=len(ref))) for _ in range(n))
+    return rs[int(0.025 * n)], rs[int(0.975 * n) - 1]
+
+
+def modes(kind, runs):
+    """The slow-mode threshold of a kind, and per configuration its rounds split."""
+    fastest = min(x for (k, _), v in runs.items() if k == kind for x in v)
+    cut = SLOW * fastest
+    return cut, {c: ([x for x in v if x <= cut], [x for x in v if x > cut])
+                 for (k, c), v in runs.items() if k == kind}
+
+
+def median_or_nan(v):
+    return statistics.median(v) if v else float("nan")
+
+
+def main(paths):
     runs = defaultdict(list)
-    by_round = defaultdict(dict)  # (kind, round) -> config -> µs
-    for line in open(path):
-        f = line.rstrip("\n").split("\t")
-        if len(f) == 4 and f[3] not in ("NA", ""):
-            runs[(f[0], f[1])].append(float(f[3]))
-            by_round[(f[0], f[2])][f[1]] = float(f[3])
+    by_round = defaultdict(dict)  # (kind, file, round) -> config -> µs
+    for i, path in enumerate(paths):
+        for line in open(path):
+            f = line.rstrip("\n").split("\t")
+            if len(f) == 4 and f[3] not in ("NA", ""):
+                runs[(f[0], f[1])].append(float(f[3]))
+                by_round[(f[0], i, f[2])][f[1]] = float(f[3])
     for kind in sorted({k for k, _ in runs}):
         med = {c: statistics.median(v) for (k, c), v in runs.items() if k == kind}
         print("\n%s, 64 B all_reduce, median µs per operation over %d rounds\n" %
@@ -38,7 +71,7 @@ def main(path):
         # ncclscope's own passthrough measured in the same process
         ref = "empty_all" if "empty_all" in med else "pass_all"
         for c in ["scope_all"] + extra:
-            rs = [r[c] / r[ref] for (k, _), r in by_round.items()
+            rs = [r[c] / r[ref] for (k, _, _), r in by_round.items()
                   if k == kind and c in r and ref in r]
             if rs:
                 paired.append("%s %.3f (%d rounds, %.3f..%.3f)" %
@@ -47,7 +80,25 @@ def main(path):
             print("per-round ratios over %s, median: %s" % (
                 "the empty plugin" if ref == "empty_all" else "ncclscope's passthrough (same process)",
                 "; ".join(paired)))
+        if ref not in med:
+            continue
+        cut, split = modes(kind, runs)
+        print("\nNCCL's two speeds: a round over %.2f µs (%.2f x the fastest) counts as slow\n" % (cut, SLOW))
+        print("| configuration | rounds | slow rounds | mean µs | mean / %s (95 %% interval) | "
+              "median fast | median slow | fast / %s | slow / %s |" % (ref, ref, ref))
+        print("|---|---|---|---|---|---|---|---|---|")
+        rf, rs_ = split[ref]
+        for c in med:
+            v = runs[(kind, c)]
+            f, sl = split[c]
+            lo, hi = boot(runs[(kind, ref)], v, statistics.mean)
+            print("| %s | %d | %d | %.2f | %.3f (%.3f-%.3f) | %.2f | %.2f | %.3f | %.3f |" % (
+                c, len(v), len(sl), statistics.mean(v), statistics.mean(v) / statistics.mean(runs[(kind, ref)]),
+                lo, hi, median_or_nan(f), median_or_nan(sl), median_or_nan(f) / median_or_nan(rf),
+                median_or_nan(sl) / median_or_nan(rs_)))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) < 2:
+        sys.exit("usage: cost_report.py COST.TSV [COST.TSV ...]")
+    main(sys.argv[1:])

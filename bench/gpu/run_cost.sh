@@ -48,6 +48,15 @@ export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
 # by default), live metrics on; scope_lazy keeps ncclscope's background threads
 # as quiet as they go (drain every 20 ms, no watchdog thread).
 CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
+# The configurations in round r, rotated by r - 1: each runs in every place of
+# a round in turn. With every event the slow share of rounds rose with the
+# place in the round (2 x H200: 10, 15, 15 and 19 of 25 in places 1 to 4,
+# docs/benchmarks.md §5e), which a fixed order charges to the later ones.
+rotated() {
+    local r=$1 i; shift
+    local -a c=("$@")
+    for ((i = 0; i < ${#c[@]}; i++)); do echo "${c[(i + r - 1) % ${#c[@]}]}"; done
+}
 cfg_env() {
     case $1 in
     none) echo "NCCLSCOPE_ENABLE=1" ;;
@@ -66,7 +75,7 @@ mkdir -p /tmp/nsc-cost-metrics
 if has T; then
     [ -n "$ART" ] || { echo "no all_reduce_perf under .nccl-tests/work: run run_nccl_tests.sh STEPS=build first"; exit 1; }
     for r in $(seq 1 "$ROUNDS"); do
-        for c in $CONFIGS; do
+        for c in $(rotated "$r" $CONFIGS); do
             rm -rf /tmp/nsc-cost-trace
             # shellcheck disable=SC2046
             line=$($PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$ART" -b 64 -e 64 -t "$NG" -g 1 \
@@ -77,7 +86,7 @@ if has T; then
 fi
 if has P; then
     for r in $(seq 1 "$ROUNDS"); do
-        for c in $CONFIGS; do
+        for c in $(rotated "$r" $CONFIGS); do
             rm -rf /tmp/nsc-cost-trace
             # shellcheck disable=SC2046
             us=$($PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --procs --ops ar \
@@ -106,7 +115,7 @@ if has A; then
 fi
 if has E; then
     for r in $(seq 1 "$ROUNDS"); do
-        for c in $CONFIGS; do
+        for c in $(rotated "$r" $CONFIGS); do
             rm -rf /tmp/nsc-cost-trace
             # shellcheck disable=SC2046
             $PIN env $(cfg_env "$c") NCCLSCOPE_DIR=/tmp/nsc-cost-trace "$BENCH" --gpus "$NG" --ops ar --min 64 \

@@ -1,0 +1,85 @@
+"""bench/gpu/cost_report.py on three real device calls (tests/bench_data/cost: 2 x H200,
+NCCL 2.28.9, 64 B all_reduce, every event). The numbers it prints are recomputed here
+from the raw rounds, independently of the script: per configuration the rounds, how many
+ran in NCCL's slow mode (over 1.15 x the kind's fastest round), the mean and its ratio
+to the empty plugin, the medians within each mode; pooled over the three files, rounds of
+one file never paired with another's."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+from nsctest import check
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "bench_data", "cost")
+SCRIPT = os.path.join(HERE, "..", "..", "bench", "gpu", "cost_report.py")
+FILES = [os.path.join(DATA, f) for f in ("call1.tsv", "call3.tsv", "call5.tsv")]
+
+
+def rounds(files):
+    runs, by_round = defaultdict(list), defaultdict(dict)
+    for i, f in enumerate(files):
+        for line in open(f):
+            kind, cfg, r, us = line.rstrip("\n").split("\t")
+            runs[(kind, cfg)].append(float(us))
+            by_round[(kind, i, r)][cfg] = float(us)
+    return runs, by_round
+
+
+def section(out, kind):
+    m = re.search(r"^%s, 64 B all_reduce.*?(?=^\S+, 64 B all_reduce|\Z)" % re.escape(kind), out, re.M | re.S)
+    check(m is not None, "a section for %s:\n%s" % (kind, out))
+    return m.group(0)
+
+
+def main():
+    p = subprocess.run([sys.executable, SCRIPT, *FILES], capture_output=True, text=True)
+    check(p.returncode == 0, "cost_report.py ran: %s" % p.stderr)
+    runs, by_round = rounds(FILES)
+    for kind in ("nccl-tests", "procs"):
+        text = section(p.stdout, kind)
+        fastest = min(x for (k, _), v in runs.items() if k == kind for x in v)
+        cut = 1.15 * fastest
+        check("a round over %.2f µs" % cut in text, "%s: the threshold %.2f:\n%s" % (kind, cut, text))
+        ref = runs[(kind, "empty_all")]
+        ref_fast = statistics.median([x for x in ref if x <= cut])
+        ref_slow = statistics.median([x for x in ref if x > cut])
+        cfgs = [c for (k, c) in runs if k == kind]
+        check(len(cfgs) >= 3, "%s: configurations %s" % (kind, cfgs))
+        for c in cfgs:
+            v = runs[(kind, c)]
+            fast, slow = [x for x in v if x <= cut], [x for x in v if x > cut]
+            row = re.search(r"^\| %s \| (\d+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \(([\d.]+)-([\d.]+)\) \| "
+                            r"([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$" % c, text, re.M)
+            check(row is not None, "%s %s: a row in the modes table:\n%s" % (kind, c, text))
+            g = row.groups()
+            check(int(g[0]) == len(v) and int(g[1]) == len(slow), "%s %s: %d rounds, %d slow; the script: %s"
+                  % (kind, c, len(v), len(slow), g))
+            ratio = statistics.mean(v) / statistics.mean(ref)
+            check(abs(float(g[2]) - statistics.mean(v)) < 0.006 and abs(float(g[3]) - ratio) < 0.0006,
+                  "%s %s: mean %.3f, ratio %.4f; the script: %s" % (kind, c, statistics.mean(v), ratio, g))
+            check(float(g[4]) <= float(g[3]) <= float(g[5]), "%s %s: the interval holds the ratio: %s" % (kind, c, g))
+            check(abs(float(g[6]) - statistics.median(fast)) < 0.006 and
+                  abs(float(g[7]) - statistics.median(slow)) < 0.006 and
+                  abs(float(g[8]) - statistics.median(fast) / ref_fast) < 0.0006 and
+                  abs(float(g[9]) - statistics.median(slow) / ref_slow) < 0.0006,
+                  "%s %s: medians per mode; the script: %s" % (kind, c, g))
+        # per-round ratios pair configurations of one round of one file
+        pr = [r["scope_all"] / r["empty_all"] for (k, _, _), r in by_round.items()
+              if k == kind and "scope_all" in r and "empty_all" in r]
+        got = re.search(r"per-round ratios over the empty plugin, median: scope_all ([\d.]+) \((\d+) rounds", text)
+        check(got is not None and int(got.group(2)) == len(pr) == len(runs[(kind, "scope_all")]) and
+              abs(float(got.group(1)) - statistics.median(pr)) < 0.0006,
+              "%s: per-round ratio %.4f over %d rounds; the script: %s" %
+              (kind, statistics.median(pr), len(pr), got and got.groups()))
+    # the data has both of NCCL's speeds, far apart
+    v = runs[("nccl-tests", "empty_all")]
+    check(max(v) > 1.4 * min(v), "both speeds in the data")
+    print("ok: cost_report.py's rounds, slow rounds, means, ratios and per-mode medians recomputed")
+
+
+if __name__ == "__main__":
+    main()
