@@ -6,7 +6,8 @@ With every event NCCL 2.28 runs at one of two speeds per process (docs/benchmark
 §5b: its progress thread spinning, or sleeping once per operation), so a median over
 separate processes jumps with how many of them drew the slow one. Besides the
 medians this prints, per configuration, the mean with a 95 % bootstrap interval of
-its ratio to the reference, how many rounds ran in the slow mode (over SLOW times
+its ratio to the reference (the reference's rounds from the same files: calls differ
+in how often the slow mode comes), how many rounds ran in the slow mode (over SLOW times
 the fastest round of any configuration of that kind: the two modes are ~7.3 and
 ~10 µs apart at 64 B on H200), and the medians within each mode."""
 import random
@@ -87,13 +88,17 @@ def main(paths):
         print("| configuration | rounds | slow rounds | mean µs | mean / %s (95 %% interval) | "
               "median fast | median slow | fast / %s | slow / %s |" % (ref, ref, ref))
         print("|---|---|---|---|---|---|---|---|---|")
-        rf, rs_ = split[ref]
         for c in med:
             v = runs[(kind, c)]
             f, sl = split[c]
-            lo, hi = boot(runs[(kind, ref)], v, statistics.mean)
+            # the reference's rounds from the files (calls) that ran c: calls
+            # differ in how often NCCL drew its slow mode
+            calls = {i for (k, i, _), r in by_round.items() if k == kind and c in r}
+            rv = [r[ref] for (k, i, _), r in by_round.items() if k == kind and i in calls and ref in r]
+            rf, rs_ = [x for x in rv if x <= cut], [x for x in rv if x > cut]
+            lo, hi = boot(rv, v, statistics.mean)
             print("| %s | %d | %d | %.2f | %.3f (%.3f-%.3f) | %.2f | %.2f | %.3f | %.3f |" % (
-                c, len(v), len(sl), statistics.mean(v), statistics.mean(v) / statistics.mean(runs[(kind, ref)]),
+                c, len(v), len(sl), statistics.mean(v), statistics.mean(v) / statistics.mean(rv),
                 lo, hi, median_or_nan(f), median_or_nan(sl), median_or_nan(f) / median_or_nan(rf),
                 median_or_nan(sl) / median_or_nan(rs_)))
 
