@@ -606,16 +606,25 @@ def stats(ops, drops=None, top=20, files=None):
 
 def hangs(ops, comms, kernel_channels=None):
     """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
-    `ncclscope hang --json` for collectives (hang.h): per communicator with
-    a stuck collective (in flight when its file ended and never completed:
-    the `stuck` column), the one with the lowest seqNumber, the ranks that
-    never entered it (missing), those stuck inside it (with their channels
-    done and, given kernel_channels, the channels still open), those that
-    completed it and the ranks that left no trace. Stuck point-to-point
-    operations (hang's "waits") are not covered here; where nothing is
-    stuck, divergences() gives hang's other answer."""
-    cols = ["comm", "op", "seq", "rank", "p2p", "stuck", "stop_ns", "channels", "channels_done",
-            "file_index", "event_id"]
+    `ncclscope hang --json` (converter/reports/hang.c). Per communicator with
+    a stuck operation (in flight when its file ended and never completed:
+    the `stuck` column):
+    - with a stuck collective, the one with the lowest seqNumber: the ranks
+      that never entered it (missing, with the last seqNumber they entered of
+      that function, None for none), whether every traced rank is inside it,
+      those stuck inside it (with their channels done and, given
+      kernel_channels, the channels still open), those that completed it;
+    - with only point-to-point operations stuck ("seq" None): the earliest
+      one's function, the stuck operations, and per stuck Send or Recv whom
+      it waits for ("waits") and whether that peer posted the matching
+      operation; a traced peer with fewer matching operations toward the
+      rank than the rank has toward it never posted it (missing);
+    and the ranks that left no trace. Where nothing is stuck, divergences()
+    gives hang's other answer. Stuck ranks come sorted by rank (hang lists
+    them in file order); the ProxyOp details (peers, proxy_ops) are hang's
+    only."""
+    cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
+            "channels_done", "file_index", "event_id"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
     kc = None
     if kernel_channels is not None:
@@ -624,37 +633,69 @@ def hangs(ops, comms, kernel_channels=None):
     coll = o[o["p2p"] == 0]
     stuck = coll[coll["stuck"] == 1]
     seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
+    p2p = o[o["p2p"] == 1]
+    pairs = p2p.groupby(["comm", "rank", "op", "peer"]).size()
+
+    def stuck_row(x):
+        row = {"rank": int(x["rank"]), "enqueued": bool(x["stop_ns"]), "nch": int(x["channels"]),
+               "channels_done": int(x["channels_done"])}
+        if kc is not None:
+            open_ch = kc[(kc["file_index"] == x["file_index"]) & (kc["op_id"] == x["event_id"])]
+            row["channels"] = sorted(int(v) for v in open_ch["channel"])
+        return row
+
     out = []
-    for comm in sorted(stuck["comm"].unique()):
-        s = stuck[stuck["comm"] == comm].sort_values(["seq", "op"], kind="stable")
-        target = s.iloc[0]
+    stuck_p2p = p2p[p2p["stuck"] == 1]
+    for comm in sorted(set(stuck["comm"]) | set(stuck_p2p["comm"])):
         members = c[c["comm"] == comm]
         nranks = int(members["nranks"].max()) if len(members) else 0
         traced = set(int(r) for r in members["rank"])
-        inside = s[(s["seq"] == target["seq"]) & (s["op"] == target["op"])]
-        inside_ranks = set(int(r) for r in inside["rank"])
-        missing, done = [], []
-        for r in range(nranks):
-            if r not in traced or r in inside_ranks:
-                continue
-            k = (comm, r, target["op"])
-            if k in seqs.index and seqs.loc[k, "min"] <= target["seq"] <= seqs.loc[k, "max"]:
-                done.append(r)
-            else:
-                missing.append(r)
-        stuck_rows = []
-        for _, x in inside.sort_values("rank").iterrows():
-            row = {"rank": int(x["rank"]), "enqueued": bool(x["stop_ns"]), "nch": int(x["channels"]),
-                   "channels_done": int(x["channels_done"])}
-            if kc is not None:
-                open_ch = kc[(kc["file_index"] == x["file_index"]) & (kc["op_id"] == x["event_id"])]
-                row["channels"] = sorted(int(v) for v in open_ch["channel"])
-            stuck_rows.append(row)
-        out.append({"comm": "0x" + comm,
-                    "name": members["comm_name"].iloc[0] if len(members) else "",
-                    "nranks": nranks, "op": target["op"], "seq": int(target["seq"]),
-                    "missing_ranks": missing, "stuck_ranks": stuck_rows, "completed_ranks": done,
-                    "untraced_ranks": [r for r in range(nranks) if r not in traced]})
+        row = {"comm": "0x" + comm, "name": members["comm_name"].iloc[0] if len(members) else "",
+               "nranks": nranks}
+        s = stuck[stuck["comm"] == comm].sort_values(["seq", "op"], kind="stable")
+        if len(s):
+            target = s.iloc[0]
+            inside = s[(s["seq"] == target["seq"]) & (s["op"] == target["op"])]
+            inside_ranks = set(int(r) for r in inside["rank"])
+            missing, done = [], []
+            for r in range(nranks):
+                if r not in traced or r in inside_ranks:
+                    continue
+                k = (comm, r, target["op"])
+                if k in seqs.index and seqs.loc[k, "min"] <= target["seq"] <= seqs.loc[k, "max"]:
+                    done.append(r)
+                else:
+                    missing.append(r)
+            last = [int(seqs.loc[(comm, r, target["op"]), "max"]) if (comm, r, target["op"]) in seqs.index
+                    else None for r in missing]
+            row.update({"op": target["op"], "seq": int(target["seq"]), "missing_ranks": missing,
+                        "missing_last_seq": last, "all_inside": not missing and not done,
+                        "stuck_ranks": [stuck_row(x) for _, x in inside.sort_values("rank").iterrows()],
+                        "completed_ranks": done})
+        else:
+            sp = stuck_p2p[stuck_p2p["comm"] == comm].sort_values(["rank", "enqueue_ns"], kind="stable")
+
+            def count(rank, func, peer):
+                return int(pairs.get((comm, rank, func, peer), 0))
+
+            missing, waits = set(), []
+            for _, x in sp.iterrows():
+                r, func, peer = int(x["rank"]), x["op"], int(x["peer"])
+                match = {"Send": "Recv", "Recv": "Send"}.get(func, func)
+                posted = count(peer, match, r) >= count(r, func, peer)
+                if peer in traced and not posted:
+                    missing.add(peer)
+                why = ("the peer left no trace" if peer not in traced else
+                       "the peer posted the matching operation (both in flight)" if posted else
+                       "the peer never posted the matching operation")
+                waits.append({"rank": r, "op": func, "peer": peer, "waits_for": peer,
+                              "peer_posted": posted, "why": why})
+            first = sp.sort_values("enqueue_ns", kind="stable").iloc[0]
+            row.update({"op": first["op"], "seq": None, "missing_ranks": sorted(missing),
+                        "stuck_ranks": [stuck_row(x) for _, x in sp.iterrows()], "waits": waits,
+                        "completed_ranks": []})
+        row["untraced_ranks"] = [r for r in range(nranks) if r not in traced]
+        out.append(row)
     return out
 
 

@@ -332,21 +332,24 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 """
 
 
-def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung"):
+def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung", mode="coll"):
     """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
     seqNumber 9 that rank 3 never enters (it runs last_ops - 1), ranks 0-2
     stuck inside it (with KernelCh recorded; without it they count as having
-    completed it)."""
+    completed it). mode "p2p": 2 ranks, rank 0's 10th Send never received
+    (rank 1 posts 9 Recvs)."""
     driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
     if not driver or not plugin:
         return None
     d = os.path.join(tmp, name)
     os.makedirs(d)
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
-    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", "4", "--ops",
-                               str(10 if r < 3 else last_ops), "--mode", "coll"], env=env,
+    nranks = 2 if mode == "p2p" else 4
+    procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks), "--ops",
+                               str(10 if r < nranks - 1 else last_ops), "--mode", mode], env=env,
                               stdout=subprocess.PIPE, text=True)
-             for r in range(4)]
+             for r in range(nranks)]
+    want_ops = 19 if mode == "p2p" else 29 + last_ops
     try:
         for p in procs:
             check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
@@ -355,7 +358,7 @@ def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, nam
             time.sleep(0.2)
             p = subprocess.run([CLI, "hang", d, "--json"], capture_output=True, text=True)
             try:
-                if json.loads(p.stdout)["operations"] == 29 + last_ops:
+                if json.loads(p.stdout)["operations"] == want_ops:
                     break
             except ValueError:
                 pass
@@ -376,13 +379,29 @@ def test_hangs(tmp):
     j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
     py = A.hangs(j.ops, j.comms, j.kernel_channels)
     check(len(py) == len(c) == 1, "one stuck communicator: %s vs %s" % (py, c))
-    for k in ("comm", "name", "nranks", "op", "seq", "missing_ranks", "completed_ranks", "untraced_ranks"):
+    for k in ("comm", "name", "nranks", "op", "seq", "missing_ranks", "missing_last_seq", "all_inside",
+              "completed_ranks", "untraced_ranks"):
         check(py[0][k] == c[0][k], "hangs()[%s]: %r vs hang --json %r" % (k, py[0][k], c[0][k]))
+    check(py[0]["missing_last_seq"] == [8] and py[0]["all_inside"] is False, py[0])
     want = [{k: s[k] for k in ("rank", "enqueued", "nch", "channels_done", "channels")} for s in c[0]["stuck_ranks"]]
     check(py[0]["stuck_ranks"] == want, "stuck ranks: %s vs %s" % (py[0]["stuck_ranks"], want))
+    # point-to-point: rank 0's last Send waits for a Recv rank 1 never posted
+    d = hung_job(tmp, name="p2p", mode="p2p")
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
+    jp = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+    py = A.hangs(jp.ops, jp.comms, jp.kernel_channels)
+    check(len(py) == len(c) == 1, "one stuck communicator: %s vs %s" % (py, c))
+    for k in ("comm", "name", "nranks", "op", "seq", "missing_ranks", "completed_ranks", "untraced_ranks",
+              "waits"):
+        check(py[0][k] == c[0][k], "p2p hangs()[%s]: %r vs hang --json %r" % (k, py[0][k], c[0][k]))
+    check(py[0]["seq"] is None and py[0]["missing_ranks"] == [1] and len(py[0]["waits"]) == 1 and
+          py[0]["waits"][0]["waits_for"] == 1 and py[0]["waits"][0]["peer_posted"] is False, py[0])
+    want = sorted(({k: s[k] for k in ("rank", "enqueued", "nch", "channels_done", "channels")}
+                   for s in c[0]["stuck_ranks"]), key=lambda s: s["rank"])
+    check(py[0]["stuck_ranks"] == want, "p2p stuck ranks: %s vs %s" % (py[0]["stuck_ranks"], want))
     check(A.hangs(A.operations(JOB), A.comms(JOB)) == [], "complete traces: no hang")
     check(A.divergences(j.ops, j.comms) == [], "something stuck: hangs() answers, no divergences")
-    print("ok: hangs() = ncclscope hang --json on a killed 4-rank job (missing rank 3, AllReduce 9)")
+    print("ok: hangs() = ncclscope hang --json on killed jobs (missing rank 3 at AllReduce 9; a Send never received)")
     # The same jobs recorded without KernelCh (the default mask on NVLink):
     # nothing is seen stuck, hang names divergences (exit 5); rank 3 one
     # short, and rank 3 with no AllReduce at all (a whole history: behind
