@@ -48,8 +48,9 @@ export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
 # by default), live metrics on; scope_lazy keeps ncclscope's background threads
 # as quiet as they go (drain every 20 ms, no watchdog thread).
 CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
-# The configurations in round r, rotated by r - 1: each runs in every place of
-# a round in turn, so that the place is never part of a comparison. (With a
+# The configurations in round r, rotated by r - 1: each takes every place of
+# a round in turn, evenly when ROUNDS is a multiple of the number of
+# configurations, so that the place stays out of the comparisons. (With a
 # fixed order one 2 x H200 call drew NCCL's slow mode in 10, 15, 15 and 19 of
 # 25 rounds in places 1 to 4; a rotated one in 13, 9 and 11 of 36 in places
 # 1 to 3: docs/benchmarks.md §5e.)

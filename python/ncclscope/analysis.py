@@ -604,6 +604,17 @@ def stats(ops, drops=None, top=20, files=None):
     return out
 
 
+_HANG_MAX_RANKS = 1 << 20  # hang.c: a damaged count must not make us walk billions of ranks
+
+
+def _hang_members(c):
+    """The comms rows hang.c counts as members: comm id 0 left out, an
+    nranks out of 1..2^20 (a damaged record) read as 0."""
+    c = c[c["comm"] != "0" * 16].copy()
+    c["nranks"] = c["nranks"].where((c["nranks"] > 0) & (c["nranks"] <= _HANG_MAX_RANKS), 0)
+    return c
+
+
 def hangs(ops, comms, kernel_channels=None):
     """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
     `ncclscope hang --json` (converter/reports/hang.c). Per communicator with
@@ -622,10 +633,14 @@ def hangs(ops, comms, kernel_channels=None):
     and the ranks that left no trace. Where nothing is stuck, divergences()
     gives hang's other answer. Stuck ranks come sorted by rank (hang lists
     them in file order); the ProxyOp details (peers, proxy_ops) are hang's
-    only."""
+    only. These tables hold the records alone: a file's HANG block (the
+    watchdog's view in the process, in flight dumps and traces where the
+    watchdog fired) is not in them, so there `ncclscope hang` may know of
+    operations in flight whose records a flight window lost."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
             "channels_done", "file_index", "event_id"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
+    c = _hang_members(c)
     kc = None
     if kernel_channels is not None:
         kc = _compute_all(kernel_channels[["file_index", "op_id", "channel", "stop_ns"]])[0]
@@ -710,9 +725,13 @@ def divergences(ops, comms):
     none of the function is behind only when the ranks that entered it hold
     it from seqNumber 0 (a whole history: a flight window or deleted
     segments may have lost the first ones). missing_last_seq is None for a
-    rank with none of it."""
+    rank with none of it. As hangs(), from the records alone: with a HANG
+    block in a file (the watchdog fired, or a flight dump), `ncclscope hang`
+    also counts the watchdog's operations in flight and each comm's last
+    enqueued collective, and may answer otherwise."""
     o, c = _compute_all(ops[["comm", "op", "seq", "rank", "p2p", "stuck", "kernel_ch_recorded"]],
                         comms[["comm", "comm_name", "rank", "nranks"]])
+    c = _hang_members(c)
     if (o["stuck"] == 1).any():
         return []
     coll = o[o["p2p"] == 0]

@@ -332,12 +332,14 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 """
 
 
-def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung", mode="coll"):
+def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung", mode="coll",
+             first=0):
     """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
     seqNumber 9 that rank 3 never enters (it runs last_ops - 1), ranks 0-2
     stuck inside it (with KernelCh recorded; without it they count as having
     completed it). mode "p2p": 2 ranks, rank 0's 10th Send never received
-    (rank 1 posts 9 Recvs)."""
+    (rank 1 posts 9 Recvs). first: coll's seqNumbers start there (a
+    history that lost its first ones)."""
     driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
     if not driver or not plugin:
         return None
@@ -346,7 +348,7 @@ def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, nam
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
     nranks = 2 if mode == "p2p" else 4
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks), "--ops",
-                               str(10 if r < nranks - 1 else last_ops), "--mode", mode], env=env,
+                               str(10 if r < nranks - 1 else last_ops), "--mode", mode, "--first", str(first)], env=env,
                               stdout=subprocess.PIPE, text=True)
              for r in range(nranks)]
     want_ops = 19 if mode == "p2p" else 29 + last_ops
@@ -404,11 +406,14 @@ def test_hangs(tmp):
     print("ok: hangs() = ncclscope hang --json on killed jobs (missing rank 3 at AllReduce 9; a Send never received)")
     # The same jobs recorded without KernelCh (the default mask on NVLink):
     # nothing is seen stuck, hang names divergences (exit 5); rank 3 one
-    # short, and rank 3 with no AllReduce at all (a whole history: behind
-    # from seqNumber 0)
-    for last_ops, want in ((10, [(9, [0, 1, 2], [3], [8])]), (1, [(0, [0, 1, 2], [3], [None])])):
-        d = hung_job(tmp, events="Coll,P2p", last_ops=last_ops, name="diverged%d" % last_ops)
-        c = json.loads(run([CLI, "hang", d, "--json"], ok=(5,)).stdout)
+    # short, rank 3 with no AllReduce at all (a whole history: behind from
+    # seqNumber 0), and the same where the others hold AllReduce from 5 only
+    # (rank 3 may have had what they lost: not behind, no divergence)
+    for last_ops, first, want in ((10, 0, [(9, [0, 1, 2], [3], [8])]), (1, 0, [(0, [0, 1, 2], [3], [None])]),
+                                  (1, 5, [])):
+        d = hung_job(tmp, events="Coll,P2p", last_ops=last_ops, name="diverged%d.%d" % (last_ops, first),
+                     first=first)
+        c = json.loads(run([CLI, "hang", d, "--json"], ok=(5,) if want else (0,)).stdout)
         j = A.load(d, tables=("ops",), errors="ignore")
         check(A.hangs(j.ops, j.comms) == [] and c["hangs"] == [], "nothing seen stuck: %s" % c)
         py = A.divergences(j.ops, j.comms)
