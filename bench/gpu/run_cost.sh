@@ -23,12 +23,13 @@
 # Needs build-gpu (bench/gpu/build_gpu.sh) and an nccl-tests build (bench/gpu/run_nccl_tests.sh
 # STEPS=build leaves it under .nccl-tests/work). Writes $OUT/cost.tsv, $OUT/knee.json and
 # prints the medians and ratios (bench/gpu/cost_report.py).
-#   OUT (/tmp/ncclscope-cost), ROUNDS (6), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
+#   OUT (/tmp/ncclscope-cost), ROUNDS (12: a multiple of the default 4 configurations; with every
+#   event 6 rounds are too few to carry a median, docs/benchmarks.md §5e), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
 #   PIN (a command prefix for every NCCL run, e.g. "taskset -c 0-15": the rounds' spread is
 #   mostly where the kernel puts NCCL's threads)
 set -euo pipefail
 OUT=${OUT:-/tmp/ncclscope-cost}
-ROUNDS=${ROUNDS:-6}
+ROUNDS=${ROUNDS:-12}
 ITERS=${ITERS:-30000}
 PHASES=${PHASES:-T P H}
 KNEE_S=${KNEE_S:-60}
