@@ -686,7 +686,7 @@ static int cmd_hang(int argc, char **argv) {
     int rc = job_files("hang", inputs, nin, &files, &nfiles);
     if (rc)
         return rc;
-    rc = nsc_hang((const char *const *)files, nfiles, json, jobs, stdout);
+    rc = nsc_hang((const char *const *)files, nfiles, json, jobs, stdout, stderr);
     free_files(files, nfiles);
     return rc;
 }

@@ -1054,6 +1054,7 @@ struct par {
     const char *const *files;
     struct job *whole, *part; /* part: one job per file */
     struct nsc_msgs msgs;
+    FILE *err;                /* where the files' messages go, in file order */
 };
 
 static void par_work(void *ud, int i) {
@@ -1065,25 +1066,25 @@ static void par_work(void *ud, int i) {
 
 static void par_in_order(void *ud, int i) {
     struct par *p = ud;
-    nsc_msgs_flush(&p->msgs, i, stderr);
+    nsc_msgs_flush(&p->msgs, i, p->err);
     merge_job(p->whole, &p->part[i]);
 }
 
-int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out) {
+int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out, FILE *err) {
     struct job j;
     memset(&j, 0, sizeof(j));
     if (jobs <= 0)
         jobs = nsc_jobs_default();
     int done = 0;
     if (jobs > 1 && nfiles > 1) {
-        struct par p = {files, &j, calloc((size_t)nfiles, sizeof(struct job)), {0}};
+        struct par p = {files, &j, calloc((size_t)nfiles, sizeof(struct job)), {0}, err};
         done = p.part && nsc_msgs_init(&p.msgs, nfiles) == 0 &&
                nsc_parallel(nfiles, jobs, par_work, par_in_order, &p) == 0;
         free(p.part);
         nsc_msgs_free(&p.msgs);
     }
     for (int i = 0; i < nfiles && !done; i++) /* -j 1, or no thread could start */
-        read_file(&j, files[i], stderr);
+        read_file(&j, files[i], err);
     dedupe_stuck(&j);
     /* Stuck communicators, in the order of their first stuck operation. */
     uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));
@@ -1107,7 +1108,7 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         if (!ncomms)
             ndiv = report_divergences(out, &j, 1);
         if (ndiv < 0) {
-            fprintf(stderr, "ncclscope hang: out of memory: divergences not looked for\n");
+            fprintf(err, "ncclscope hang: out of memory: divergences not looked for\n");
             j.damaged = 1;
             ndiv = 0;
         }
@@ -1123,7 +1124,7 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         } else
             ndiv = -1;
         if (ndiv < 0) {
-            fprintf(stderr, "ncclscope hang: out of memory: divergences not looked for\n");
+            fprintf(err, "ncclscope hang: out of memory: divergences not looked for\n");
             j.damaged = 1;
             ndiv = 0;
         } else if (ndiv) {

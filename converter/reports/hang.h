@@ -31,7 +31,9 @@
  * found, whatever the damage: files cut by SIGKILL are the normal case) or
  * 5 (none seen stuck, but a divergence where completion was not recorded).
  * jobs: files read at once (0: parallel.h's default); the output does not
- * depend on it. */
-int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out);
+ * depend on it. The report goes to out, messages (damage, files cut short)
+ * to err: the CLI's stdout and stderr, or the Python package's buffers
+ * (ncclscope.analysis.hang). */
+int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out, FILE *err);
 
 #endif /* NSC_HANG_H */

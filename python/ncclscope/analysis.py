@@ -604,6 +604,22 @@ def stats(ops, drops=None, top=20, files=None):
     return out
 
 
+def hang(paths, jobs=1):
+    """`ncclscope hang --json` on a job's files, in this process: the same
+    C code (converter/reports/hang.c), so HANG blocks (the watchdog's view
+    in the process: flight dumps, traces where it fired) count as they do
+    there. Returns that JSON's dict with two more keys: "exit", the
+    command's exit code (0 no hang, 2 none found with damage, 4 a hang,
+    5 a divergence), and "messages", what it prints on stderr (files cut
+    short, damage). jobs: files read at once (0: the cores). Reads the files
+    on the caller's machine; hangs() and divergences() are the same analyses
+    on tables, for Dask, from the records alone."""
+    rc, text, msgs = _c.hang(trace_files(paths), int(jobs))
+    out = json.loads(text)
+    out["exit"], out["messages"] = rc, msgs
+    return out
+
+
 _HANG_MAX_RANKS = 1 << 20  # hang.c: a damaged count must not make us walk billions of ranks
 
 
@@ -635,8 +651,9 @@ def hangs(ops, comms, kernel_channels=None):
     them in file order); the ProxyOp details (peers, proxy_ops) are hang's
     only. These tables hold the records alone: a file's HANG block (the
     watchdog's view in the process, in flight dumps and traces where the
-    watchdog fired) is not in them, so there `ncclscope hang` may know of
-    operations in flight whose records a flight window lost."""
+    watchdog fired) is not in them, so there `ncclscope hang` (and hang()
+    here) may know of operations in flight whose records a flight window
+    lost."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
             "channels_done", "file_index", "event_id"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
@@ -727,8 +744,8 @@ def divergences(ops, comms):
     segments may have lost the first ones). missing_last_seq is None for a
     rank with none of it. As hangs(), from the records alone: with a HANG
     block in a file (the watchdog fired, or a flight dump), `ncclscope hang`
-    also counts the watchdog's operations in flight and each comm's last
-    enqueued collective, and may answer otherwise."""
+    and hang() also count the watchdog's operations in flight and each
+    comm's last enqueued collective, and may answer otherwise."""
     o, c = _compute_all(ops[["comm", "op", "seq", "rank", "p2p", "stuck", "kernel_ch_recorded"]],
                         comms[["comm", "comm_name", "rank", "nranks"]])
     c = _hang_members(c)

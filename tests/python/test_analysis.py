@@ -333,19 +333,20 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 
 
 def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung", mode="coll",
-             first=0):
+             first=0, env_more=None, hang_files=0):
     """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
     seqNumber 9 that rank 3 never enters (it runs last_ops - 1), ranks 0-2
     stuck inside it (with KernelCh recorded; without it they count as having
     completed it). mode "p2p": 2 ranks, rank 0's 10th Send never received
     (rank 1 posts 9 Recvs). first: coll's seqNumbers start there (a
-    history that lost its first ones)."""
+    history that lost its first ones). hang_files: wait also until that
+    many files hold a HANG block (env_more: NCCLSCOPE_HANG_SECONDS)."""
     driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
     if not driver or not plugin:
         return None
     d = os.path.join(tmp, name)
     os.makedirs(d)
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events, **(env_more or {}))
     nranks = 2 if mode == "p2p" else 4
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks), "--ops",
                                str(10 if r < nranks - 1 else last_ops), "--mode", mode, "--first", str(first)], env=env,
@@ -360,7 +361,8 @@ def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, nam
             time.sleep(0.2)
             p = subprocess.run([CLI, "hang", d, "--json"], capture_output=True, text=True)
             try:
-                if json.loads(p.stdout)["operations"] == want_ops:
+                doc = json.loads(p.stdout)
+                if doc["operations"] == want_ops and doc.get("watchdog", {}).get("files", 0) >= hang_files:
                     break
             except ValueError:
                 pass
@@ -377,7 +379,12 @@ def test_hangs(tmp):
     if d is None:
         print("SKIP (part): hangs(): no NSC_HANG_RANK/NSC_PLUGIN")
         return
-    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
+    cli = run([CLI, "hang", d, "--json"], ok=(4,))
+    c = json.loads(cli.stdout)["hangs"]
+    # hang(): the command's own answer, in this process
+    h = A.hang(d)
+    check(h.pop("exit") == 4 and h.pop("messages") == cli.stderr and h == json.loads(cli.stdout),
+          "hang() is not what ncclscope hang --json says")
     j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
     py = A.hangs(j.ops, j.comms, j.kernel_channels)
     check(len(py) == len(c) == 1, "one stuck communicator: %s vs %s" % (py, c))
@@ -414,6 +421,10 @@ def test_hangs(tmp):
         d = hung_job(tmp, events="Coll,P2p", last_ops=last_ops, name="diverged%d.%d" % (last_ops, first),
                      first=first)
         c = json.loads(run([CLI, "hang", d, "--json"], ok=(5,) if want else (0,)).stdout)
+        h = A.hang(d, jobs=2)
+        rc = h.pop("exit")
+        h.pop("messages")
+        check(rc == (5 if want else 0) and h == c, "hang(): %s (exit %s) vs %s" % (h, rc, c))
         j = A.load(d, tables=("ops",), errors="ignore")
         check(A.hangs(j.ops, j.comms) == [] and c["hangs"] == [], "nothing seen stuck: %s" % c)
         py = A.divergences(j.ops, j.comms)
@@ -421,7 +432,16 @@ def test_hangs(tmp):
         check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"]) for v in py] == want,
               "divergences(): %s" % py)
     check(A.divergences(A.operations(JOB), A.comms(JOB)) == [], "complete traces (KernelCh): none")
-    print("ok: divergences() = ncclscope hang --json's on killed jobs recorded without KernelCh")
+    # The watchdog fired (HANG blocks in ranks 0-2's files): hang() reads
+    # them as the command does, the watchdog's view of each stuck rank
+    d = hung_job(tmp, name="watched", env_more={"NCCLSCOPE_HANG_SECONDS": "1"}, hang_files=3)
+    cli = run([CLI, "hang", d, "--json"], ok=(4,))
+    h = A.hang(d)
+    check(h.pop("exit") == 4 and h.pop("messages") == cli.stderr and h == json.loads(cli.stdout), "hang(): %s" % h)
+    check(h["watchdog"]["files"] == 3 and h["hangs"][0]["missing_ranks"] == [3] and
+          [s["rank"] for s in h["hangs"][0]["stuck_ranks"]] == [0, 1, 2], h)
+    print("ok: divergences() = ncclscope hang --json's on killed jobs recorded without KernelCh; "
+          "hang() = the command, HANG blocks included")
 
 
 def test_cluster(tmp, ops):

@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 
+#include "hang.h"
 #include "ops_table.h"
 
 static PyObject *table_dict(const struct nsc_ot_table *t) {
@@ -141,6 +142,64 @@ done:
     return out;
 }
 
+/* hang([paths], jobs) -> (exit code, report JSON text, messages text):
+ * `ncclscope hang --json` on the files (reports/hang.c), the report and the
+ * messages kept in memory instead of stdout and stderr. */
+static PyObject *py_hang(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq;
+    int jobs = 1;
+    if (!PyArg_ParseTuple(args, "O|i", &seq, &jobs))
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "hang: a list of paths");
+    if (!fast)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **enc = calloc((size_t)n + 1, sizeof(*enc));
+    const char **paths = calloc((size_t)n + 1, sizeof(*paths));
+    char *obuf = NULL, *ebuf = NULL;
+    size_t olen = 0, elen = 0;
+    FILE *out = NULL, *err = NULL;
+    PyObject *ret = NULL;
+    if (!enc || !paths) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &enc[i]))
+            goto done;
+        paths[i] = PyBytes_AS_STRING(enc[i]);
+    }
+    out = open_memstream(&obuf, &olen);
+    err = open_memstream(&ebuf, &elen);
+    if (!out || !err) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = nsc_hang(paths, (int)n, 1, jobs, out, err);
+    Py_END_ALLOW_THREADS
+    fclose(out);
+    fclose(err);
+    out = err = NULL;
+    ret = Py_BuildValue("(is#s#)", rc, obuf ? obuf : "", (Py_ssize_t)olen, ebuf ? ebuf : "",
+                        (Py_ssize_t)elen);
+done:
+    if (out)
+        fclose(out);
+    if (err)
+        fclose(err);
+    free(obuf);
+    free(ebuf);
+    for (Py_ssize_t i = 0; enc && i < n; i++)
+        Py_XDECREF(enc[i]);
+    free(enc);
+    free(paths);
+    Py_DECREF(fast);
+    return ret;
+}
+
 /* schema() -> {table: [(column, "i8"|"str"), ...]} in output order */
 static PyObject *py_schema(PyObject *self, PyObject *args) {
     (void)self;
@@ -167,6 +226,8 @@ static PyMethodDef methods[] = {
     {"job_shifts", py_job_shifts, METH_VARARGS,
      "job_shifts(paths, mode=0, max_uncertainty_ns=1e6) -> per-file clock shifts (ns)"},
     {"schema", py_schema, METH_NOARGS, "schema() -> {table: [(column, type)]}"},
+    {"hang", py_hang, METH_VARARGS,
+     "hang(paths, jobs=1) -> (exit code, `ncclscope hang --json` text, messages)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_analysis",
