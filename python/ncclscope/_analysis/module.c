@@ -183,8 +183,13 @@ static PyObject *py_hang(PyObject *self, PyObject *args) {
     fclose(out);
     fclose(err);
     out = err = NULL;
-    ret = Py_BuildValue("(is#s#)", rc, obuf ? obuf : "", (Py_ssize_t)olen, ebuf ? ebuf : "",
-                        (Py_ssize_t)elen);
+    /* Paths in messages need not be UTF-8: replaced, never an exception. */
+    PyObject *ot = PyUnicode_DecodeUTF8(obuf ? obuf : "", (Py_ssize_t)olen, "replace");
+    PyObject *et = PyUnicode_DecodeUTF8(ebuf ? ebuf : "", (Py_ssize_t)elen, "replace");
+    if (ot && et)
+        ret = Py_BuildValue("(iOO)", rc, ot, et);
+    Py_XDECREF(ot);
+    Py_XDECREF(et);
 done:
     if (out)
         fclose(out);
