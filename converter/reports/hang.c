@@ -253,6 +253,9 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
         s.nch = o.nch;
         snprintf(s.func, sizeof(s.func), "%s", o.func[0] ? o.func : "?");
         s.seq = o.seq;
+        /* on the records' clock: the earliest stuck point-to-point
+         * operation is chosen by it (report_comm) */
+        s.start_ns = nsc_decoder_mono_ns(d, o.start_ticks);
         s.kch_done = (uint32_t)__builtin_popcountll(o.ch_done);
         s.stopped = o.stopped;
         s.watchdog = 1;
@@ -694,16 +697,10 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
         for (size_t i = 0; i < j->stuck.n; i++)
             if (j->stuck.v[i].comm == comm && (!p0 || j->stuck.v[i].start_ns < p0->start_ns))
                 p0 = &j->stuck.v[i];
-        int *stuckr = calloc((size_t)cap, sizeof(int)), nstuck = 0;
-        for (size_t i = 0; i < j->stuck.n && stuckr; i++) {
+        for (size_t i = 0; i < j->stuck.n; i++) {
             const struct stuck *s = &j->stuck.v[i];
             if (s->comm != comm)
                 continue;
-            int seen = 0;
-            for (int q = 0; q < nstuck; q++)
-                seen |= stuckr[q] == s->rank;
-            if (!seen && nstuck < cap)
-                stuckr[nstuck++] = s->rank;
             /* Never posted: the peer has fewer matching operations toward
              * this rank than this rank has toward it. */
             if (traced(j, comm, s->peer) &&
@@ -765,7 +762,6 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
                 fputs("none", f);
             fputc('\n', f);
         }
-        free(stuckr);
     }
     if (json) {
         fputs("],\"completed_ranks\":", f);
@@ -1089,6 +1085,10 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
     /* Stuck communicators, in the order of their first stuck operation. */
     uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));
     size_t ncomms = 0;
+    if (!comms) { /* not "no hang": said, and the input counts as not read whole */
+        fprintf(err, "ncclscope hang: out of memory: stuck operations not reported\n");
+        j.damaged = 1;
+    }
     for (size_t i = 0; i < j.stuck.n && comms; i++) {
         size_t k = 0;
         while (k < ncomms && comms[k] != j.stuck.v[i].comm)

@@ -646,73 +646,76 @@ def hangs(ops, comms, kernel_channels=None):
       it waits for ("waits") and whether that peer posted the matching
       operation; a traced peer with fewer matching operations toward the
       rank than the rank has toward it never posted it (missing);
-    and the ranks that left no trace. Where nothing is stuck, divergences()
-    gives hang's other answer. Stuck ranks come sorted by rank (hang lists
-    them in file order); the ProxyOp details (peers, proxy_ops) are hang's
-    only. These tables hold the records alone: a file's HANG block (the
-    watchdog's view in the process, in flight dumps and traces where the
-    watchdog fired) is not in them, so there `ncclscope hang` (and hang()
-    here) may know of operations in flight whose records a flight window
-    lost."""
+    and the ranks that left no trace. Lists keep hang's order: stuck
+    operations as the files come (file, then row), one per (comm, rank,
+    event id) where several files of a process hold the same one (a later
+    file's view replaces an earlier one's in place). Where nothing is stuck,
+    divergences() gives hang's other answer. Not here: the ProxyOp details
+    (peers, proxy_ops), and a file's HANG block (the watchdog's view in the
+    process: flight dumps, traces where it fired), from which `ncclscope
+    hang` and hang() also know of operations whose records a flight window
+    lost. The earliest point-to-point operation is taken on the job's
+    aligned clock (load's align), hang's on each file's own: on several
+    hosts they may name different functions."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
-            "channels_done", "file_index", "event_id"]
-    o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks"]])
-    c = _hang_members(c)
+            "channels_done", "file_index", "event_id", "row"]
+    o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks", "file_index", "serial"]])
+    c = _hang_members(c).sort_values(["file_index", "serial"], kind="stable")
     kc = None
     if kernel_channels is not None:
         kc = _compute_all(kernel_channels[["file_index", "op_id", "channel", "stop_ns"]])[0]
         kc = kc[kc["stop_ns"] == 0]
     coll = o[o["p2p"] == 0]
-    stuck = coll[coll["stuck"] == 1]
     seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
-    p2p = o[o["p2p"] == 1]
-    pairs = p2p.groupby(["comm", "rank", "op", "peer"]).size()
+    pairs = o[o["p2p"] == 1].groupby(["comm", "rank", "op", "peer"]).size()
+    # hang.c's stuck list: in file order, deduplicated in place (dedupe_stuck)
+    order = {}
+    for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
+        order[(x.comm, x.rank, x.event_id)] = x
+    stuck = list(order.values())
 
     def stuck_row(x):
-        row = {"rank": int(x["rank"]), "enqueued": bool(x["stop_ns"]), "nch": int(x["channels"]),
-               "channels_done": int(x["channels_done"])}
+        row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns), "nch": int(x.channels),
+               "channels_done": int(x.channels_done)}
         if kc is not None:
-            open_ch = kc[(kc["file_index"] == x["file_index"]) & (kc["op_id"] == x["event_id"])]
+            open_ch = kc[(kc["file_index"] == x.file_index) & (kc["op_id"] == x.event_id)]
             row["channels"] = sorted(int(v) for v in open_ch["channel"])
         return row
 
     out = []
-    stuck_p2p = p2p[p2p["stuck"] == 1]
-    for comm in sorted(set(stuck["comm"]) | set(stuck_p2p["comm"])):
+    for comm in dict.fromkeys(x.comm for x in stuck):  # by their first stuck operation
         members = c[c["comm"] == comm]
         nranks = int(members["nranks"].max()) if len(members) else 0
         traced = set(int(r) for r in members["rank"])
-        row = {"comm": "0x" + comm, "name": members["comm_name"].iloc[0] if len(members) else "",
+        row = {"comm": "0x" + comm, "name": members["comm_name"].iloc[-1] if len(members) else "",
                "nranks": nranks}
-        s = stuck[stuck["comm"] == comm].sort_values(["seq", "op"], kind="stable")
-        if len(s):
-            target = s.iloc[0]
-            inside = s[(s["seq"] == target["seq"]) & (s["op"] == target["op"])]
-            inside_ranks = set(int(r) for r in inside["rank"])
+        mine = [x for x in stuck if x.comm == comm]
+        s = [x for x in mine if x.p2p == 0]
+        if s:
+            target = min(s, key=lambda x: (x.seq, x.op))  # the first of the lowest
+            inside = [x for x in s if x.seq == target.seq and x.op == target.op]
+            inside_ranks = set(int(x.rank) for x in inside)
             missing, done = [], []
             for r in range(nranks):
                 if r not in traced or r in inside_ranks:
                     continue
-                k = (comm, r, target["op"])
-                if k in seqs.index and seqs.loc[k, "min"] <= target["seq"] <= seqs.loc[k, "max"]:
+                k = (comm, r, target.op)
+                if k in seqs.index and seqs.loc[k, "min"] <= target.seq <= seqs.loc[k, "max"]:
                     done.append(r)
                 else:
                     missing.append(r)
-            last = [int(seqs.loc[(comm, r, target["op"]), "max"]) if (comm, r, target["op"]) in seqs.index
+            last = [int(seqs.loc[(comm, r, target.op), "max"]) if (comm, r, target.op) in seqs.index
                     else None for r in missing]
-            row.update({"op": target["op"], "seq": int(target["seq"]), "missing_ranks": missing,
+            row.update({"op": target.op, "seq": int(target.seq), "missing_ranks": missing,
                         "missing_last_seq": last, "all_inside": not missing and not done,
-                        "stuck_ranks": [stuck_row(x) for _, x in inside.sort_values("rank").iterrows()],
-                        "completed_ranks": done})
+                        "stuck_ranks": [stuck_row(x) for x in inside], "completed_ranks": done})
         else:
-            sp = stuck_p2p[stuck_p2p["comm"] == comm].sort_values(["rank", "enqueue_ns"], kind="stable")
-
             def count(rank, func, peer):
                 return int(pairs.get((comm, rank, func, peer), 0))
 
             missing, waits = set(), []
-            for _, x in sp.iterrows():
-                r, func, peer = int(x["rank"]), x["op"], int(x["peer"])
+            for x in mine:
+                r, func, peer = int(x.rank), x.op, int(x.peer)
                 match = {"Send": "Recv", "Recv": "Send"}.get(func, func)
                 posted = count(peer, match, r) >= count(r, func, peer)
                 if peer in traced and not posted:
@@ -722,9 +725,9 @@ def hangs(ops, comms, kernel_channels=None):
                        "the peer never posted the matching operation")
                 waits.append({"rank": r, "op": func, "peer": peer, "waits_for": peer,
                               "peer_posted": posted, "why": why})
-            first = sp.sort_values("enqueue_ns", kind="stable").iloc[0]
-            row.update({"op": first["op"], "seq": None, "missing_ranks": sorted(missing),
-                        "stuck_ranks": [stuck_row(x) for _, x in sp.iterrows()], "waits": waits,
+            first = min(mine, key=lambda x: x.enqueue_ns)
+            row.update({"op": first.op, "seq": None, "missing_ranks": sorted(missing),
+                        "stuck_ranks": [stuck_row(x) for x in mine], "waits": waits,
                         "completed_ranks": []})
         row["untraced_ranks"] = [r for r in range(nranks) if r not in traced]
         out.append(row)

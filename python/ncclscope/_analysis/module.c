@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <limits.h>
 #include <stdlib.h>
 
 #include "hang.h"
@@ -151,10 +152,19 @@ static PyObject *py_hang(PyObject *self, PyObject *args) {
     int jobs = 1;
     if (!PyArg_ParseTuple(args, "O|i", &seq, &jobs))
         return NULL;
+    if (PyUnicode_Check(seq) || PyBytes_Check(seq)) { /* a sequence, but of letters */
+        PyErr_SetString(PyExc_TypeError, "hang: a list of paths, not one path");
+        return NULL;
+    }
     PyObject *fast = PySequence_Fast(seq, "hang: a list of paths");
     if (!fast)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > INT_MAX) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "hang: too many paths");
+        return NULL;
+    }
     PyObject **enc = calloc((size_t)n + 1, sizeof(*enc));
     const char **paths = calloc((size_t)n + 1, sizeof(*paths));
     char *obuf = NULL, *ebuf = NULL;
@@ -173,16 +183,22 @@ static PyObject *py_hang(PyObject *self, PyObject *args) {
     out = open_memstream(&obuf, &olen);
     err = open_memstream(&ebuf, &elen);
     if (!out || !err) {
-        PyErr_NoMemory();
+        PyErr_SetFromErrno(PyExc_OSError);
         goto done;
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = nsc_hang(paths, (int)n, 1, jobs, out, err);
     Py_END_ALLOW_THREADS
-    fclose(out);
-    fclose(err);
+    /* A stream that could not grow has lost part of the report. */
+    int lost = ferror(out) | ferror(err);
+    lost |= fclose(out) != 0;
+    lost |= fclose(err) != 0;
     out = err = NULL;
+    if (lost) {
+        PyErr_NoMemory();
+        goto done;
+    }
     /* Paths in messages need not be UTF-8: replaced, never an exception. */
     PyObject *ot = PyUnicode_DecodeUTF8(obuf ? obuf : "", (Py_ssize_t)olen, "replace");
     PyObject *et = PyUnicode_DecodeUTF8(ebuf ? ebuf : "", (Py_ssize_t)elen, "replace");
