@@ -39,7 +39,10 @@ static void *ops_main(void *arg) {
     struct ops *o = arg;
     int metrics = o->cfg.metrics_dir[0] != '\0';
     uint64_t period = (uint64_t)o->cfg.metrics_seconds * 1000000000ull;
-    uint64_t next_metrics = nsc_clock_monotonic_ns() + period;
+    /* The first file right away (within POLL_MS of the session's start),
+     * then every period: a collector sees the process from its start, and
+     * a job shorter than one period still shows up while it runs. */
+    uint64_t next_metrics = nsc_clock_monotonic_ns();
     pthread_mutex_lock(&o->mu);
     while (!o->stop) {
         struct timespec dl;
