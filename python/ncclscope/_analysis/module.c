@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hang.h"
 #include "ops_table.h"
@@ -94,6 +95,57 @@ fail:
     return NULL;
 }
 
+/* A Python list of paths as C strings (file-system encoding), for the
+ * calls below; they stay valid until path_list_free, GIL released or not. */
+struct path_list {
+    PyObject **enc; /* the encoded bytes objects, owned */
+    const char **paths;
+    int n;
+};
+
+/* 0, or -1 with a Python exception set. A str or bytes is refused: it is a
+ * sequence too, of letters. */
+static int path_list_get(PyObject *seq, const char *what, struct path_list *pl) {
+    memset(pl, 0, sizeof(*pl));
+    if (PyUnicode_Check(seq) || PyBytes_Check(seq)) {
+        PyErr_Format(PyExc_TypeError, "%s: a list of paths, not one path", what);
+        return -1;
+    }
+    PyObject *fast = PySequence_Fast(seq, what);
+    if (!fast)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > INT_MAX) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "%s: too many paths", what);
+        return -1;
+    }
+    pl->enc = calloc((size_t)n + 1, sizeof(*pl->enc));
+    pl->paths = calloc((size_t)n + 1, sizeof(*pl->paths));
+    int rc = 0;
+    if (!pl->enc || !pl->paths) {
+        PyErr_NoMemory();
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &pl->enc[i]))
+            rc = -1;
+        else
+            pl->paths[i] = PyBytes_AS_STRING(pl->enc[i]);
+        pl->n = (int)i + 1; /* what path_list_free releases */
+    }
+    Py_DECREF(fast);
+    return rc;
+}
+
+static void path_list_free(struct path_list *pl) {
+    for (int i = 0; pl->enc && i < pl->n; i++)
+        Py_XDECREF(pl->enc[i]);
+    free(pl->enc);
+    free(pl->paths);
+    memset(pl, 0, sizeof(*pl));
+}
+
 /* job_shifts([paths], mode, max_uncertainty_ns) -> [shift_ns, ...];
  * ValueError when the files cannot be put on one timeline. */
 static PyObject *py_job_shifts(PyObject *self, PyObject *args) {
@@ -103,43 +155,33 @@ static PyObject *py_job_shifts(PyObject *self, PyObject *args) {
     double max_unc = 1e6;
     if (!PyArg_ParseTuple(args, "O|id", &seq, &mode, &max_unc))
         return NULL;
-    PyObject *fast = PySequence_Fast(seq, "job_shifts: a list of paths");
-    if (!fast)
+    struct path_list pl;
+    if (path_list_get(seq, "job_shifts", &pl) != 0) {
+        path_list_free(&pl);
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    PyObject **enc = calloc((size_t)n + 1, sizeof(*enc));
-    const char **paths = calloc((size_t)n + 1, sizeof(*paths));
-    int64_t *shift = calloc((size_t)n + 1, sizeof(*shift));
+    }
+    int64_t *shift = calloc((size_t)pl.n + 1, sizeof(*shift));
     PyObject *out = NULL;
     char err[1024] = "";
-    if (!enc || !paths || !shift) {
+    if (!shift) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &enc[i]))
-            goto done;
-        paths[i] = PyBytes_AS_STRING(enc[i]);
-    }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nsc_ot_job_shifts(paths, (int)n, mode, max_unc, shift, err, sizeof(err));
+    rc = nsc_ot_job_shifts(pl.paths, pl.n, mode, max_unc, shift, err, sizeof(err));
     Py_END_ALLOW_THREADS
     if (rc != 0) {
         PyErr_SetString(PyExc_ValueError, err);
         goto done;
     }
-    if (!(out = PyList_New(n)))
+    if (!(out = PyList_New(pl.n)))
         goto done;
-    for (Py_ssize_t i = 0; i < n; i++)
+    for (int i = 0; i < pl.n; i++)
         PyList_SET_ITEM(out, i, PyLong_FromLongLong(shift[i]));
 done:
-    for (Py_ssize_t i = 0; enc && i < n; i++)
-        Py_XDECREF(enc[i]);
-    free(enc);
-    free(paths);
     free(shift);
-    Py_DECREF(fast);
+    path_list_free(&pl);
     return out;
 }
 
@@ -152,43 +194,22 @@ static PyObject *py_hang(PyObject *self, PyObject *args) {
     int jobs = 1;
     if (!PyArg_ParseTuple(args, "O|i", &seq, &jobs))
         return NULL;
-    if (PyUnicode_Check(seq) || PyBytes_Check(seq)) { /* a sequence, but of letters */
-        PyErr_SetString(PyExc_TypeError, "hang: a list of paths, not one path");
+    struct path_list pl;
+    if (path_list_get(seq, "hang", &pl) != 0) {
+        path_list_free(&pl);
         return NULL;
     }
-    PyObject *fast = PySequence_Fast(seq, "hang: a list of paths");
-    if (!fast)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    if (n > INT_MAX) {
-        Py_DECREF(fast);
-        PyErr_SetString(PyExc_ValueError, "hang: too many paths");
-        return NULL;
-    }
-    PyObject **enc = calloc((size_t)n + 1, sizeof(*enc));
-    const char **paths = calloc((size_t)n + 1, sizeof(*paths));
     char *obuf = NULL, *ebuf = NULL;
     size_t olen = 0, elen = 0;
-    FILE *out = NULL, *err = NULL;
+    FILE *out = open_memstream(&obuf, &olen), *err = open_memstream(&ebuf, &elen);
     PyObject *ret = NULL;
-    if (!enc || !paths) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &enc[i]))
-            goto done;
-        paths[i] = PyBytes_AS_STRING(enc[i]);
-    }
-    out = open_memstream(&obuf, &olen);
-    err = open_memstream(&ebuf, &elen);
     if (!out || !err) {
         PyErr_SetFromErrno(PyExc_OSError);
         goto done;
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nsc_hang(paths, (int)n, 1, jobs, out, err);
+    rc = nsc_hang(pl.paths, pl.n, 1, jobs, out, err);
     Py_END_ALLOW_THREADS
     /* A stream that could not grow has lost part of the report. */
     int lost = ferror(out) | ferror(err);
@@ -213,11 +234,7 @@ done:
         fclose(err);
     free(obuf);
     free(ebuf);
-    for (Py_ssize_t i = 0; enc && i < n; i++)
-        Py_XDECREF(enc[i]);
-    free(enc);
-    free(paths);
-    Py_DECREF(fast);
+    path_list_free(&pl);
     return ret;
 }
 
