@@ -614,7 +614,7 @@ def hang(paths, jobs=1):
     short, damage). jobs: files read at once (0: the cores). Reads the files
     on the caller's machine; hangs() and divergences() are the same analyses
     on tables, for Dask, from the records alone."""
-    rc, text, msgs = _c.hang(trace_files(paths), int(jobs))
+    rc, text, msgs = _c.hang(trace_files(paths), int(jobs), 1)
     out = json.loads(text)
     out["exit"], out["messages"] = rc, msgs
     return out
@@ -835,7 +835,20 @@ def main(argv=None):
     st.add_argument("--top", type=int, default=20)
     st.add_argument("--align", choices=("auto", "realtime"), default="auto")
     st.add_argument("--max-uncertainty-us", type=float, default=1000.0)
+    hg = sub.add_parser("hang", help="`ncclscope hang`: the same code, the same output and exit codes")
+    hg.add_argument("paths", nargs="+")
+    hg.add_argument("--json", action="store_true")
+    hg.add_argument("-j", "--jobs", type=int, default=0, help="files read at once (0: the cores)")
     a = ap.parse_args(argv)
+    if a.cmd == "hang":
+        try:
+            rc, text, msgs = _c.hang(A.trace_files(a.paths), a.jobs, int(a.json))
+        except (ValueError, FileNotFoundError) as e:
+            print("ncclscope.analysis: %s" % e, file=sys.stderr)
+            return 3
+        sys.stderr.write(msgs)
+        sys.stdout.write(text)
+        return rc
     client = None
     if a.scheduler or a.scheduler_file:
         from dask.distributed import Client

@@ -398,6 +398,14 @@ def test_hangs(tmp):
     h = A.hang(d)
     check(h.pop("exit") == 4 and h.pop("messages") == cli.stderr and h == json.loads(cli.stdout),
           "hang() is not what ncclscope hang --json says")
+    # python3 -m ncclscope.analysis hang: the command's output and exit code
+    for fmt in ([], ["--json"]):
+        mine = subprocess.run([sys.executable, "-m", "ncclscope.analysis", "hang", d, *fmt], capture_output=True,
+                              text=True, env=dict(os.environ, PYTHONPATH=os.environ["NSC_BUILD_PY"]))
+        theirs = run([CLI, "hang", d, *fmt], ok=(4,))
+        check((mine.returncode, mine.stdout, mine.stderr) == (4, theirs.stdout, theirs.stderr),
+              "python3 -m ncclscope.analysis hang %s: exit %d\n%s%s" % (fmt, mine.returncode, mine.stdout,
+                                                                         mine.stderr))
     try:  # one path where a list is due: refused, not read letter by letter
         A._c.hang(d)
         fail("_analysis.hang took a str for a list of paths")

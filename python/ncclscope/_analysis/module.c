@@ -185,14 +185,14 @@ done:
     return out;
 }
 
-/* hang([paths], jobs) -> (exit code, report JSON text, messages text):
- * `ncclscope hang --json` on the files (reports/hang.c), the report and the
- * messages kept in memory instead of stdout and stderr. */
+/* hang([paths], jobs, json) -> (exit code, report text, messages text):
+ * `ncclscope hang [--json]` on the files (reports/hang.c), the report and
+ * the messages kept in memory instead of stdout and stderr. */
 static PyObject *py_hang(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *seq;
-    int jobs = 1;
-    if (!PyArg_ParseTuple(args, "O|i", &seq, &jobs))
+    int jobs = 1, json = 1;
+    if (!PyArg_ParseTuple(args, "O|ii", &seq, &jobs, &json))
         return NULL;
     struct path_list pl;
     if (path_list_get(seq, "hang", &pl) != 0) {
@@ -209,7 +209,7 @@ static PyObject *py_hang(PyObject *self, PyObject *args) {
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = nsc_hang(pl.paths, pl.n, 1, jobs, out, err);
+    rc = nsc_hang(pl.paths, pl.n, json != 0, jobs, out, err);
     Py_END_ALLOW_THREADS
     /* A stream that could not grow has lost part of the report. */
     int lost = ferror(out) | ferror(err);
@@ -265,7 +265,7 @@ static PyMethodDef methods[] = {
      "job_shifts(paths, mode=0, max_uncertainty_ns=1e6) -> per-file clock shifts (ns)"},
     {"schema", py_schema, METH_NOARGS, "schema() -> {table: [(column, type)]}"},
     {"hang", py_hang, METH_VARARGS,
-     "hang(paths, jobs=1) -> (exit code, `ncclscope hang --json` text, messages)"},
+     "hang(paths, jobs=1, json=1) -> (exit code, `ncclscope hang [--json]` text, messages)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_analysis",
