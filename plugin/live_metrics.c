@@ -33,6 +33,7 @@ void nsc_live_set_mask(uint32_t mask) {
 #define NLAT 19               /* latency buckets besides +Inf */
 #define NSIZE 7               /* size buckets */
 #define MAX_COMMS_KNOWN 4096
+#define RETAIN_MIN_NS 60000000000ull /* a finalized comm stays in the files a minute at least */
 
 static const double lat_le[NLAT] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
                                     2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25,
@@ -66,6 +67,7 @@ struct comm {
     struct nsc_comm_info info;
     uint64_t in_flight;
     uint64_t first_ticks, last_done_ticks;
+    uint64_t gone_ns;     /* the first file that showed it finalized and idle (0: none yet) */
 };
 
 struct op {
@@ -108,6 +110,7 @@ struct nsc_live {
     uint32_t ncomms;
     uint8_t dsize[65536]; /* datatype size by string id, 0: not looked up */
     uint64_t overflow;    /* ops not timed or series not created: a bound was hit */
+    uint64_t retain_ns;   /* how long a finalized comm stays in the files (nsc_live_create) */
     uint64_t done_total;
 };
 
@@ -235,6 +238,12 @@ int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, c
     snprintf(m->host, sizeof(m->host), "%s", s->host);
     m->pid = (int)s->pid;
     m->ticks_per_sec = s->ticks_per_sec ? s->ticks_per_sec : 1000000000ull;
+    /* A finalized comm's last counts stay in the file for two periods and
+     * at least a minute: a collector scraping less often than we write
+     * still sees them once (a short-lived comm could otherwise be shown in
+     * one file only, between two scrapes, and never reach Prometheus). */
+    uint64_t two = 2ull * cfg->metrics_seconds * 1000000000ull;
+    m->retain_ns = two > RETAIN_MIN_NS ? two : RETAIN_MIN_NS;
     pthread_mutex_init(&m->mu, NULL);
     L = m;
     atomic_store_explicit(&nsc_live_on, m, memory_order_relaxed);
@@ -601,8 +610,14 @@ struct snapshot {
     uint64_t overflow, done_total, now_ticks;
 };
 
+/* A finalized comm with nothing in flight that files have shown so far for
+ * retain_ns: forgotten now. */
+static int comm_expired(const struct nsc_live *m, const struct comm *c) {
+    return c->finalized && !c->in_flight && c->gone_ns && m->now_ns - c->gone_ns >= m->retain_ns;
+}
+
 /* Copies what the file shows; forgets finalized comms (and their series)
- * once shown, and restarts the interval bandwidth. Under mu. */
+ * once shown for retain_ns, and restarts the interval bandwidth. Under mu. */
 static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
     sn->series = malloc((m->nseries + 1) * sizeof(*sn->series));
     sn->comms = malloc((m->ncomms + 1) * sizeof(*sn->comms));
@@ -617,19 +632,22 @@ static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
     int dead = 0;
     for (uint32_t i = 0; i < COMMS_CAP; i++)
         if (m->comms[i].serial) {
-            sn->comms[sn->ncomms++] = m->comms[i];
-            dead += m->comms[i].finalized && !m->comms[i].in_flight;
+            struct comm *c = &m->comms[i];
+            if (c->finalized && !c->in_flight && !c->gone_ns) /* this file is the first */
+                c->gone_ns = m->now_ns ? m->now_ns : 1;
+            sn->comms[sn->ncomms++] = *c;
+            dead += comm_expired(m, c);
         }
     sn->overflow = m->overflow;
     sn->done_total = m->done_total;
     sn->now_ticks = nsc_clock_ticks();
-    if (dead) { /* rebuild both tables without the finalized comms */
+    if (dead) { /* rebuild both tables without the expired comms */
         struct comm *oc = sn->comms;
         uint32_t on = sn->ncomms;
         memset(m->comms, 0, COMMS_CAP * sizeof(*m->comms));
         m->ncomms = 0;
         for (uint32_t i = 0; i < on; i++)
-            if (!(oc[i].finalized && !oc[i].in_flight))
+            if (!comm_expired(m, &oc[i]))
                 *comm_get(m, oc[i].serial, 1) = oc[i];
         struct series *keep = malloc((m->nseries + 1) * sizeof(*keep));
         if (keep) {

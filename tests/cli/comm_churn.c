@@ -4,6 +4,7 @@
  * it (nccl/host.c):
  *
  *   comm_churn --plugin SO --comms N [--open-at-once K] [--stale-finalize]
+ *              [--linger-ms M]
  *
  * One "anchor" comm stays open throughout (so the process keeps one
  * session and one file). N comms "churn-<i>" (commHash 0xc0000000 + i,
@@ -14,11 +15,15 @@
  * is finalized a second time (each now names a slot another live comm
  * holds), and only then does each late comm run its Coll and finalize:
  * a second finalize that closed a live comm would lose that Coll.
+ * --linger-ms: once every churn comm is finalized, wait M ms (the anchor
+ *   still open) before the anchor's Coll and the end: the live metrics
+ *   write files meanwhile, after those comms ended.
  * Prints "comms N late L stale-finalizes S".
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "host.h"
 
@@ -52,7 +57,7 @@ static void one_coll(void *ctx, uint64_t seq, int rank) {
 
 int main(int argc, char **argv) {
     const char *plugin = NULL;
-    long comms = 3000, at_once = 100;
+    long comms = 3000, at_once = 100, linger_ms = 0;
     int stale = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -61,6 +66,8 @@ int main(int argc, char **argv) {
             comms = atol(argv[++i]);
         else if (!strcmp(argv[i], "--open-at-once") && i + 1 < argc)
             at_once = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--linger-ms") && i + 1 < argc)
+            linger_ms = atol(argv[++i]);
         else if (!strcmp(argv[i], "--stale-finalize"))
             stale = 1;
         else {
@@ -109,6 +116,11 @@ int main(int argc, char **argv) {
             one_coll(lctx[j], 1000000 + (uint64_t)j, (int)(j % 4));
             nsc_host_finalize(&host, lctx[j]);
         }
+    }
+    if (linger_ms > 0) {
+        struct timespec ts = {linger_ms / 1000, (linger_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
     }
     one_coll(anchor, 0, 0);
     nsc_host_finalize(&host, anchor);
