@@ -111,6 +111,7 @@ struct nsc_live {
     uint8_t dsize[65536]; /* datatype size by string id, 0: not looked up */
     uint64_t overflow;    /* ops not timed or series not created: a bound was hit */
     uint64_t retain_ns;   /* how long a finalized comm stays in the files (nsc_live_create) */
+    int compacted;        /* comm_get made room once since the last file */
     uint64_t done_total;
 };
 
@@ -156,22 +157,16 @@ static struct kid *kid_add(struct nsc_live *m, uint64_t id) {
 
 static void kid_del(struct nsc_live *m, struct kid *k) { nsc_id_map_remove_value(&m->kids, k); }
 
-static struct comm *comm_get(struct nsc_live *m, uint32_t serial, int add) {
+/* The comm's slot, or the free slot where it would go. */
+static struct comm *comm_slot(struct nsc_live *m, uint32_t serial) {
     uint32_t i = (uint32_t)(mix(serial) >> 40) & (COMMS_CAP - 1);
     while (m->comms[i].serial && m->comms[i].serial != serial)
         i = (i + 1) & (COMMS_CAP - 1);
-    if (m->comms[i].serial)
-        return &m->comms[i];
-    if (!add || m->ncomms >= MAX_COMMS_KNOWN)
-        return NULL;
-    memset(&m->comms[i], 0, sizeof(m->comms[i]));
-    m->comms[i].serial = serial;
-    m->ncomms++;
     return &m->comms[i];
 }
 
-/* Comms and series are removed only all together by rebuild() (after a
- * file was written), so they need no deletion of their own. */
+/* Comms and series are removed only all together by rebuild(), so they
+ * need no deletion of their own. */
 static uint32_t series_get(struct nsc_live *m, uint32_t serial, uint16_t func, uint8_t size,
                            uint8_t p2p) {
     uint64_t key = (uint64_t)serial << 24 | (uint64_t)func << 8 | size;
@@ -193,6 +188,74 @@ static uint32_t series_get(struct nsc_live *m, uint32_t serial, uint16_t func, u
     s->p2p = p2p;
     m->nseries++;
     return i + 1;
+}
+
+/* Both tables again from src[0..n) without the comms drop() names, nor
+ * their series. Under mu. */
+static void rebuild(struct nsc_live *m, const struct comm *src, uint32_t n,
+                    int (*drop)(const struct nsc_live *, const struct comm *)) {
+    memset(m->comms, 0, COMMS_CAP * sizeof(*m->comms));
+    m->ncomms = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!drop(m, &src[i])) {
+            *comm_slot(m, src[i].serial) = src[i];
+            m->ncomms++;
+        }
+    struct series *keep = malloc((m->nseries + 1) * sizeof(*keep));
+    if (!keep)
+        return; /* their series stay, unshown (format() skips a series without its comm) */
+    uint32_t nk = 0;
+    for (uint32_t i = 0; i < SERIES_CAP; i++)
+        if (m->series[i].serial && comm_slot(m, m->series[i].serial)->serial)
+            keep[nk++] = m->series[i];
+    memset(m->series, 0, SERIES_CAP * sizeof(*m->series));
+    m->nseries = 0;
+    for (uint32_t i = 0; i < nk; i++) {
+        uint32_t si = series_get(m, keep[i].serial, keep[i].func, keep[i].size, keep[i].p2p);
+        m->series[si - 1] = keep[i];
+    }
+    free(keep);
+}
+
+/* Ended, idle, and shown so in a file already: what gives way to a new
+ * comm when the table is full (its retention is cut short). */
+static int comm_shown_ended(const struct nsc_live *m, const struct comm *c) {
+    (void)m;
+    return c->finalized && !c->in_flight && c->gone_ns;
+}
+
+/* The comm of `serial`; with `add`, a new entry when there is none. A full
+ * table first lets ended comms already shown go (once between two files:
+ * the scan is not repeated per record while nothing can go); what still
+ * does not fit is counted in `overflow`. */
+static struct comm *comm_get(struct nsc_live *m, uint32_t serial, int add) {
+    struct comm *c = comm_slot(m, serial);
+    if (c->serial || !add)
+        return c->serial ? c : NULL;
+    if (m->ncomms >= MAX_COMMS_KNOWN && !m->compacted) {
+        m->compacted = 1;
+        struct comm *all = malloc(m->ncomms * sizeof(*all));
+        if (all) {
+            uint32_t n = 0, gone = 0;
+            for (uint32_t i = 0; i < COMMS_CAP; i++)
+                if (m->comms[i].serial) {
+                    all[n++] = m->comms[i];
+                    gone += comm_shown_ended(m, &m->comms[i]);
+                }
+            if (gone)
+                rebuild(m, all, n, comm_shown_ended);
+            free(all);
+        }
+        c = comm_slot(m, serial);
+    }
+    if (m->ncomms >= MAX_COMMS_KNOWN) {
+        m->overflow++;
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->serial = serial;
+    m->ncomms++;
+    return c;
 }
 
 /* ---- life cycle ---- */
@@ -290,6 +353,7 @@ static void complete(struct nsc_live *m, struct op *o, int timed) {
     if (c) {
         if (c->in_flight)
             c->in_flight--;
+        c->gone_ns = 0; /* after its end: its retention starts again with the next file */
         uint64_t end = o->end_ticks > o->start_ticks ? o->end_ticks : o->start_ticks;
         if (end > c->last_done_ticks)
             c->last_done_ticks = end;
@@ -365,6 +429,8 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     struct comm *c = comm_get(m, r->h.aux, 1);
     if (c && !c->first_ticks)
         c->first_ticks = r->h.ticks;
+    if (c)
+        c->gone_ns = 0; /* an operation after its end (late records): not idle */
     if (op_find(m, r->h.id))
         return; /* a duplicate id cannot happen; never track one twice */
     if (m->fifo_len == NSC_LIVE_OPS) {
@@ -478,7 +544,10 @@ void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r) {
         }
         return;
     case NSC_REC_COMM_FINALIZE: {
-        struct comm *c = comm_get(m, r->h.aux, 0);
+        /* Added when unknown: a comm whose description the drainer has not
+         * taken yet (nsc_live_comms comes later for a comm that lived less
+         * than a pass) must not enter as a live one that never ends. */
+        struct comm *c = comm_get(m, r->h.aux, 1);
         if (c)
             c->finalized = 1;
         return;
@@ -641,29 +710,9 @@ static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
     sn->overflow = m->overflow;
     sn->done_total = m->done_total;
     sn->now_ticks = nsc_clock_ticks();
-    if (dead) { /* rebuild both tables without the expired comms */
-        struct comm *oc = sn->comms;
-        uint32_t on = sn->ncomms;
-        memset(m->comms, 0, COMMS_CAP * sizeof(*m->comms));
-        m->ncomms = 0;
-        for (uint32_t i = 0; i < on; i++)
-            if (!comm_expired(m, &oc[i]))
-                *comm_get(m, oc[i].serial, 1) = oc[i];
-        struct series *keep = malloc((m->nseries + 1) * sizeof(*keep));
-        if (keep) {
-            uint32_t nk = 0;
-            for (uint32_t i = 0; i < SERIES_CAP; i++)
-                if (m->series[i].serial && comm_get(m, m->series[i].serial, 0))
-                    keep[nk++] = m->series[i];
-            memset(m->series, 0, SERIES_CAP * sizeof(*m->series));
-            m->nseries = 0;
-            for (uint32_t i = 0; i < nk; i++) {
-                uint32_t si = series_get(m, keep[i].serial, keep[i].func, keep[i].size, keep[i].p2p);
-                m->series[si - 1] = keep[i];
-            }
-            free(keep);
-        }
-    }
+    if (dead) /* both tables without the expired comms */
+        rebuild(m, sn->comms, sn->ncomms, comm_expired);
+    m->compacted = 0;
     return 0;
 }
 
@@ -761,7 +810,9 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
     for (uint32_t i = 0; i < sn->ncomms; i++) {
         const struct comm *c = &sn->comms[i];
         uint64_t last = c->last_done_ticks ? c->last_done_ticks : c->first_ticks;
-        if (!last || !c->described)
+        /* an ended comm waits for nothing: no gauge that would only grow
+         * (and fire a hang alert) through its retention */
+        if (!last || !c->described || c->finalized)
             continue;
         fputs("ncclscope_seconds_since_last_completion{", f);
         comm_labels(f, c);

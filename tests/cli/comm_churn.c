@@ -4,7 +4,7 @@
  * it (nccl/host.c):
  *
  *   comm_churn --plugin SO --comms N [--open-at-once K] [--stale-finalize]
- *              [--linger-ms M]
+ *              [--linger-ms M] [--idle I]
  *
  * One "anchor" comm stays open throughout (so the process keeps one
  * session and one file). N comms "churn-<i>" (commHash 0xc0000000 + i,
@@ -18,6 +18,10 @@
  * --linger-ms: once every churn comm is finalized, wait M ms (the anchor
  *   still open) before the anchor's Coll and the end: the live metrics
  *   write files meanwhile, after those comms ended.
+ * --idle I: first, I comms "idle-<k>" (commHash 0xe0000000 + k) are
+ *   created and finalized with no operation, then (with --linger-ms) M ms
+ *   pass before the churn: more ended comms than the live metrics follow
+ *   at once (4,096), shown ended in a file before the churn comms come.
  * Prints "comms N late L stale-finalizes S".
  */
 #include <stdio.h>
@@ -55,9 +59,15 @@ static void one_coll(void *ctx, uint64_t seq, int rank) {
     nsc_host_stop(&host, h);
 }
 
+static void linger(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 int main(int argc, char **argv) {
     const char *plugin = NULL;
-    long comms = 3000, at_once = 100, linger_ms = 0;
+    long comms = 3000, at_once = 100, linger_ms = 0, idle = 0;
     int stale = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -68,6 +78,8 @@ int main(int argc, char **argv) {
             at_once = atol(argv[++i]);
         else if (!strcmp(argv[i], "--linger-ms") && i + 1 < argc)
             linger_ms = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--idle") && i + 1 < argc)
+            idle = atol(argv[++i]);
         else if (!strcmp(argv[i], "--stale-finalize"))
             stale = 1;
         else {
@@ -91,6 +103,15 @@ int main(int argc, char **argv) {
     if (!ctx)
         return 1;
     char name[64];
+    for (long k = 0; k < idle; k++) {
+        void *c;
+        snprintf(name, sizeof(name), "idle-%ld", k);
+        if (comm_init(&c, 0xe0000000ull + (uint64_t)k, name, (int)(k % 4)) != 0)
+            return 1;
+        nsc_host_finalize(&host, c);
+    }
+    if (idle)
+        linger(linger_ms);
     for (long i = 0; i < comms; i++) {
         snprintf(name, sizeof(name), "churn-%ld", i);
         if (comm_init(&ctx[i], 0xc0000000ull + (uint64_t)i, name, (int)(i % 4)) != 0)
@@ -117,11 +138,7 @@ int main(int argc, char **argv) {
             nsc_host_finalize(&host, lctx[j]);
         }
     }
-    if (linger_ms > 0) {
-        struct timespec ts = {linger_ms / 1000, (linger_ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0)
-            ;
-    }
+    linger(linger_ms);
     one_coll(anchor, 0, 0);
     nsc_host_finalize(&host, anchor);
     free(ctx);

@@ -89,15 +89,19 @@ def check_converted(files, d, want):
     check(all(n == 1 for n in seen.values()), "a comm's AllReduce appears twice")
 
 
-def check_metrics(driver):
+def check_metrics(driver, idle=0):
     """Live metrics keep a finalized comm's last counts for a while (a
     minute at least: a collector scraping less often than they are written
     still sees them): 40 comms each run an AllReduce and end, then the
     process lingers 2.5 s while the file is rewritten every second; the
-    file left at the end (NCCLSCOPE_METRICS_KEEP) still counts all 40."""
+    file left at the end (NCCLSCOPE_METRICS_KEEP) still counts all 40.
+    idle: that many comms end without an operation first and are shown
+    ended in a file (more than the 4,096 the metrics follow): they give way
+    to the 40, which must all be counted still."""
     _, plugin, _ = env_paths()
     d, m = tmpdir(), tmpdir()
-    run([driver, "--plugin", plugin, "--comms", "40", "--open-at-once", "5", "--linger-ms", "2500"],
+    run([driver, "--plugin", plugin, "--comms", "40", "--open-at-once", "5", "--linger-ms", "2500",
+         "--idle", str(idle)],
         env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_METRICS_DIR": m, "NCCLSCOPE_METRICS_SECONDS": "1",
              "NCCLSCOPE_METRICS_KEEP": "1"})
     proms = [os.path.join(m, f) for f in os.listdir(m) if f.endswith(".prom")]
@@ -116,13 +120,14 @@ def check_metrics(driver):
 def main():
     driver = sys.argv[1]
     kept = check_metrics(driver)
+    check_metrics(driver, idle=4200)
     n = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "3600000", "NCCLSCOPE_DRAIN_US": "3600000000"},
                   ["--open-at-once", "100", "--stale-finalize"], True, True)
     m = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "1", "NCCLSCOPE_DRAIN_US": "100"},
                   ["--open-at-once", "1000"], False, False)
     print("ok: %d comms with a stalled flusher (%d stale finalizes counted, no live comm harmed), "
           "%d with a flusher taking every millisecond; every description in the trace; %d ended comms' "
-          "counts still in the live metrics after 2.5 s" % (n, CHURN, m, kept))
+          "counts still in the live metrics after 2.5 s, also after 4,200 ended comms" % (n, CHURN, m, kept))
 
 
 main()
