@@ -28,6 +28,11 @@ struct seqs {
     char func[32];
     uint64_t min, max, n;
     int unrecorded; /* a file of this rank records no KernelCh: completion unseen */
+    /* The highest seqNumber whose every channel's kernel was seen to stop:
+     * the ones before it completed too (a comm's collectives run in order
+     * on one stream), whatever their own records lack. */
+    uint64_t done_max;
+    int has_done;
 };
 
 /* Point-to-point operations a rank enqueued, per (comm, rank, function, peer). */
@@ -87,6 +92,7 @@ struct job {
     VEC(struct stuck) stuck;
     int damaged;
     uint64_t ops;
+    uint64_t overtaken; /* left open below a completed seqNumber: not stuck */
     /* From the files' latest HANG blocks: how many had one, and what their
      * watchdogs could not watch (a full slab) or attach (orphans). */
     int hang_files;
@@ -182,6 +188,14 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     if (!op->at_end || !is_stuck(op, fr->mask)) {
         /* Completed: a HANG block's operation with this id was not stuck
          * after all (the watchdog fired, then it went on). */
+        if (!op->is_p2p && (fr->mask & (1u << NSC_ET_KERNEL_CH)) && op->nch &&
+            op->kernel_channels_done >= (uint32_t)op->nch) {
+            struct seqs *s = seqs_of(j, op->comm_id, op->rank, func);
+            if (s && (!s->has_done || op->seq > s->done_max)) {
+                s->done_max = op->seq;
+                s->has_done = 1;
+            }
+        }
         fr->recent[fr->nrecent++ % RECENT] = op->id;
         for (size_t i = 0; i < fr->wd.n; i++)
             if (fr->wd.v[i].id == op->id)
@@ -971,6 +985,38 @@ static void dedupe_stuck(struct job *j) {
     j->stuck.n = n;
 }
 
+/* A collective left open below a seqNumber its rank was seen to complete
+ * (same comm and function) completed too: what it lacks is a lost child
+ * record (a flight window that began inside it, a KernelCh stop never
+ * delivered), not a hang. The watchdog retires such operations in the
+ * process (op_state.c, overtaken()); this is the same rule on the records,
+ * after every file is read (the completion may be in another file of the
+ * process). */
+static void drop_overtaken(struct job *j) {
+    const struct seqs **S = malloc((j->seqs.n ? j->seqs.n : 1) * sizeof(*S));
+    if (!S)
+        return; /* the rule unapplied: more is reported stuck, nothing is hidden */
+    for (size_t i = 0; i < j->seqs.n; i++)
+        S[i] = &j->seqs.v[i];
+    qsort(S, j->seqs.n, sizeof(*S), cmp_seqs_ptr);
+    size_t n = 0;
+    for (size_t i = 0; i < j->stuck.n; i++) {
+        struct stuck *s = &j->stuck.v[i];
+        struct seqs key = {.comm = s->comm, .rank = s->rank};
+        memcpy(key.func, s->func, sizeof(key.func));
+        const struct seqs *pk = &key, **q =
+            s->is_p2p ? NULL : bsearch(&pk, S, j->seqs.n, sizeof(*S), cmp_seqs_ptr);
+        if (q && (*q)->has_done && (*q)->done_max > s->seq) {
+            free_stuck(s);
+            j->overtaken++;
+            continue;
+        }
+        j->stuck.v[n++] = *s;
+    }
+    j->stuck.n = n;
+    free(S);
+}
+
 /* One file into job *j (a file's own job under -j): its records, its HANG
  * blocks, its members. Messages go to err. */
 static void read_file(struct job *j, const char *path, FILE *err) {
@@ -1018,6 +1064,10 @@ static void merge_job(struct job *w, struct job *p) {
             q->max = s->max;
         q->n += s->n;
         q->unrecorded |= s->unrecorded;
+        if (s->has_done && (!q->has_done || s->done_max > q->done_max)) {
+            q->done_max = s->done_max;
+            q->has_done = 1;
+        }
     }
     for (size_t i = 0; i < p->pairs.n; i++) {
         const struct pairs *s = &p->pairs.v[i];
@@ -1035,6 +1085,7 @@ static void merge_job(struct job *w, struct job *p) {
     }
     w->damaged |= p->damaged;
     w->ops += p->ops;
+    w->overtaken += p->overtaken;
     w->hang_files += p->hang_files;
     w->unwatched += p->unwatched;
     w->orphans += p->orphans;
@@ -1082,6 +1133,7 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
     for (int i = 0; i < nfiles && !done; i++) /* -j 1, or no thread could start */
         read_file(&j, files[i], err);
     dedupe_stuck(&j);
+    drop_overtaken(&j);
     /* Stuck communicators, in the order of their first stuck operation. */
     uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));
     size_t ncomms = 0;
@@ -1152,8 +1204,9 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         if (j.hang_files)
             fprintf(out, ",\"watchdog\":{\"files\":%d,\"unwatched_events\":%llu,\"orphan_events\":%llu}",
                     j.hang_files, (unsigned long long)j.unwatched, (unsigned long long)j.orphans);
-        fprintf(out, ",\"files\":%d,\"operations\":%llu,\"damaged\":%s}\n", nfiles,
-                (unsigned long long)j.ops, j.damaged ? "true" : "false");
+        fprintf(out, ",\"files\":%d,\"operations\":%llu,\"overtaken\":%llu,\"damaged\":%s}\n",
+                nfiles, (unsigned long long)j.ops, (unsigned long long)j.overtaken,
+                j.damaged ? "true" : "false");
     } else if (!ncomms && !j.unrecorded_files) {
         fprintf(out, "no hang found: every operation of %d file(s) completed (%llu operations)\n",
                 nfiles, (unsigned long long)j.ops);
@@ -1167,6 +1220,12 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
                 "orphan(s) (children of operations it had retired), in the HANG blocks of %d "
                 "file(s); what they did comes from the records\n",
                 (unsigned long long)j.unwatched, (unsigned long long)j.orphans, j.hang_files);
+    if (!json && j.overtaken)
+        fprintf(out,
+                "%llu collective(s) left open below a later one their rank completed (same "
+                "communicator and function) are not counted as stuck: a lost child record (a "
+                "flight window that began inside it, a KernelCh stop never delivered)\n",
+                (unsigned long long)j.overtaken);
     free(comms);
     for (size_t i = 0; i < j.stuck.n; i++)
         free_stuck(&j.stuck.v[i]);

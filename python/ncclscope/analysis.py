@@ -654,11 +654,14 @@ def hangs(ops, comms, kernel_channels=None):
     (peers, proxy_ops), and a file's HANG block (the watchdog's view in the
     process: flight dumps, traces where it fired), from which `ncclscope
     hang` and hang() also know of operations whose records a flight window
-    lost. The earliest point-to-point operation is taken on the job's
+    lost. A collective left open below a seqNumber its rank completed (every
+    channel's KernelCh stopped; same comm and function) completed too, as a
+    comm's collectives run in order on one stream: it is not stuck (a lost
+    child record), as in hang. The earliest point-to-point operation is taken on the job's
     aligned clock (load's align), hang's on each file's own: on several
     hosts they may name different functions."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
-            "channels_done", "file_index", "event_id", "row"]
+            "channels_done", "kernel_ch_recorded", "file_index", "event_id", "row"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks", "file_index", "serial"]])
     c = _hang_members(c).sort_values(["file_index", "serial"], kind="stable")
     kc = None
@@ -672,7 +675,12 @@ def hangs(ops, comms, kernel_channels=None):
     order = {}
     for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
         order[(x.comm, x.rank, x.event_id)] = x
-    stuck = list(order.values())
+    # hang.c's drop_overtaken: below a seqNumber the rank was seen to complete
+    proven = coll[(coll["stuck"] == 0) & (coll["kernel_ch_recorded"] == 1) & (coll["channels"] > 0) &
+                  (coll["channels_done"] >= coll["channels"])]
+    done_max = proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
+    stuck = [x for x in order.values()
+             if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
 
     def stuck_row(x):
         row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns), "nch": int(x.channels),

@@ -4,7 +4,7 @@
  * kill them all with SIGKILL:
  *
  *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p [--gate]
- *             [--first S]
+ *             [--first S] [--lose Q]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -21,6 +21,10 @@
  *   touched dump-all takes that change for an earlier job's and never dumps).
  * --first S: coll's seqNumbers are S .. S+K-1, as in a trace that lost its
  *   first S collectives (a flight window, deleted segments).
+ * --lose Q: coll's seqNumber Q never records channel 0's KernelCh stop, as
+ *   where a flight window began between that child's START and the rest of
+ *   its operation, or a stop went missing; the later collectives complete,
+ *   so Q did too (a comm's collectives run in order on one stream).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +44,9 @@ static void *start(nsc_abi_descr_v7 *d) {
     return h;
 }
 
-/* A channel's GPU work and its proxy; `stuck`: it never finishes. */
-static void channel(void *op, int ch, int peer, int is_send, long i, int stuck) {
+/* A channel's GPU work and its proxy; `stuck`: it never finishes; `lost`:
+ * it finishes, but its KernelCh stop is not recorded. */
+static void channel(void *op, int ch, int peer, int is_send, long i, int stuck, int lost) {
     uint64_t g = 1000000000ull + 1000000ull * (uint64_t)i + 1000ull * (uint64_t)ch;
     nsc_abi_descr_v7 d;
     memset(&d, 0, sizeof(d));
@@ -74,6 +79,8 @@ static void channel(void *op, int ch, int peer, int is_send, long i, int stuck) 
                    4096);
     nsc_host_stop(&host, pst);
     nsc_host_stop(&host, pop);
+    if (lost)
+        return;
     nsc_host_state(&host, kch, NSC_ABI_KERNEL_CH_STOP, g + 500);
     nsc_host_stop(&host, kch);
 }
@@ -88,7 +95,7 @@ static void hung(void) {
 int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "coll";
     int nranks = 4;
-    long ops = 10, first = 0;
+    long ops = 10, first = 0, lose = -1;
     int gate = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -103,6 +110,8 @@ int main(int argc, char **argv) {
             mode = argv[++i];
         else if (!strcmp(argv[i], "--first") && i + 1 < argc)
             first = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--lose") && i + 1 < argc)
+            lose = atol(argv[++i]);
         else if (!strcmp(argv[i], "--gate"))
             gate = 1;
         else {
@@ -150,7 +159,7 @@ int main(int argc, char **argv) {
             d.p2p.nChannels = 1;
             void *op = start(&d);
             nsc_host_stop(&host, op);
-            channel(op, 0, 1 - rank, rank == 0, i, last);
+            channel(op, 0, 1 - rank, rank == 0, i, last, 0);
         } else {
             if (last && rank == nranks - 1)
                 hung(); /* skips the collective */
@@ -164,8 +173,8 @@ int main(int argc, char **argv) {
             d.coll.nChannels = 2;
             void *op = start(&d);
             nsc_host_stop(&host, op);
-            channel(op, 1, (rank + 1) % nranks, 1, i, 0);
-            channel(op, 0, (rank + 1) % nranks, 1, i, last);
+            channel(op, 1, (rank + 1) % nranks, 1, i, 0, 0);
+            channel(op, 0, (rank + 1) % nranks, 1, i, last, first + i == lose);
         }
     }
     hung();

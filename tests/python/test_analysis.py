@@ -333,13 +333,14 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 
 
 def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung", mode="coll",
-             first=0, env_more=None, hang_files=0):
+             first=0, env_more=None, hang_files=0, lose=-1):
     """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
     seqNumber 9 that rank 3 never enters (it runs last_ops - 1), ranks 0-2
     stuck inside it (with KernelCh recorded; without it they count as having
     completed it). mode "p2p": 2 ranks, rank 0's 10th Send never received
     (rank 1 posts 9 Recvs). first: coll's seqNumbers start there (a
-    history that lost its first ones). hang_files: wait also until that
+    history that lost its first ones). lose: that seqNumber records no stop
+    of its channel 0's KernelCh (a lost child record). hang_files: wait also until that
     many files hold a HANG block (env_more: NCCLSCOPE_HANG_SECONDS)."""
     driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
     if not driver or not plugin:
@@ -349,7 +350,8 @@ def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, nam
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events, **(env_more or {}))
     nranks = 2 if mode == "p2p" else 4
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks), "--ops",
-                               str(10 if r < nranks - 1 else last_ops), "--mode", mode, "--first", str(first)], env=env,
+                               str(10 if r < nranks - 1 else last_ops), "--mode", mode, "--first", str(first),
+                               "--lose", str(lose)], env=env,
                               stdout=subprocess.PIPE, text=True)
              for r in range(nranks)]
     want_ops = 19 if mode == "p2p" else 29 + last_ops
@@ -431,6 +433,16 @@ def test_hangs(tmp):
     py2 = A.hangs(j2.ops, j2.comms, j2.kernel_channels)
     same_hangs(py2, c2, "coll, files twice")
     check([s["rank"] for s in py2[0]["stuck_ranks"]] == [0, 1, 2], py2)
+    # AllReduce 3 left open in every rank's records (one KernelCh stop
+    # lost) below the completed 4..8: not stuck, as hang's drop_overtaken
+    dl = hung_job(tmp, name="lost", lose=3)
+    cl = json.loads(run([CLI, "hang", dl, "--json"], ok=(4,)).stdout)
+    jl = A.load(dl, tables=("ops", "kernel_channels"), errors="ignore")
+    pyl = A.hangs(jl.ops, jl.comms, jl.kernel_channels)
+    same_hangs(pyl, cl["hangs"], "coll, a lost KernelCh stop")
+    check(cl["overtaken"] == 4 and len(pyl) == 1 and pyl[0]["seq"] == 9 and pyl[0]["missing_ranks"] == [3],
+          pyl)
+    check(int(jl.ops["stuck"].sum()) == 7, "the ops table keeps the records' view: 3 stuck at 9, 4 at 3")
     # point-to-point: rank 0's last Send waits for a Recv rank 1 never posted
     d = hung_job(tmp, name="p2p", mode="p2p")
     c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
