@@ -10,8 +10,8 @@
  * NCCL's own adapters make in reverse; those NCCL versions are old and the
  * copy costs a few nanoseconds.
  *
- * Every callback returns success. Only init can fail, which makes NCCL run
- * that communicator without us.
+ * Every callback returns success, init too: a comm we cannot take runs
+ * without us (init_common says why init does not fail).
  */
 #include <string.h>
 
@@ -301,11 +301,22 @@ static nsc_abi_result init_common(int version, void **ctx, int *mask, uint64_t c
                                   const char *name, int nnodes, int nranks, int rank,
                                   nsc_abi_logger logfn) {
     *ctx = NULL;
-    uint32_t m = 0;
+    uint32_t m = UINT32_MAX;
     struct nsc_comm *c =
         nsc_session_comm_open(version, comm_id, name, nnodes, nranks, rank, logfn, &m);
-    if (!c)
-        return NSC_ABI_INTERNAL_ERROR;
+    if (!c) {
+        /* Not a failure for NCCL, which handles one badly: 2.29 and later
+         * unload the plugin on it and once more at the comm's finalize, so
+         * its reference count drops twice and the plugin is unloaded under
+         * the comms still using it; 2.23-2.27 stop profiling every comm of
+         * the process. So the comm gets no context (finalize ignores NULL;
+         * its events, if the process-wide mask brings any, are counted as
+         * invalid_context), and where nothing records in this process
+         * NCCL is told to deliver nothing. */
+        if (m == 0)
+            *mask = 0;
+        return NSC_ABI_SUCCESS;
+    }
     nsc_chain_comm_open(c, comm_id, name, nnodes, nranks, rank, logfn);
     /* Ours or'ed with the chained plugin's, only what this version defines
      * (KernelPhase brings KernelCh, which NCCL 2.31 would otherwise turn on

@@ -109,7 +109,9 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
     nsc_log_set_logger(logfn);
     pthread_mutex_lock(&lock);
     struct nsc_comm *c = NULL;
-    if (!forked_child && (session_open || open_session(api_version) == 0)) {
+    if (forked_child || !(session_open || open_session(api_version) == 0))
+        *mask = 0;
+    else {
         c = nsc_comm_open(comm_id, name, nnodes, nranks, rank, nsc_clock_ticks());
         if (c) /* hook: the watchdog's per-comm state starts over (op_state.h) */
             nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);

@@ -22,8 +22,10 @@ extern int nsc_session_pid;
  * just after the clear waits in its ring for the next session. */
 extern _Atomic int nsc_session_live;
 
-/* init: opens the session on first use and a comm slot. Returns the comm,
- * or NULL (the plugin is then disabled for this comm; init fails). */
+/* init: opens the session on first use and a comm slot. Returns the comm
+ * (*mask: what to record), or NULL: the comm runs without us, and *mask is
+ * 0 when nothing records in this process (no session could open, a forked
+ * child), untouched when others comms do (more than NSC_MAX_COMMS open). */
 struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const char *name,
                                        int nnodes, int nranks, int rank, nsc_abi_logger logfn,
                                        uint32_t *mask);

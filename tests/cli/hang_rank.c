@@ -131,10 +131,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hang_rank: %s\n", plugin ? err : "--plugin is required");
         return 1;
     }
-    int mask = 0;
-    if (nsc_host_init(&host, &ctx, p2p ? 0x4a4e470002ull : 0x4a4e470001ull, &mask,
-                      p2p ? "hang-p2p" : "hang-coll", 1, nranks, rank) != 0 || !ctx) {
-        fprintf(stderr, "hang_rank: init failed\n");
+    int mask = -1; /* as NCCL's word before init: the plugin must write it */
+    int rc = nsc_host_init(&host, &ctx, p2p ? 0x4a4e470002ull : 0x4a4e470001ull, &mask,
+                           p2p ? "hang-p2p" : "hang-coll", 1, nranks, rank);
+    if (rc != 0 || !ctx) {
+        /* The plugin's init never fails (nccl_api.c): a comm it cannot
+         * take gets no context, and NCCL is told to deliver nothing. */
+        fprintf(stderr, "hang_rank: init failed: returned %d, %s context, mask %d\n", rc,
+                ctx ? "a" : "no", mask);
         return 1;
     }
     if (gate) {
