@@ -14,7 +14,11 @@
  * then fill every slot besides the anchor's, every churn comm's context
  * is finalized a second time (each now names a slot another live comm
  * holds), and only then does each late comm run its Coll and finalize:
- * a second finalize that closed a live comm would lose that Coll.
+ * a second finalize that closed a live comm would lose that Coll. With
+ * every slot taken, one more comm "over" must be refused without failing
+ * init (a failed init makes NCCL 2.29+ unload the plugin under the others):
+ * init returns 0, no context, the mask left as it was; its Coll is counted
+ * as an unknown context.
  * --linger-ms: once every churn comm is finalized, wait M ms (the anchor
  *   still open) before the anchor's Coll and the end: the live metrics
  *   write files meanwhile, after those comms ended.
@@ -131,6 +135,16 @@ int main(int argc, char **argv) {
             if (comm_init(&lctx[late], 0xd0000000ull + (uint64_t)late, name, (int)(late % 4)) != 0)
                 return 1;
         }
+        void *octx = (void *)1;
+        int omask = 0x5a5a;
+        int rc = nsc_host_init(&host, &octx, 0xf0000000ull, &omask, "over", 1, 4, 0);
+        if (rc != 0 || octx || omask != 0x5a5a) {
+            fprintf(stderr, "comm_churn: the comm past the table: init returned %d, %s context, "
+                            "mask %#x (want 0, none, 0x5a5a)\n", rc, octx ? "a" : "no", omask);
+            return 1;
+        }
+        one_coll(octx, 0, 0);
+        nsc_host_finalize(&host, octx);
         for (long i = 0; i < comms; i++, stale_calls++)
             nsc_host_finalize(&host, ctx[i]);
         for (long j = 0; j < LATE; j++) {
