@@ -5,6 +5,7 @@
 #include "nccl_v1_names.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,17 +65,78 @@ void nsc_host_unload(struct nsc_host *h) {
 
 uint32_t nsc_host_type_mask(const struct nsc_host *h) { return nsc_types_in_api(h->version); }
 
+/* v1-v3: init does not tell the plugin its comm; NCCL puts the commHash
+ * and the comm's name into every Coll and P2p descriptor instead. The host
+ * keeps them per context (under a lock: only these versions pay it). */
+#define HOST_COMMS 4096
+static struct {
+    const void *ctx;
+    uint64_t id;
+    char name[96]; /* a copy: the caller's buffer may be reused (NULL stays NULL) */
+    int has_name;
+} host_comms[HOST_COMMS];
+static pthread_mutex_t host_comms_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void comm_note(const void *ctx, uint64_t id, const char *name) {
+    pthread_mutex_lock(&host_comms_lock);
+    for (int i = 0; i < HOST_COMMS; i++)
+        if (!host_comms[i].ctx) {
+            host_comms[i].ctx = ctx;
+            host_comms[i].id = id;
+            snprintf(host_comms[i].name, sizeof(host_comms[i].name), "%s", name ? name : "");
+            host_comms[i].has_name = name != NULL;
+            break;
+        }
+    pthread_mutex_unlock(&host_comms_lock);
+}
+
+static void comm_forget(const void *ctx) {
+    pthread_mutex_lock(&host_comms_lock);
+    for (int i = 0; i < HOST_COMMS; i++)
+        if (host_comms[i].ctx == ctx)
+            host_comms[i].ctx = NULL;
+    pthread_mutex_unlock(&host_comms_lock);
+}
+
+static void comm_find(const void *ctx, uint64_t *id, const char **name) {
+    *id = 0;
+    *name = NULL;
+    pthread_mutex_lock(&host_comms_lock);
+    for (int i = 0; i < HOST_COMMS; i++)
+        if (host_comms[i].ctx == ctx) {
+            *id = host_comms[i].id;
+            *name = host_comms[i].has_name ? host_comms[i].name : NULL;
+            break;
+        }
+    pthread_mutex_unlock(&host_comms_lock);
+}
+
 int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, const char *name,
                   int nnodes, int nranks, int rank) {
     *ctx = NULL;
+    if (h->version <= 3) {
+        int rc = ((const nsc_abi_profiler_v1 *)h->table)->init(ctx, mask);
+        if (rc == 0 && *ctx)
+            comm_note(*ctx, comm_id, name);
+        return rc;
+    }
     if (h->version >= 5)
         return ((const nsc_abi_profiler_v5 *)h->table)
             ->init(ctx, comm_id, mask, name, nnodes, nranks, rank, host_logger);
     if (h->version == 4)
         return ((const nsc_abi_profiler_v4 *)h->table)
             ->init(ctx, mask, name, comm_id, nnodes, nranks, rank, host_logger);
-    return ((const nsc_abi_profiler_v1 *)h->table)->init(ctx, mask);
+    return 0; /* not reached: v1-v3 above */
 }
+
+/* A v1-v3 Coll's or P2p's comm, as NCCL fills it in. */
+#define comm_descr(ctx, o)                                                                     \
+    do {                                                                                       \
+        if ((o)->type == NSC_ABI_COLL)                                                         \
+            comm_find(ctx, &(o)->coll.commHash, &(o)->coll.name);                              \
+        else if ((o)->type == NSC_ABI_P2P)                                                     \
+            comm_find(ctx, &(o)->p2p.commHash, &(o)->p2p.name);                                \
+    } while (0)
 
 /* v1..v4 descriptors from a v7 one, member by member as the NSC_LIFT_*
  * rows of nccl/event_schema.def say (the plugin's lift up, reversed). The
@@ -138,6 +200,7 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
         default:
             break;
         }
+        comm_descr(ctx, &o);
         t->startEvent(ctx, handle, &o);
         return 1;
     }
@@ -152,6 +215,7 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
         default:
             break;
         }
+        comm_descr(ctx, &o);
         t->startEvent(ctx, handle, &o);
         return 1;
     }
@@ -166,6 +230,7 @@ int nsc_host_start(const struct nsc_host *h, void *ctx, void **handle, const nsc
         default:
             break;
         }
+        comm_descr(ctx, &o);
         t->startEvent(ctx, handle, &o);
         return 1;
     }
@@ -218,6 +283,8 @@ int nsc_host_state(const struct nsc_host *h, void *handle, int state, uint64_t a
 }
 
 void nsc_host_finalize(const struct nsc_host *h, void *ctx) {
+    if (ctx && h->version <= 3)
+        comm_forget(ctx);
     if (ctx)
         ((const nsc_abi_profiler_v5 *)h->table)->finalize(ctx);
 }

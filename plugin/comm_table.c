@@ -81,6 +81,7 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
          * startup barrier, a new subgroup's first collective) is watched
          * too. Within a node it learns from its first ProxyOp. */
         atomic_store_explicit(&c->proxied, nnodes > 1, memory_order_relaxed);
+        atomic_store_explicit(&c->learning, rank < 0 || !comm_id, memory_order_relaxed);
         memset(&c->info, 0, sizeof(c->info));
         c->info.serial = c->serial;
         c->info.rank = rank;
@@ -139,12 +140,21 @@ unsigned nsc_comm_active_count(void) {
     return n;
 }
 
-void nsc_comm_learn_rank_slow(struct nsc_comm *c, int rank) {
+void nsc_comm_learn_slow(struct nsc_comm *c, int rank, uint64_t comm_id, const char *name) {
     pthread_mutex_lock(&lock);
-    if (c->in_use && atomic_load_explicit(&c->rank, memory_order_relaxed) < 0 && rank >= 0) {
-        atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
-        c->info.rank = rank;
-        c->dirty = 1;
+    if (c->in_use && atomic_load_explicit(&c->learning, memory_order_relaxed)) {
+        if (atomic_load_explicit(&c->rank, memory_order_relaxed) < 0 && rank >= 0) {
+            atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
+            c->info.rank = rank;
+            c->dirty = 1;
+        }
+        if (!c->info.comm_id && comm_id) {
+            c->info.comm_id = comm_id;
+            snprintf(c->info.name, sizeof(c->info.name), "%s", name ? name : "");
+            c->dirty = 1;
+        }
+        if (c->info.rank >= 0 && c->info.comm_id)
+            atomic_store_explicit(&c->learning, 0, memory_order_relaxed);
     }
     pthread_mutex_unlock(&lock);
 }

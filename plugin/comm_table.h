@@ -22,13 +22,13 @@
  * Who calls what, concurrently:
  *   - nsc_comm_from_context(): any callback, any thread (hot path, no lock);
  *   - nsc_comm_open(), nsc_comm_claim_context(), nsc_comm_close(),
- *     nsc_comm_learn_rank_slow(), nsc_comm_reset_pending(): init, finalize
+ *     nsc_comm_learn_slow(), nsc_comm_reset_pending(): init, finalize
  *     and the first descriptors of v1-v3 (slow path, the table's mutex);
  *   - nsc_comm_take_pending(), nsc_comm_overflows(): the flusher (the same
  *     mutex for take, held only to copy; never across I/O).
  *
  * Descriptions for the trace. A slot is marked dirty when its description
- * changes (open; the rank learnt later); the flusher's take copies dirty
+ * changes (open; rank, commHash or name learnt later); the flusher's take copies dirty
  * slots and clears the mark, so updates coalesce and nothing is queued per
  * event. A slot closed while still dirty first moves its description to a
  * retired list, which the next take drains before anything else: a closed
@@ -68,13 +68,16 @@ struct nsc_comm {
      * context check just before a finalize may set it on the slot's next
      * comm: that comm then takes slots it did not need, nothing worse. */
     _Atomic uint32_t proxied;
+    /* 1 while the rank or the commHash is unknown (v1-v3: their init does
+     * not tell them; descriptors do). RELAXED, cleared once under the lock. */
+    _Atomic uint32_t learning;
     struct nsc_comm_info info;
     uint32_t in_use;       /* lock: taken, until nsc_comm_close */
     uint32_t dirty;        /* lock: info changed since the flusher last took it */
     char pad[256 - 24 - sizeof(struct nsc_comm_info) - 8];
 };
 _Static_assert(sizeof(struct nsc_comm) == 256, "comm slot");
-_Static_assert(offsetof(struct nsc_comm, info) == 24, "gen, serial, rank and proxied first");
+_Static_assert(offsetof(struct nsc_comm, info) == 24, "gen, serial, rank, proxied, learning first");
 
 extern struct nsc_comm nsc_comms[NSC_MAX_COMMS];
 
@@ -108,12 +111,15 @@ void nsc_comm_close(struct nsc_comm *c);
 /* Number of taken slots. */
 unsigned nsc_comm_active_count(void);
 
-/* v1-v3: NCCL's init does not tell the rank; the first descriptor does.
- * Cheap when already known (one relaxed load). */
-void nsc_comm_learn_rank_slow(struct nsc_comm *c, int rank);
-static inline void nsc_comm_learn_rank(struct nsc_comm *c, int rank) {
-    if (__builtin_expect(atomic_load_explicit(&c->rank, memory_order_relaxed) < 0, 0))
-        nsc_comm_learn_rank_slow(c, rank);
+/* v1-v3: NCCL's init tells neither the rank nor the commHash and name;
+ * Coll and P2p descriptors tell all three, a ProxyOp the rank (comm_id 0,
+ * name NULL: not told). What is unknown is learnt once; the comm's
+ * description then changes (dirty). Cheap once known (one relaxed load). */
+void nsc_comm_learn_slow(struct nsc_comm *c, int rank, uint64_t comm_id, const char *name);
+static inline void nsc_comm_learn(struct nsc_comm *c, int rank, uint64_t comm_id,
+                                  const char *name) {
+    if (__builtin_expect(atomic_load_explicit(&c->learning, memory_order_relaxed), 0))
+        nsc_comm_learn_slow(c, rank, comm_id, name);
 }
 
 /* The flusher takes descriptions not yet taken (closed comms' first, then

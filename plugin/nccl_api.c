@@ -170,12 +170,21 @@ static void start_unrecorded(struct nsc_comm *c, void **eHandle, const nsc_abi_d
     nsc_chain_start(c, h, d, dsize, version);
 }
 
+/* What v1-v3 descriptors tell of their comm, which their init does not:
+ * a Coll's or P2p's commHash and comm name (the rank is in every
+ * descriptor's header). */
+struct learnt {
+    uint64_t comm_id;
+    const char *name;
+};
+
 /* The shared startEvent. `d` is a v7-layout descriptor of which `dsize`
  * bytes exist (NCCL's own for v5..v7, a lifted copy for v1..v4); its
  * v7-only members are read only when `v7`; `type` its NCCL type bit
- * (v1..v4 store it in 8 bits); `version` the API version of the caller. */
+ * (v1..v4 store it in 8 bits); `version` the API version of the caller;
+ * `learn` (v1-v3, else NULL) what the descriptor tells of its comm. */
 static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7 *d,
-                               uint64_t type, int learn_rank, int v7, size_t dsize,
+                               uint64_t type, const struct learnt *learn, int v7, size_t dsize,
                                int version) {
     int pass = atomic_load_explicit(&nsc_hot.passthrough, memory_order_relaxed);
     if (__builtin_expect(pass, 0) && pass != 3) {
@@ -195,9 +204,12 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
     if (__builtin_expect(et < 0 || (!v7 && et == NSC_ET_KERNEL_PHASE), 0))
         return;
     /* Group descriptors carry rank 0 whatever the rank; Coll, P2p and proxy
-     * descriptors carry the real one. */
-    if (learn_rank && (et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_PROXY_OP))
-        nsc_comm_learn_rank(c, d->rank);
+     * descriptors carry the real one, but a ProxyOp from another process
+     * (PXN) carries that process's. */
+    if (learn && (et == NSC_ET_COLL || et == NSC_ET_P2P))
+        nsc_comm_learn(c, d->rank, learn->comm_id, learn->name);
+    else if (learn && et == NSC_ET_PROXY_OP && d->proxyOp.pid == nsc_session_pid)
+        nsc_comm_learn(c, d->rank, 0, NULL);
     /* What we record now (0 while stopped, control.h) and what a chained
      * plugin asked for (0 without one, chain.h): two relaxed loads. NCCL
      * may deliver a type we do not record when only the chained plugin
@@ -329,7 +341,7 @@ static nsc_abi_result init_common(int version, void **ctx, int *mask, uint64_t c
 /* ---- v7 / v6 / v5 ---- */
 static nsc_abi_result start_v7(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v7 *d = eDescr;
-    start_event(ctx, eHandle, d, d->type, 0, 1, sizeof(nsc_abi_descr_v7), 7);
+    start_event(ctx, eHandle, d, d->type, NULL, 1, sizeof(nsc_abi_descr_v7), 7);
     return NSC_ABI_SUCCESS;
 }
 
@@ -337,7 +349,7 @@ static nsc_abi_result start_v6(void *ctx, void **eHandle, void *eDescr) {
     /* A v6 descriptor is the v6 part of a v7 one (nccl_abi.h); with v7 = 0
      * nothing past it is read. */
     const nsc_abi_descr_v6 *d6 = eDescr;
-    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d6->type, 0, 0,
+    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d6->type, NULL, 0,
                 sizeof(nsc_abi_descr_v6), 6);
     return NSC_ABI_SUCCESS;
 }
@@ -350,7 +362,7 @@ static nsc_abi_result start_v5(void *ctx, void **eHandle, void *eDescr) {
         *eHandle = NULL;
         return NSC_ABI_SUCCESS;
     }
-    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d5->type, 0, 0,
+    start_event(ctx, eHandle, (const nsc_abi_descr_v7 *)eDescr, d5->type, NULL, 0,
                 sizeof(nsc_abi_descr_v5), 5);
     return NSC_ABI_SUCCESS;
 }
@@ -402,7 +414,7 @@ static nsc_abi_result start_v4(void *ctx, void **eHandle, void *eDescr) {
     default:
         break;
     }
-    start_event(ctx, eHandle, &d, o->type, 0, 0, sizeof(d), 4);
+    start_event(ctx, eHandle, &d, o->type, NULL, 0, sizeof(d), 4);
     return NSC_ABI_SUCCESS;
 }
 
@@ -411,7 +423,12 @@ static nsc_abi_result init_v4(void **ctx, int *mask, const char *commName, uint6
     return init_common(4, ctx, mask, commHash, commName, nNodes, nranks, rank, logfn);
 }
 
-/* ---- v1..v3: no comm information at init; rank from descriptors ---- */
+/* ---- v1..v3: no comm information at init; rank, commHash and name from
+ * descriptors ---- */
+#define LEARNT(o)                                                                              \
+    ((o)->type == NSC_ABI_COLL  ? (struct learnt){(o)->coll.commHash, (o)->coll.name}         \
+     : (o)->type == NSC_ABI_P2P ? (struct learnt){(o)->p2p.commHash, (o)->p2p.name}           \
+                                : (struct learnt){0, NULL})
 static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
     const nsc_abi_descr_v1 *o = eDescr;
     nsc_abi_descr_v7 d;
@@ -424,7 +441,8 @@ static nsc_abi_result start_v1(void *ctx, void **eHandle, void *eDescr) {
     default:
         break;
     }
-    start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 1);
+    struct learnt l = LEARNT(o);
+    start_event(ctx, eHandle, &d, o->type, &l, 0, sizeof(d), 1);
     return NSC_ABI_SUCCESS;
 }
 
@@ -441,7 +459,8 @@ static nsc_abi_result start_v2(void *ctx, void **eHandle, void *eDescr) {
     default:
         break;
     }
-    start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 2);
+    struct learnt l = LEARNT(o);
+    start_event(ctx, eHandle, &d, o->type, &l, 0, sizeof(d), 2);
     return NSC_ABI_SUCCESS;
 }
 
@@ -458,7 +477,8 @@ static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
     default:
         break;
     }
-    start_event(ctx, eHandle, &d, o->type, 1, 0, sizeof(d), 3);
+    struct learnt l = LEARNT(o);
+    start_event(ctx, eHandle, &d, o->type, &l, 0, sizeof(d), 3);
     return NSC_ABI_SUCCESS;
 }
 #undef UP_SAME
@@ -468,6 +488,7 @@ static nsc_abi_result start_v3(void *ctx, void **eHandle, void *eDescr) {
 #undef UP_V1ALGO
 #undef UP_V1PROTO
 #undef LIFT_HEADER
+#undef LEARNT
 
 static nsc_abi_result init_v1(void **ctx, int *mask) {
     return init_common(1, ctx, mask, 0, "", -1, -1, -1, NULL);

@@ -2,6 +2,7 @@
 fields, threads and parent links. Uses the real NCCL traces shipped in
 tests/data (and a recording from ../shared when present)."""
 import os
+import re
 import sys
 
 from nsctest import *
@@ -51,6 +52,27 @@ def main():
             for i, (x, y) in enumerate(zip(cs, ca)):
                 check(x[0:2] == y[0:2] and x[3:] == y[3:], "%s: event %d differs from the source:\n  %s\n  %s" % (src, i, x, y))
         print("ok %s: %d events round-trip" % (os.path.basename(src), len(ca)))
+    older_apis(cli, plugin)
+
+
+COMM = re.compile(r'#\d+ rank (-?\d+) of -?\d+, -?\d+ node\(s\), commId ([0-9a-f]{16}) name "([^"]*)"')
+
+
+def older_apis(cli, plugin):
+    """v1-v3 (NCCL 2.23-2.26): init tells neither the comm nor the rank;
+    every Coll and P2p descriptor carries the commHash and comm name, and
+    the plugin must take them from there (before: every comm had id 0, so
+    hang and stats merged different comms across ranks)."""
+    src = os.path.join(data_dir(), "h200x2_net_1MiB.nsc")
+    want = sorted(set(COMM.findall(run([cli, "info", src]).stdout)))
+    check(want and all(c[1] != "0" * 16 for c in want), "source comms: %s" % want)
+    for v in (1, 2, 3):
+        d = tmpdir()
+        run([cli, "replay", "--plugin", plugin, "--version", str(v), src],
+            env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "all"})
+        got = sorted(set(COMM.findall(run([cli, "info", *trace_files(d)]).stdout)))
+        check(got == want, "API v%d: comms %s, the source's %s" % (v, got, want))
+    print("ok: API v1-v3 learn each comm's commHash, name and rank from its descriptors")
 
 
 main()
