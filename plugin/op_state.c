@@ -341,6 +341,14 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
 
 /* ---- callbacks ---- */
 
+/* 0 for API v1-v3 (nsc_opst_set_api). RELAXED: set before any context is
+ * handed out, and the same value in every session of a process. */
+static _Atomic int channels_known = 1;
+
+void nsc_opst_set_api(int api_version) {
+    atomic_store_explicit(&channels_known, api_version >= 4, memory_order_relaxed);
+}
+
 void nsc_opst_set_tracking(int on) {
     /* RELEASE: the slab's creation before any start sees tracking on */
     atomic_store_explicit(&nsc_hot.opst_tracking, on && nsc_slab_on(), memory_order_release);
@@ -411,8 +419,11 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
     switch (kind) {
     case NSC_OPST_OP: {
         int coll = et == NSC_ET_COLL;
-        unsigned nch = coll ? d->coll.nChannels : d->p2p.nChannels;
-        int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0;
+        /* v1-v3: no channel count (nsc_opst_set_api); the HANG block then
+         * shows the channels started and not done */
+        int known = atomic_load_explicit(&channels_known, memory_order_relaxed);
+        unsigned nch = !known ? 0 : coll ? d->coll.nChannels : d->p2p.nChannels;
+        int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0 && known;
         uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;
         uint64_t seq = coll ? d->coll.seqNumber : 0;
         ST(s, 1, seq);

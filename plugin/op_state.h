@@ -85,6 +85,12 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
  * fills the slab with operations nobody completes. Slots already taken
  * keep working (stops, states, children) until their scan-less end. */
 void nsc_opst_set_tracking(int on);
+/* The API version NCCL chose (session open, before any context exists).
+ * v1-v3 give a Coll's nMaxChannels, not the channels whose KernelCh will
+ * come (NCCL 2.26 spreads a small collective over fewer): their operations
+ * are completed as without KernelCh (a KernelCh still open keeps its
+ * operation in flight through its reference). */
+void nsc_opst_set_api(int api_version);
 /* ticks 0: read the clock only where a time is kept. */
 void nsc_opst_stop(uint64_t h, uint64_t ticks);
 void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks);

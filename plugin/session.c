@@ -76,6 +76,7 @@ static int open_session(int api_version) {
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);
     nsc_comm_reset_pending();
     nsc_session_pid = (int)s.pid;
+    nsc_opst_set_api(api_version);
     if (cfg.chain[0]) { /* a plugin that cannot be chained does not stop us */
         if (nsc_chain_load(cfg.chain, api_version, err, sizeof(err)) != 0)
             nsc_log_warn("ncclscope: %s; running without it", err);

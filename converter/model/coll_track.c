@@ -39,6 +39,14 @@ struct nsc_coll_track {
     nsc_op_done_fn fn;
     void *ud;
     int kernel;            /* the session recorded KernelCh */
+    /* API v1-v3 (NCCL 2.23-2.26): a Coll's nChannels is NCCL's nMaxChannels,
+     * the most it may use, not the channels whose KernelCh will come (2.26
+     * spreads a small collective over fewer), and a channel's KernelCh may
+     * start after another's stopped: nothing says an operation is done
+     * before the file's end. Its operations are reported when they leave
+     * the window of NSC_TRACK_INFLIGHT, or at the end, where one with a
+     * child still open is stuck; their nch is 0 (not known). */
+    int nch_unknown;
     struct nsc_id_map ops;  /* id -> struct op, at most NSC_TRACK_INFLIGHT */
     uint64_t *fifo;         /* op ids in start order */
     size_t fifo_head, fifo_len;
@@ -83,6 +91,14 @@ static struct nsc_track_child *kid_add(struct nsc_coll_track *t, uint64_t id, ui
     return k;
 }
 
+/* The channels whose kernels an operation waits for; 0: not known. */
+static unsigned op_nch(const struct nsc_coll_track *t, const struct op *o) {
+    if (t->nch_unknown)
+        return 0;
+    return o->start.h.etype == NSC_ET_P2P ? o->start.u.start.d.p2p.nch
+                                          : o->start.u.start.d.coll.nch;
+}
+
 static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_track_child *open,
                    uint32_t nopen) {
     if (o->reported)
@@ -102,7 +118,6 @@ static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_trac
         d.dtype = nsc_decoder_str(t->d, r->u.start.d.p2p.dtype);
         d.count = r->u.start.d.p2p.count;
         d.peer = r->u.start.d.p2p.peer;
-        d.nch = r->u.start.d.p2p.nch;
     } else {
         d.seq = r->u.start.d.coll.seq;
         d.func = nsc_decoder_str(t->d, r->u.start.d.coll.func);
@@ -110,8 +125,8 @@ static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_trac
         d.algo = nsc_decoder_str(t->d, r->u.start.d.coll.algo);
         d.proto = nsc_decoder_str(t->d, r->u.start.d.coll.proto);
         d.count = r->u.start.d.coll.count;
-        d.nch = r->u.start.d.coll.nch;
     }
+    d.nch = (int)op_nch(t, o);
     d.start_ns = o->start_ns;
     d.stop_ns = o->stop_ns;
     d.end_ns = o->end_ns;
@@ -129,10 +144,9 @@ static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_trac
 
 /* Done when every channel's kernel finished, or when nothing more can come. */
 static void maybe_done(struct nsc_coll_track *t, struct op *o) {
-    if (!o->stop_ns)
+    if (!o->stop_ns || (t->kernel && t->nch_unknown))
         return;
-    unsigned nch = o->start.h.etype == NSC_ET_P2P ? o->start.u.start.d.p2p.nch
-                                                   : o->start.u.start.d.coll.nch;
+    unsigned nch = op_nch(t, o);
     int done = t->kernel ? (nch ? o->kch_done >= nch : o->children == 0)
                          : !(nsc_dec_session(t->d)->event_mask & (1u << NSC_ET_PROXY_OP));
     if (done) {
@@ -151,6 +165,7 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->fn = fn;
     t->ud = ud;
     t->kernel = (nsc_dec_session(d)->event_mask >> NSC_ET_KERNEL_CH) & 1;
+    t->nch_unknown = nsc_dec_session(d)->api_version <= 3;
     int ok = nsc_id_map_init(&t->ops, 1024, sizeof(struct op), NSC_ID_MAP_GROW) == 0;
     ok = nsc_id_map_init(&t->kids, 4096, sizeof(struct nsc_track_child), NSC_ID_MAP_GROW) == 0 && ok;
     t->fifo = calloc(NSC_TRACK_INFLIGHT, sizeof(*t->fifo));

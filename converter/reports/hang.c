@@ -614,13 +614,19 @@ static const char *matching(const char *func) {
 /* One stuck communicator: a JSON object (after a comma unless first) or text. */
 static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, int first) {
     const struct member *m = NULL;
-    int nranks = 0;
+    int nranks = 0, span = 0;
     for (size_t i = 0; i < j->members.n; i++)
         if (j->members.v[i].comm == comm) {
             m = &j->members.v[i];
             if (m->nranks > nranks)
                 nranks = m->nranks;
+            if (m->rank >= span && m->rank < HANG_MAX_RANKS)
+                span = m->rank + 1;
         }
+    /* API v1-v3 (NCCL 2.23-2.26) do not tell a comm's size: the ranks are
+     * then those traced, and who left no trace cannot be known. */
+    if (nranks > 0)
+        span = nranks;
     /* The divergence: the stuck collective with the lowest seqNumber. */
     const struct stuck *target = NULL;
     for (size_t i = 0; i < j->stuck.n; i++) {
@@ -630,7 +636,7 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
              (s->seq == target->seq && strcmp(s->func, target->func) < 0)))
             target = s;
     }
-    int cap = nranks > 0 ? nranks : 1;
+    int cap = span > 0 ? span : 1;
     for (size_t i = 0; i < j->stuck.n; i++)
         if (j->stuck.v[i].rank >= cap)
             cap = j->stuck.v[i].rank + 1;
@@ -645,12 +651,14 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
     const char *name = m ? m->name : "";
     if (json)
         fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", first ? "" : ",", (unsigned long long)comm);
-    else
+    else if (nranks > 0)
         fprintf(f, "comm 0x%016llx \"%s\" (%d ranks): ", (unsigned long long)comm, name, nranks);
+    else
+        fprintf(f, "comm 0x%016llx \"%s\" (size not recorded): ", (unsigned long long)comm, name);
     if (json)
         jw_print_string(f, name);
     if (target) {
-        for (int r = 0; r < nranks; r++) {
+        for (int r = 0; r < span; r++) {
             if (!traced(j, comm, r))
                 continue;
             int in = 0;
@@ -862,21 +870,25 @@ static int report_divergences(FILE *f, const struct job *j, int json) {
         while (m0 < nm && M[m0].comm < comm)
             m0++;
         size_t m1 = m0;
-        int nranks = 0;
+        int nranks = 0, span = 0;
         const char *name = "";
         for (; m1 < nm && M[m1].comm == comm; m1++) {
             if (M[m1].nranks > nranks)
                 nranks = M[m1].nranks;
+            if (M[m1].rank >= span && M[m1].rank < HANG_MAX_RANKS)
+                span = M[m1].rank + 1;
             if (!*name)
                 name = M[m1].name;
         }
+        if (nranks > 0) /* else API v1-v3: the traced ranks (report_comm) */
+            span = nranks;
         /* The traced ranks of the comm (members sorted by rank, each once),
          * joined with the group's entries (sorted by rank too). */
         size_t nr = 0, k = g;
         long long top = -1;
         for (size_t m = m0; m < m1; m++) {
             int r = M[m].rank;
-            if (r < 0 || r >= nranks || (nr && R[nr - 1].rank == r))
+            if (r < 0 || r >= span || (nr && R[nr - 1].rank == r))
                 continue;
             while (k < gend && S[k]->rank < r)
                 k++;
@@ -929,9 +941,10 @@ static int report_divergences(FILE *f, const struct job *j, int json) {
             }
             fputs("]}", f);
         } else {
-            fprintf(f, "  comm 0x%016llx \"%s\" (%d ranks): %s seqNumber %lld entered by %s",
-                    (unsigned long long)comm, name, nranks, func, point,
-                    nin > 1 ? "ranks " : "rank ");
+            char size[32];
+            snprintf(size, sizeof(size), nranks > 0 ? "%d ranks" : "size not recorded", nranks);
+            fprintf(f, "  comm 0x%016llx \"%s\" (%s): %s seqNumber %lld entered by %s",
+                    (unsigned long long)comm, name, size, func, point, nin > 1 ? "ranks " : "rank ");
             print_ranks(f, in, nin, 0);
             fputs("; never entered by ", f);
             for (int q = 0, x = 0; q < nout; q++) {

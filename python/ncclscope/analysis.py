@@ -631,6 +631,12 @@ def _hang_members(c):
     return c
 
 
+def _hang_span(nranks, traced):
+    """The ranks hang.c walks: the comm's size, or where it is not recorded
+    (API v1-v3, nranks 0) up to the highest traced rank."""
+    return nranks if nranks > 0 else max((r + 1 for r in traced if 0 <= r < _HANG_MAX_RANKS), default=0)
+
+
 def hangs(ops, comms, kernel_channels=None):
     """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
     `ncclscope hang --json` (converter/reports/hang.c). Per communicator with
@@ -704,7 +710,7 @@ def hangs(ops, comms, kernel_channels=None):
             inside = [x for x in s if x.seq == target.seq and x.op == target.op]
             inside_ranks = set(int(x.rank) for x in inside)
             missing, done = [], []
-            for r in range(nranks):
+            for r in range(_hang_span(nranks, traced)):
                 if r not in traced or r in inside_ranks:
                     continue
                 k = (comm, r, target.op)
@@ -774,8 +780,10 @@ def divergences(ops, comms):
         names = [n for n in members["comm_name"] if n]
         entries = {int(k[2]): v for k, v in g.iterrows()}
         ranks = []  # (rank, last, min, unrecorded); -1: none of the function
-        for r in sorted(set(int(x) for x in members["rank"])):
-            if not 0 <= r < nranks:
+        traced = sorted(set(int(x) for x in members["rank"]))
+        span = _hang_span(nranks, traced)
+        for r in traced:
+            if not 0 <= r < span:
                 continue
             e = entries.get(r)
             ranks.append((r, int(e["max"]), int(e["min"]), int(e["rec"]) == 0) if e is not None

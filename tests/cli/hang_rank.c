@@ -4,7 +4,7 @@
  * kill them all with SIGKILL:
  *
  *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p [--gate]
- *             [--first S] [--lose Q]
+ *             [--first S] [--lose Q] [--version V] [--nch N]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -25,6 +25,10 @@
  *   where a flight window began between that child's START and the rest of
  *   its operation, or a stop went missing; the later collectives complete,
  *   so Q did too (a comm's collectives run in order on one stream).
+ * --version V: load the plugin's ncclProfiler_vV (default: the newest).
+ * --nch N: coll's descriptors say N channels (default 2) while channels 0
+ *   and 1 run, as NCCL 2.26 (API v3) gives nMaxChannels, the most a
+ *   collective may use.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +100,7 @@ int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "coll";
     int nranks = 4;
     long ops = 10, first = 0, lose = -1;
+    int version = 0, nch = 2;
     int gate = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -110,6 +115,10 @@ int main(int argc, char **argv) {
             mode = argv[++i];
         else if (!strcmp(argv[i], "--first") && i + 1 < argc)
             first = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--version") && i + 1 < argc)
+            version = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--nch") && i + 1 < argc)
+            nch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--lose") && i + 1 < argc)
             lose = atol(argv[++i]);
         else if (!strcmp(argv[i], "--gate"))
@@ -122,12 +131,12 @@ int main(int argc, char **argv) {
     int p2p = !strcmp(mode, "p2p");
     if (p2p)
         nranks = 2;
-    if (ops < 1 || first < 0 || nranks < 2 || rank < 0 || rank >= nranks || (!p2p && strcmp(mode, "coll"))) {
+    if (ops < 1 || first < 0 || nch < 2 || nch > 64 || nranks < 2 || rank < 0 || rank >= nranks || (!p2p && strcmp(mode, "coll"))) {
         fprintf(stderr, "hang_rank: --ops >= 1, --first >= 0, --nranks >= 2, 0 <= --rank < nranks, --mode coll|p2p\n");
         return 1;
     }
     char err[1024];
-    if (!plugin || nsc_host_load(&host, plugin, 0, err, sizeof(err)) != 0) {
+    if (!plugin || nsc_host_load(&host, plugin, version, err, sizeof(err)) != 0) {
         fprintf(stderr, "hang_rank: %s\n", plugin ? err : "--plugin is required");
         return 1;
     }
@@ -174,7 +183,7 @@ int main(int argc, char **argv) {
             d.coll.algo = "RING";
             d.coll.proto = "SIMPLE";
             d.coll.count = 1024;
-            d.coll.nChannels = 2;
+            d.coll.nChannels = (uint32_t)nch;
             void *op = start(&d);
             nsc_host_stop(&host, op);
             channel(op, 1, (rank + 1) % nranks, 1, i, 0, 0);

@@ -22,16 +22,19 @@ OPS = 10
 
 
 def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=OPS,
-            first=0, lose=-1):
+            first=0, lose=-1, extra=(), env_more=None, settle=0):
     """Every rank runs OPS operations but the last, which runs last_ops and
     stops one short of them (hang_rank.c); coll's seqNumbers start at
-    `first`; seqNumber `lose` records no stop of its channel 0's KernelCh."""
+    `first`; seqNumber `lose` records no stop of its channel 0's KernelCh;
+    extra: more hang_rank arguments; settle: seconds to wait, once every
+    operation is in the files, before the kill."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events)
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events,
+               **(env_more or {}))
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
                                "--ops", str(OPS if r < nranks - 1 else last_ops), "--mode", mode,
-                               "--first", str(first), "--lose", str(lose)],
+                               "--first", str(first), "--lose", str(lose), *extra],
                               env=env, stdout=subprocess.PIPE,
                               text=True) for r in range(nranks)]
     for p in procs:
@@ -51,6 +54,7 @@ def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", 
                 break
         except ValueError:
             pass
+    time.sleep(settle)
     for p in procs:
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -132,6 +136,25 @@ def test_lost_child(driver):
              if re.search(r"rank 3 of 4", run([cli, "info", f], ok=(0, 2)).stdout)]
     doc, _ = hang(cli, three, ok=(2,))  # nothing stuck; the torn block run_job appended: 2
     check(doc["hangs"] == [] and doc["overtaken"] == 1, doc)
+
+
+def test_max_channels(driver):
+    """API v3 (NCCL 2.26) gives a Coll's nMaxChannels, the most channels it
+    may use, and NCCL spreads a small collective over fewer: here 4 are
+    said and 2 run. Completion cannot wait for 4 KernelCh. `hang` must
+    still name AllReduce 9 (before: no operation ever completed, so the
+    first, 0, was named), and the watchdog of rank 3, idle after its last
+    collective, must not fire (before: its operations never completed, so
+    it fired after NCCLSCOPE_HANG_SECONDS); ranks 0-2, inside 9 with a
+    KernelCh open, fire."""
+    cli, d = run_job(driver, "coll", 4, extra=("--version", "3", "--nch", "4"),
+                     env_more={"NCCLSCOPE_HANG_SECONDS": "1"}, settle=2.5)
+    doc, p = hang(cli, [d])
+    check(len(doc["hangs"]) == 1, doc)
+    h = doc["hangs"][0]
+    check(h["op"] == "AllReduce" and h["seq"] == OPS - 1 and h["missing_ranks"] == [3], h)
+    check(sorted(s["rank"] for s in h["stuck_ranks"]) == [0, 1, 2], h)
+    check(doc.get("watchdog", {}).get("files") == 3, "3 watchdogs fired (not rank 3's): %s" % doc)
 
 
 def test_unrecorded(driver):
@@ -238,6 +261,7 @@ def main():
     test_no_hang()
     test_coll(driver)
     test_lost_child(driver)
+    test_max_channels(driver)
     test_unrecorded(driver)
     test_p2p(driver)
     print("ok")

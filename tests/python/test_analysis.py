@@ -333,14 +333,15 @@ FROM r GROUP BY comm, op, dtype, size_max, n ORDER BY comm, op, dtype, size_max
 
 
 def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, name="hung", mode="coll",
-             first=0, env_more=None, hang_files=0, lose=-1):
+             first=0, env_more=None, hang_files=0, lose=-1, extra=()):
     """tests/cli/hang_rank.c's killed 4-rank job (test_hang.py): AllReduce
     seqNumber 9 that rank 3 never enters (it runs last_ops - 1), ranks 0-2
     stuck inside it (with KernelCh recorded; without it they count as having
     completed it). mode "p2p": 2 ranks, rank 0's 10th Send never received
     (rank 1 posts 9 Recvs). first: coll's seqNumbers start there (a
     history that lost its first ones). lose: that seqNumber records no stop
-    of its channel 0's KernelCh (a lost child record). hang_files: wait also until that
+    of its channel 0's KernelCh (a lost child record). extra: more
+    hang_rank arguments. hang_files: wait also until that
     many files hold a HANG block (env_more: NCCLSCOPE_HANG_SECONDS)."""
     driver, plugin = os.environ.get("NSC_HANG_RANK"), os.environ.get("NSC_PLUGIN")
     if not driver or not plugin:
@@ -351,7 +352,7 @@ def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, nam
     nranks = 2 if mode == "p2p" else 4
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks), "--ops",
                                str(10 if r < nranks - 1 else last_ops), "--mode", mode, "--first", str(first),
-                               "--lose", str(lose)], env=env,
+                               "--lose", str(lose), *extra], env=env,
                               stdout=subprocess.PIPE, text=True)
              for r in range(nranks)]
     want_ops = 19 if mode == "p2p" else 29 + last_ops
@@ -443,6 +444,15 @@ def test_hangs(tmp):
     check(cl["overtaken"] == 4 and len(pyl) == 1 and pyl[0]["seq"] == 9 and pyl[0]["missing_ranks"] == [3],
           pyl)
     check(int(jl.ops["stuck"].sum()) == 7, "the ops table keeps the records' view: 3 stuck at 9, 4 at 3")
+    # API v3 (NCCL 2.26): no comm size, a Coll's nMaxChannels (4 said, 2
+    # run): the ranks are those traced, completion is what is still open
+    d3 = hung_job(tmp, name="v3", extra=("--version", "3", "--nch", "4"))
+    c3 = json.loads(run([CLI, "hang", d3, "--json"], ok=(4,)).stdout)
+    j3 = A.load(d3, tables=("ops", "kernel_channels"), errors="ignore")
+    py3 = A.hangs(j3.ops, j3.comms, j3.kernel_channels)
+    same_hangs(py3, c3["hangs"], "API v3")
+    check(len(py3) == 1 and py3[0]["seq"] == 9 and py3[0]["missing_ranks"] == [3] and py3[0]["nranks"] == 0 and
+          py3[0]["untraced_ranks"] == [], py3)
     # point-to-point: rank 0's last Send waits for a Recv rank 1 never posted
     d = hung_job(tmp, name="p2p", mode="p2p")
     c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
@@ -477,8 +487,8 @@ def test_hangs(tmp):
               "divergences(): %s" % py)
         if want:
             # hang's member rules: the same rows under comm id 0 (skipped)
-            # and under a comm whose nranks is past 2^20 (damage: no ranks)
-            # add nothing
+            # add nothing; under a comm whose nranks is past 2^20 (damage:
+            # size unknown, as API v1-v3 leave it) the traced ranks count
             ops2, comms2 = [j.ops], [j.comms]
             for cid, nr in (("0" * 16, None), ("f" * 16, (1 << 20) + 1)):
                 o2, c2 = j.ops.copy(), j.comms.copy()
@@ -487,7 +497,8 @@ def test_hangs(tmp):
                     c2["nranks"] = nr
                 ops2.append(o2)
                 comms2.append(c2)
-            check(A.divergences(pd.concat(ops2), pd.concat(comms2)) == py, "member rules")
+            check(A.divergences(pd.concat(ops2), pd.concat(comms2)) ==
+                  py + [dict(v, comm="0x" + "f" * 16, nranks=0) for v in py], "member rules")
     check(A.divergences(A.operations(JOB), A.comms(JOB)) == [], "complete traces (KernelCh): none")
     # The watchdog fired (HANG blocks in ranks 0-2's files): hang() reads
     # them as the command does, the watchdog's view of each stuck rank
