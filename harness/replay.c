@@ -109,6 +109,28 @@ struct worker {
     uint32_t index;
 };
 
+/* Whether NCCL starts an event of this type under mask m. From 2.28 (v5):
+ * when its type is in the mask. 2.23-2.27 (v1-v4) decide per plan: the
+ * Group starts when any type it gates is asked for, Coll and P2p only under
+ * a Group handle that is not NULL, and on other bits than their own
+ * (2.23-2.25: Coll, ProxyOp or ProxyStep for both; 2.26-2.27: Coll and P2p
+ * also on ProxyOp, ProxyStep, KernelCh, and Coll on NetPlugin).
+ * has_group: the plugin gave the plan's Group a handle (1 where the
+ * recording names no Group). */
+static int nccl_starts(int version, uint32_t m, uint64_t type, int has_group) {
+    const uint32_t C = NSC_ABI_COLL, P = NSC_ABI_P2P, PO = NSC_ABI_PROXY_OP,
+                   PS = NSC_ABI_PROXY_STEP, K = NSC_ABI_KERNEL_CH, N = NSC_ABI_NET_PLUGIN;
+    if (version >= 5)
+        return (m & type) != 0;
+    if (type == NSC_ABI_GROUP)
+        return (m & (version <= 2 ? C | P | PO | PS : NSC_ABI_GROUP | C | P | PO | PS | K | N)) != 0;
+    if (type == C)
+        return has_group && (m & (version <= 2 ? C | PO | PS : C | PO | PS | K | N));
+    if (type == P)
+        return has_group && (m & (version <= 2 ? C | PO | PS : P | PO | PS | K));
+    return (m & type) != 0;
+}
+
 static void run_call(struct replay *r, const struct nsc_call *c) {
     const struct nsc_host *h = r->h;
     r->st.calls++;
@@ -125,7 +147,9 @@ static void run_call(struct replay *r, const struct nsc_call *c) {
     case NSC_CALL_START: {
         r->st.starts++;
         void *handle = NULL;
-        if (!r->ctx[c->comm] || !((uint64_t)r->mask[c->comm] & c->d.type)) {
+        int has_group = !c->parent_group || handle_get(&r->handles, c->parent_group);
+        if (!r->ctx[c->comm] ||
+            !nccl_starts(h->version, (uint32_t)r->mask[c->comm], c->d.type, has_group)) {
             r->st.skipped_by_mask++;
         } else {
             nsc_abi_descr_v7 d = c->d;

@@ -84,6 +84,14 @@ uint32_t nsc_mask_for_api(uint32_t mask, int api_version) {
     return mask;
 }
 
+uint32_t nsc_mask_for_nccl(uint32_t mask, int api_version) {
+    mask = nsc_mask_for_api(mask, api_version);
+    const uint32_t enable = (1u << NSC_ET_COLL) | (1u << NSC_ET_PROXY_OP) | (1u << NSC_ET_PROXY_STEP);
+    if (api_version <= 2 && (mask & (1u << NSC_ET_P2P)) && !(mask & enable))
+        mask |= 1u << NSC_ET_COLL;
+    return mask;
+}
+
 struct group {
     const char *name;
     uint32_t mask;

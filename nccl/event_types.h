@@ -71,6 +71,20 @@ uint32_t nsc_types_in_api(int api_version);
  * should say it asked for. */
 uint32_t nsc_mask_for_api(uint32_t mask, int api_version);
 
+/* The Coll/P2p/ProxyOp/ProxyStep/KernelCh/NetPlugin events of a plan come,
+ * in v1-v4 (NCCL 2.23-2.27), only under a Group handle (NSC_GROUP_GATES:
+ * the types whose presence there makes NCCL start the Group). */
+#define NSC_GROUP_GATES                                                                        \
+    ((1u << NSC_ET_COLL) | (1u << NSC_ET_P2P) | (1u << NSC_ET_PROXY_OP) |                      \
+     (1u << NSC_ET_PROXY_STEP) | (1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_NET_PLUGIN))
+
+/* What to write into NCCL's mask for `mask` recorded through `api_version`:
+ * nsc_mask_for_api, plus what that NCCL needs to deliver it. v1-v2 (NCCL
+ * 2.23-2.25) start a plan's P2p events only when Coll, ProxyOp or ProxyStep
+ * is in the mask: a mask with P2p and none of these gets Coll too (its
+ * starts are then not recorded). */
+uint32_t nsc_mask_for_nccl(uint32_t mask, int api_version);
+
 /* "ProxyStepSendWait", "KernelChStop", ... or NULL for an unknown state. */
 const char *nsc_state_name(unsigned state);
 

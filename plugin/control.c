@@ -69,7 +69,7 @@ static void write_masks(void) {
         if (!nccl_mask[i])
             continue;
         uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask(i) : 0;
-        int m = (int)nsc_mask_for_api(ours | chained, api_version);
+        int m = (int)nsc_mask_for_nccl(ours | chained, api_version);
         if (m != written[i]) {
             __atomic_store_n(nccl_mask[i], m, __ATOMIC_RELAXED);
             written[i] = m;
@@ -117,7 +117,7 @@ void nsc_ctl_comm_open(const struct nsc_comm *c, int *mask) {
     nccl_mask[c - nsc_comms] = mask;
     uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask((unsigned)(c - nsc_comms)) : 0;
     *mask = written[c - nsc_comms] =
-        (int)nsc_mask_for_api((running ? session_mask : 0) | chained, api_version);
+        (int)nsc_mask_for_nccl((running ? session_mask : 0) | chained, api_version);
     pthread_mutex_unlock(&lock);
 }
 

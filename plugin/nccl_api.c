@@ -218,6 +218,14 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
     if (__builtin_expect(!(nsc_ctl_recording() & type), 0)) {
         if (chained & type)
             start_unrecorded(c, eHandle, d, (unsigned)et, dsize, version);
+        else if (version <= 4 && et == NSC_ET_GROUP && (nsc_ctl_recording() & NSC_GROUP_GATES))
+            /* v1-v4 start a plan's Coll and P2p (and so their children)
+             * only under a Group handle that is not NULL: one recorded
+             * nowhere (its children have no parent, its stop writes
+             * nothing), as for a chained plugin's type. */
+            *eHandle = (void *)(uintptr_t)(nsc_thread_next_id(nsc_thread_get()) |
+                                           (uint64_t)et << NSC_HANDLE_ETYPE_SHIFT |
+                                           NSC_HANDLE_UNRECORDED);
         return;
     }
     uint16_t flags = 0;

@@ -74,5 +74,22 @@ def older_apis(cli, plugin):
         check(got == want, "API v%d: comms %s, the source's %s" % (v, got, want))
     print("ok: API v1-v3 learn each comm's commHash, name and rank from its descriptors")
 
+    # v1-v4 start a plan's Coll and P2p only under a Group handle, and
+    # 2.23-2.25 (v1, v2) start P2p only with Coll, ProxyOp or ProxyStep in
+    # the mask (harness/replay.c emulates both): a mask without Group, or
+    # with P2p alone, still keeps every event it names
+    def counts(files):
+        m = re.search(r"events by type\s+(.*)", run([cli, "info", *files]).stdout)
+        return dict((k, int(v)) for k, v in (x.split("=") for x in m.group(1).split() if "=" in x)) if m else {}
+    have = counts([src])
+    for v, events, types in ((4, "Coll,ProxyOp", ("Coll", "ProxyOp")), (3, "Coll,ProxyOp", ("Coll", "ProxyOp")),
+                             (2, "P2p", ("P2p",)), (1, "P2p,ProxyOp", ("P2p", "ProxyOp"))):
+        d = tmpdir()
+        run([cli, "replay", "--plugin", plugin, "--version", str(v), src],
+            env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": events})
+        got = counts(trace_files(d))
+        check(got == {t: have[t] for t in types}, "API v%d, %s: kept %s of %s" % (v, events, got, have))
+    print("ok: API v1-v4 keep Coll, P2p and their children without Group in the mask")
+
 
 main()
