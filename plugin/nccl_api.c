@@ -292,6 +292,14 @@ static nsc_abi_result stop_event(void *eHandle) {
             nsc_bench_floor(3, 0);
         return NSC_ABI_SUCCESS;
     }
+    /* NCCL (2.28-2.31) never clears its CollApi handle and stops it at every
+     * collective call: once CollApi leaves the mask (stop, set_mask) the
+     * last one would be stopped again at each call. Only with a chained
+     * plugin may NCCL still ask for CollApi we do not record. */
+    uint64_t h = (uint64_t)(uintptr_t)eHandle;
+    if (__builtin_expect(!(nsc_ctl_recording() & NSC_ABI_COLL_API), 0) &&
+        ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) == NSC_ET_COLL_API && !nsc_chain_active())
+        return NSC_ABI_SUCCESS;
     uint64_t ticks = nsc_record_stop(eHandle);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);

@@ -36,12 +36,16 @@ static int fail(const char *what) {
     exit(1);
 }
 
+/* NCCL's CollApi handle: 2.28-2.31 set it at each CollApi start, never
+ * clear it, and stop it at every collective call, started or not. */
+static void *capi;
+
 /* One operation the way NCCL 2.28 makes it, each event only when its type
  * is in the mask at that moment. Returns the events delivered. */
 static int op(long i) {
     int m = __atomic_load_n(&mask, __ATOMIC_RELAXED), n = 0;
     nsc_abi_descr_v7 d;
-    void *gapi = NULL, *capi = NULL, *grp = NULL, *coll = NULL, *pop = NULL;
+    void *gapi = NULL, *grp = NULL, *coll = NULL, *pop = NULL;
     if (m & NSC_ABI_GROUP_API) {
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_GROUP_API;
@@ -55,8 +59,8 @@ static int op(long i) {
         d.collApi.count = 256;
         d.collApi.datatype = "ncclFloat32";
         n += nsc_host_start(&host, ctx, &capi, &d);
-        nsc_host_stop(&host, capi);
     }
+    nsc_host_stop(&host, capi); /* also the last one again, once CollApi left the mask */
     if (m & NSC_ABI_GROUP) {
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_GROUP;
