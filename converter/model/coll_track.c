@@ -24,11 +24,15 @@ struct op {
 /* What children told about a parent not seen yet. Records of different
  * threads reach the file in drain order, not time order: a KernelCh on the
  * proxy thread can be written before its Coll's START from the application
- * thread (the flusher read that ring first). Direct-mapped by parent id;
- * a collision forgets the older entry (bounded memory). */
-#define EARLY_CAP 16384
+ * thread (the flusher read that ring first), thousands of operations ahead
+ * when one ring is drained late. A map by parent id, at most EARLY_MAX
+ * parents (children of parents that never come, in damaged input, stay
+ * until then); past it a child's counts are not kept. (A direct-mapped
+ * table of 16,384 forgot the older of two colliding parents: on 2 x H200,
+ * 92 of 3,618 collectives of one rank lost their KernelCh and looked stuck
+ * in a complete trace.) */
+#define EARLY_MAX (1u << 20)
 struct early {
-    uint64_t op_id; /* 0: free */
     uint64_t end_ns, gpu_start, gpu_end;
     uint32_t children, kch_done;
 };
@@ -51,17 +55,18 @@ struct nsc_coll_track {
     uint64_t *fifo;         /* op ids in start order */
     size_t fifo_head, fifo_len;
     struct nsc_id_map kids; /* id -> struct nsc_track_child */
-    struct early *early;
+    struct nsc_id_map early; /* parent id -> struct early */
 };
 
+/* NULL when there is none (create 0), or none can be made (create 1: the
+ * map is full or memory short). Valid until the map's next insert/remove. */
 static struct early *early_of(struct nsc_coll_track *t, uint64_t op_id, int create) {
-    struct early *e = &t->early[(op_id * 0x9e3779b97f4a7c15ull) >> 50];
-    if (e->op_id == op_id)
+    struct early *e = nsc_id_map_find(&t->early, op_id);
+    if (e || !create || nsc_id_map_count(&t->early) >= EARLY_MAX)
         return e;
-    if (!create)
-        return NULL;
-    memset(e, 0, sizeof(*e));
-    e->op_id = op_id;
+    e = nsc_id_map_insert(&t->early, op_id, NULL);
+    if (e)
+        memset(e, 0, sizeof(*e));
     return e;
 }
 
@@ -168,13 +173,13 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->nch_unknown = nsc_dec_session(d)->api_version <= 3;
     int ok = nsc_id_map_init(&t->ops, 1024, sizeof(struct op), NSC_ID_MAP_GROW) == 0;
     ok = nsc_id_map_init(&t->kids, 4096, sizeof(struct nsc_track_child), NSC_ID_MAP_GROW) == 0 && ok;
+    ok = nsc_id_map_init(&t->early, 1024, sizeof(struct early), NSC_ID_MAP_GROW) == 0 && ok;
     t->fifo = calloc(NSC_TRACK_INFLIGHT, sizeof(*t->fifo));
-    t->early = calloc(EARLY_CAP, sizeof(*t->early));
-    if (!ok || !t->fifo || !t->early) {
+    if (!ok || !t->fifo) {
         nsc_id_map_destroy(&t->ops);
         nsc_id_map_destroy(&t->kids);
+        nsc_id_map_destroy(&t->early);
         free(t->fifo);
-        free(t->early);
         free(t);
         return NULL;
     }
@@ -221,22 +226,24 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
                 o->end_ns = e->end_ns;
                 o->gpu_start = e->gpu_start;
                 o->gpu_end = e->gpu_end;
-                e->op_id = 0;
+                nsc_id_map_remove_value(&t->early, e);
             }
         } else if ((et == NSC_ET_KERNEL_CH || et == NSC_ET_PROXY_OP) && r->u.start.parent &&
                    !(r->h.flags & NSC_RF_FOREIGN_PARENT)) {
             uint64_t parent = r->u.start.parent;
             struct op *o = op_find(t, parent);
-            uint32_t *children;
-            uint64_t *gpu_start;
+            uint32_t *children, none_c = 0;
+            uint64_t *gpu_start, none_g = 0;
             struct early *e = NULL;
             if (o) {
                 children = &o->children;
                 gpu_start = &o->gpu_start;
-            } else {
-                e = early_of(t, parent, 1);
+            } else if ((e = early_of(t, parent, 1))) {
                 children = &e->children;
                 gpu_start = &e->gpu_start;
+            } else { /* not kept (EARLY_MAX) */
+                children = &none_c;
+                gpu_start = &none_g;
             }
             (*children)++;
             if (et == NSC_ET_KERNEL_CH) {
@@ -377,6 +384,6 @@ void nsc_track_finish(struct nsc_coll_track *t) {
     nsc_id_map_destroy(&t->ops);
     nsc_id_map_destroy(&t->kids);
     free(t->fifo);
-    free(t->early);
+    nsc_id_map_destroy(&t->early);
     free(t);
 }

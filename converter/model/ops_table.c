@@ -336,12 +336,10 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_queue_ns, queue);
     set_i(t, r, O_enqueue_only, op->end_ns == 0);
     set_i(t, r, O_at_end, op->at_end);
-    /* hang.c's is_stuck: never stopped, or a channel (a ProxyOp without
-     * KernelCh) that never finished */
+    /* hang.c's is_stuck: never stopped, or a child (KernelCh, ProxyOp)
+     * still open */
     uint32_t mask = ru->mask;
-    int stuck = !op->stop_ns ||
-                ((mask & (1u << NSC_ET_KERNEL_CH)) && op->nch ? op->kernel_channels_done < (uint32_t)op->nch
-                                                               : op->nopen > 0);
+    int stuck = !op->stop_ns || op->nopen > 0;
     set_i(t, r, O_stuck, op->at_end && stuck);
     set_i(t, r, O_kernel_ch_recorded, (mask >> NSC_ET_KERNEL_CH) & 1);
     set_i(t, r, O_channels_done, op->kernel_channels_done);

@@ -156,13 +156,16 @@ static struct pairs *pairs_of(struct job *j, uint64_t comm, int rank, const char
     return j->pairs.n > n ? &j->pairs.v[n] : NULL;
 }
 
-/* Did this operation, still in flight at the file's end, never complete? */
-static int is_stuck(const struct nsc_op_done *op, uint32_t mask) {
-    if (!op->stop_ns)
-        return 1;
-    if (mask & (1u << NSC_ET_KERNEL_CH))
-        return op->nch ? op->kernel_channels_done < (uint32_t)op->nch : op->nopen > 0;
-    return op->nopen > 0;
+/* Did this operation, still in flight at the file's end, never complete?
+ * When it was never stopped (still enqueuing), or a child of it (a KernelCh,
+ * a ProxyOp) is still open. Not by counting channels: NCCL gives an
+ * operation no KernelCh on a channel without proxy work (a Send or Recv to
+ * its own rank, zero bytes) and may deliver the last channels' events of a
+ * comm after its finalize (on 2 x H200, NCCL 2.28.9: alltoall's self Send/Recv
+ * and the last Recv of sendrecv read as stuck in complete traces). A hung
+ * kernel's channels have started: their KernelCh is open. */
+static int is_stuck(const struct nsc_op_done *op) {
+    return !op->stop_ns || op->nopen > 0;
 }
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
@@ -185,7 +188,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->n++;
         }
     }
-    if (!op->at_end || !is_stuck(op, fr->mask)) {
+    if (!op->at_end || !is_stuck(op)) {
         /* Completed: a HANG block's operation with this id was not stuck
          * after all (the watchdog fired, then it went on). */
         if (!op->is_p2p && (fr->mask & (1u << NSC_ET_KERNEL_CH)) && op->nch &&

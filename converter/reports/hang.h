@@ -4,9 +4,9 @@
  *
  * Each file is read through coll_track.h; what is still in flight when a
  * file ends comes back with its open children. An operation is stuck when
- * it never completed: a KernelCh of it started and never stopped or never
- * started (sessions with KernelCh), a ProxyOp of it is still open (sessions
- * with ProxyOp but no KernelCh), or its Coll/P2p never stopped. Ranks of a
+ * it never completed: a child of it (KernelCh, ProxyOp) started and never
+ * stopped, or its Coll/P2p never stopped (not by counting channels: NCCL
+ * gives no KernelCh where a channel has no proxy work; hang.c). Ranks of a
  * communicator are joined by commHash across files. Per stuck communicator:
  *   - collectives: the stuck (operation, seqNumber) with the lowest
  *     seqNumber; the ranks that never entered it (missing), the ranks stuck

@@ -157,6 +157,21 @@ def test_max_channels(driver):
     check(doc.get("watchdog", {}).get("files") == 3, "3 watchdogs fired (not rank 3's): %s" % doc)
 
 
+def test_channels_without_kernelch(driver):
+    """NCCL gives an operation no KernelCh on a channel without proxy work
+    (a Send or Recv to its own rank, zero bytes): here the descriptors say
+    3 channels and 2 run. Completed operations have no open child, so they
+    are not stuck; the hang is where a channel stays open, AllReduce 9
+    (before: every operation was "1 channel short" and hang named 0). On
+    2 x H200 (NCCL 2.28.9) complete alltoall and sendrecv traces read as hung."""
+    cli, d = run_job(driver, "coll", 4, extra=("--nch", "3"))
+    doc, _ = hang(cli, [d])
+    check(len(doc["hangs"]) == 1 and doc["overtaken"] == 0, doc)
+    h = doc["hangs"][0]
+    check(h["seq"] == OPS - 1 and h["missing_ranks"] == [3] and
+          sorted(s["rank"] for s in h["stuck_ranks"]) == [0, 1, 2], h)
+
+
 def test_unrecorded(driver):
     """The same hang recorded without KernelCh or ProxyOps (as the default
     mask records an intra-node job): no operation can be seen stuck, since
@@ -262,6 +277,7 @@ def main():
     test_coll(driver)
     test_lost_child(driver)
     test_max_channels(driver)
+    test_channels_without_kernelch(driver)
     test_unrecorded(driver)
     test_p2p(driver)
     print("ok")

@@ -54,6 +54,15 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     }
 }
 
+/* counts (struct counted in children_far_ahead): operations, those with
+ * their one channel done, those in flight at the end */
+static void count_op(void *ud, const struct nsc_op_done *op) {
+    unsigned *c = ud;
+    c[0]++;
+    c[1] += op->kernel_channels_done == 1 && op->gpu_end != 0;
+    c[2] += op->at_end != 0;
+}
+
 static void on_error(void *ud, const char *msg) {
     struct got *g = ud;
     g->errors++;
@@ -138,6 +147,34 @@ static void rows(const char *path) {
     CHECK(!strcmp(w.caller[0], "")); /* no Python stack recorded */
 }
 
+/* One thread's ring drained far ahead of another's: 20,000 operations,
+ * KernelCh records before any of their Colls. Every operation completes
+ * with its channel (a direct-mapped table of 16,384 parents forgot the
+ * older of two colliding ones: their operations looked stuck). */
+static void children_far_ahead(void) {
+    enum { N = 20000 };
+    struct ct_trace t;
+    ct_begin(&t, MASK_GPU, "h", 1, 0, strs, 7, 0, 2);
+    for (uint64_t i = 0; i < N; i++)
+        ct_kernel_ch(&t, 1, 100000 + i, 1 + i, 0, 10000 + 10 * i, 1000 + 10 * i, 1005 + 10 * i,
+                     10008 + 10 * i);
+    for (uint64_t i = 0; i < N; i++) {
+        ct_coll(&t, 0, 1 + i, 9000 + 10 * i, i, 256, 1);
+        ct_rec(&t, 0, NSC_REC_STOP, NSC_ET_COLL, 1 + i, 9001 + 10 * i);
+    }
+    ct_finish(&t);
+    char path[64];
+    CHECK(ct_write(&t, path, sizeof(path)) != NULL);
+    struct counted {
+        unsigned n, done, at_end;
+    } c = {0, 0, 0};
+    struct nsc_ops_hooks h = {.op = count_op};
+    CHECK(nsc_ops_pass(path, 0, &h, &c) == 0);
+    CHECK(c.n == N && c.done == N && c.at_end == 0);
+    unlink(path);
+    free(t.b.p);
+}
+
 int main(void) {
     struct ct_trace t;
     build(&t);
@@ -148,5 +185,6 @@ int main(void) {
     unlink(path);
     free(t.b.p);
     enqueue_only();
+    children_far_ahead();
     return check_summary();
 }
