@@ -420,8 +420,14 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
     case NSC_OPST_OP: {
         int coll = et == NSC_ET_COLL;
         /* v1-v3: no channel count (nsc_opst_set_api); the HANG block then
-         * shows the channels started and not done */
-        int known = atomic_load_explicit(&channels_known, memory_order_relaxed);
+         * shows the channels started and not done. A Send or Recv to its
+         * own rank, or of zero bytes, has no proxy work and NCCL gives it
+         * no KernelCh at all (2.28: only proxy ops with steps get a
+         * profiler op): it is completed as without KernelCh, else it would
+         * stay in flight and fire at the comm's next quiet period. */
+        int known = atomic_load_explicit(&channels_known, memory_order_relaxed) &&
+                    (coll || (d->p2p.count &&
+                              d->p2p.peer != atomic_load_explicit(&c->rank, memory_order_relaxed)));
         unsigned nch = !known ? 0 : coll ? d->coll.nChannels : d->p2p.nChannels;
         int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0 && known;
         uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;

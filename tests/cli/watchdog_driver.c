@@ -6,9 +6,10 @@
  *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
- *         then completes; AllReduce 1 the same; then 1.5 s with nothing in
- *         flight. The watchdog must fire twice (once per stall), not while
- *         idle.
+ *         then completes; AllReduce 1 the same; then a Send to its own rank
+ *         and a Recv of zero bytes, which NCCL gives no KernelCh (no proxy
+ *         work), and 1.5 s with nothing else in flight. The watchdog must
+ *         fire twice (once per stall), not while idle.
  * full:   20,000 AllReduces enqueued whose kernels never finish: more than
  *         the slab's 16,384 slots. The rest are record-only (counted); the
  *         trace holds every event; then a stall: one HANG block.
@@ -128,6 +129,18 @@ int main(int argc, char **argv) {
             void *k0 = kch(op, 0);
             stall(2000000);
             kch_stop(k0);
+        }
+        for (int i = 0; i < 2; i++) {
+            nsc_abi_descr_v7 d;
+            memset(&d, 0, sizeof(d));
+            d.type = NSC_ABI_P2P;
+            d.rank = 0;
+            d.p2p.func = i ? "Recv" : "Send";
+            d.p2p.datatype = "ncclInt8";
+            d.p2p.count = i ? 0 : 4096;
+            d.p2p.peer = i ? 1 : 0; /* itself; zero bytes from another */
+            d.p2p.nChannels = 1;
+            nsc_host_stop(&host, start(&d));
         }
         usleep(1500000);
     } else if (!strcmp(mode, "full")) {
