@@ -685,8 +685,9 @@ static void ops_table(FILE *f, const struct nsc_stats_result *s) {
         fprintf(f, "</td><td>%s</td><td>%llu</td><td>%s</td><td>%s</td><td>%s</td>", sz,
                 (unsigned long long)x->count, x->timing, dur(a, sizeof(a), x->p50),
                 dur(b, sizeof(b), x->p99));
-        /* enqueue to the Coll's stop moves no data: no bandwidth */
-        if (x->host_only && x->enqueue_only == x->rank_ops)
+        /* none when no operation had a completion (stats.c numbers()):
+         * enqueue to the Coll's stop moves no data */
+        if (x->algbw < 0)
             fputs("<td>-</td><td>-</td>", f);
         else
             fprintf(f, "<td>%.2f</td><td>%.2f</td>", x->busbw, x->algbw);

@@ -27,13 +27,18 @@ struct row {
     uint64_t bytes_sum;
     uint64_t ops;           /* rank-operations */
     uint64_t enqueue_only;  /* of which without a completion child */
+    uint64_t colls;         /* distinct collectives (comm, function, seq) first seen here */
     struct lat_hist lat;    /* ns, enqueue to completion (host) */
+    /* The same, of the operations with a completion child only: enqueue to
+     * the Coll's own stop moves no data, so no bandwidth comes from it. */
+    struct lat_hist done;
     /* GPU time: first KernelCh GPU start to last KernelCh GPU end, across
      * channels (one GPU clock: no mapping needed); queue time: enqueue to
      * the GPU start mapped to the host clock (gpu_clock.h). */
     struct lat_hist gpu, queue;
     uint64_t gpu_ops;       /* rank-operations with a GPU interval */
     uint64_t queue_ops;     /* of which with a mapped GPU clock */
+    struct row *merged;     /* -j: the whole's row this partial row went into */
     struct row *next;
 };
 
@@ -51,6 +56,7 @@ struct entry {
     int32_t gpu_last_rank, gpu_first_rank;
     uint32_t gpu_ranks;
     int nranks;
+    struct row *row;        /* the row that counted it (stats' count column) */
 };
 
 /* Per (comm, rank): how often its kernel started last in a collective and
@@ -192,8 +198,11 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
     if (!op->end_ns)
         r->enqueue_only++;
-    if (end >= op->start_ns)
+    if (end >= op->start_ns) {
         lat_hist_add(&r->lat, end - op->start_ns);
+        if (op->end_ns)
+            lat_hist_add(&r->done, end - op->start_ns);
+    }
     r->ops++;
     r->bytes_sum += bytes;
     /* GPU start and end on the host clock (0: unknown) */
@@ -219,6 +228,12 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
         /* NCCL numbers collectives per communicator and function. */
         struct entry *e = entry_get(a, op->comm_id ^ nsc_fnv1a_str(NSC_FNV_SEED, func), op->seq);
         if (e) {
+            /* count collectives, not rank-operations / ranks: that is wrong
+             * whenever not every rank's file is given */
+            if (!e->ranks) {
+                e->row = r;
+                r->colls++;
+            }
             if (!e->ranks || op->start_ns < e->first_ns) {
                 e->first_ns = op->start_ns;
                 e->first_rank = op->rank;
@@ -321,16 +336,21 @@ void nsc_stats_size_label(char *buf, size_t n, unsigned bucket) {
         snprintf(buf, n, "%lluB", (unsigned long long)v);
 }
 
-/* What every output format prints for a row. The latency and bandwidths
- * come from GPU time when the row has any (host_only = 0), else from the
- * host's enqueue-to-completion time. */
+/* What every output format prints for a row. The latency comes from GPU
+ * time when the row has any (host_only = 0), else from the host's
+ * enqueue-to-completion time. The bandwidths come from GPU time too, else
+ * from the host time of the operations with a completion child only: an
+ * enqueue-only operation's time ends at the Coll's own stop, which moves no
+ * data (on NVLink the default mask records no KernelCh), and its bytes over
+ * that time gave hundreds of TB/s. No such operation: no bandwidth (< 0). */
 struct row_numbers {
     double p50, p99, max;    /* ns: GPU time, or host time when host_only */
     double host_p50, host_p99, host_max; /* ns: enqueue to completion */
     double gpu_p50, gpu_p99, gpu_max, queue_p50, queue_p99; /* ns, < 0: none */
-    double avg_bytes, algbw, busbw; /* bytes; GB/s (bytes per ns) */
-    double host_algbw, host_busbw;
-    uint64_t count;          /* collectives (rank-operations / ranks), or p2p operations */
+    double avg_bytes, algbw, busbw; /* bytes; GB/s (bytes per ns); < 0: none */
+    double host_algbw, host_busbw;  /* from done_p50; < 0: none */
+    double done_p50;         /* ns: host time of the operations with a completion; < 0: none */
+    uint64_t count;          /* distinct collectives, or p2p operations */
     int host_only;
     const char *timing;      /* "gpu", "gpu (partial)", "host-only" */
     const char *note;
@@ -353,11 +373,17 @@ static struct row_numbers numbers(const struct row *r) {
     n.max = n.host_only ? n.host_max : n.gpu_max;
     n.avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
     double bf = bus_factor(r->func, r->nranks);
-    n.host_algbw = n.host_p50 > 0 ? n.avg_bytes / n.host_p50 : 0;
-    n.host_busbw = n.host_algbw * bf;
-    n.algbw = n.p50 > 0 ? n.avg_bytes / n.p50 : 0;
-    n.busbw = n.algbw * bf;
-    n.count = r->nranks > 0 && !r->is_p2p ? r->ops / (uint64_t)r->nranks : r->ops;
+    n.done_p50 = r->done.count ? (double)lat_hist_quantile(&r->done, 0.5) : -1;
+    /* bytes / 0 ns (a sub-ns sample) is no bandwidth either, as before */
+    n.host_algbw = n.done_p50 < 0 ? -1 : n.done_p50 > 0 ? n.avg_bytes / n.done_p50 : 0;
+    n.host_busbw = n.host_algbw < 0 ? -1 : n.host_algbw * bf;
+    if (n.host_only) {
+        n.algbw = n.host_algbw;
+    } else {
+        n.algbw = n.gpu_p50 > 0 ? n.avg_bytes / n.gpu_p50 : 0;
+    }
+    n.busbw = n.algbw < 0 ? -1 : n.algbw * bf;
+    n.count = r->is_p2p ? r->ops : r->colls;
     n.note = r->enqueue_only == r->ops ? "enqueue only" : r->enqueue_only ? "some enqueue only" : "";
     return n;
 }
@@ -459,6 +485,14 @@ static void json_us(FILE *f, const char *key, double v) {
         fprintf(f, ", \"%s\": null", key);
     else
         fprintf(f, ", \"%s\": %.3f", key, v / 1e3);
+}
+
+/* , "key": GB/s, or null when there is none (v < 0). */
+static void json_bw(FILE *f, const char *key, double v) {
+    if (v < 0)
+        fprintf(f, ", \"%s\": null", key);
+    else
+        fprintf(f, ", \"%s\": %.3f", key, v);
 }
 
 static void add_losses(struct lost *l, const struct nsc_decoder *d) {
@@ -565,20 +599,23 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
             fprintf(f,
                     ", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
                     "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu, "
-                    "\"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f, "
-                    "\"algbw_GBps\": %.3f, \"busbw_GBps\": %.3f, \"timing\": \"%s\", "
-                    "\"gpu_ops\": %llu",
+                    "\"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f",
                     (unsigned long long)(1ull << r->bucket),
                     n.avg_bytes, (unsigned long long)n.count, (unsigned long long)r->ops,
                     (unsigned long long)r->enqueue_only, n.host_p50 / 1e3, n.host_p99 / 1e3,
-                    n.host_max / 1e3, n.algbw, n.busbw, n.timing, (unsigned long long)r->gpu_ops);
+                    n.host_max / 1e3);
+            json_bw(f, "algbw_GBps", n.algbw);
+            json_bw(f, "busbw_GBps", n.busbw);
+            fprintf(f, ", \"timing\": \"%s\", \"gpu_ops\": %llu", n.timing,
+                    (unsigned long long)r->gpu_ops);
             json_us(f, "gpu_p50_us", n.gpu_p50);
             json_us(f, "gpu_p99_us", n.gpu_p99);
             json_us(f, "gpu_max_us", n.gpu_max);
             json_us(f, "queue_p50_us", n.queue_p50);
             json_us(f, "queue_p99_us", n.queue_p99);
-            fprintf(f, ", \"host_algbw_GBps\": %.3f, \"host_busbw_GBps\": %.3f}", n.host_algbw,
-                    n.host_busbw);
+            json_bw(f, "host_algbw_GBps", n.host_algbw);
+            json_bw(f, "host_busbw_GBps", n.host_busbw);
+            fputc('}', f);
         }
         fprintf(f, "\n], \"stragglers\": [");
         for (size_t i = 0; i < top; i++) {
@@ -610,26 +647,31 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                 "p99 us", "max us", "queue p50", "host p50", "algbw", "busbw", "");
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
-            char sz[16], q[16];
+            char sz[16], q[16], ab[16], bb[16];
             nsc_stats_size_label(sz, sizeof(sz), r->bucket);
             struct row_numbers n = numbers(r);
             if (n.queue_p50 >= 0)
                 snprintf(q, sizeof(q), "%.2f", n.queue_p50 / 1e3);
             else
                 snprintf(q, sizeof(q), "-");
+            snprintf(ab, sizeof(ab), n.algbw < 0 ? "-" : "%.2f", n.algbw);
+            snprintf(bb, sizeof(bb), n.busbw < 0 ? "-" : "%.2f", n.busbw);
             fprintf(f,
                     "%016llx %5d %-14s %-12s %7s %8llu %8llu %-9s %10.2f %10.2f %10.2f %10s %10.2f "
-                    "%9.2f %9.2f %s\n",
+                    "%9s %9s %s\n",
                     (unsigned long long)r->comm_id, r->nranks, r->func, r->dtype, sz,
                     (unsigned long long)n.count, (unsigned long long)r->ops,
                     n.host_only ? "host-only" : r->gpu_ops < r->ops ? "gpu*" : "gpu", n.p50 / 1e3,
-                    n.p99 / 1e3, n.max / 1e3, q, n.host_p50 / 1e3, n.algbw, n.busbw, n.note);
+                    n.p99 / 1e3, n.max / 1e3, q, n.host_p50 / 1e3, ab, bb, n.note);
         }
         fprintf(f, "\ntiming gpu: p50/p99/max are GPU time (first KernelCh GPU start to last GPU end,\n"
                    "across channels); gpu*: only some operations had KernelCh; host-only: no KernelCh\n"
                    "recorded, p50/p99/max are enqueue to completion on the host. queue p50: enqueue\n"
                    "to GPU start; host p50: enqueue to completion. algbw/busbw in GB/s (nccl-tests'\n"
-                   "formulas) from the p50 shown.\n");
+                   "formulas) from the p50 shown; host-only rows: from the p50 of the operations\n"
+                   "with a completion only, \"-\" when none has one (enqueue only: the time ends\n"
+                   "at the Coll's stop, which moves no data). count: distinct collectives (comm,\n"
+                   "op, seqNumber) in the files given.\n");
         if (nlate) {
             fprintf(f, "\nstragglers by GPU start: per rank, how often its kernel started last in a\n"
                        "collective and how long the first rank waited for it; late on the host\n"
@@ -730,8 +772,11 @@ static int merge_agg(struct agg *into, struct agg *p) {
         }
         if (r->nranks > g->nranks)
             g->nranks = r->nranks;
+        r->merged = g;
         g->enqueue_only += r->enqueue_only;
+        g->colls += r->colls; /* less the ones the whole has already (below) */
         lat_hist_merge(&g->lat, &r->lat);
+        lat_hist_merge(&g->done, &r->done);
         lat_hist_merge(&g->gpu, &r->gpu);
         lat_hist_merge(&g->queue, &r->queue);
         g->ops += r->ops;
@@ -750,8 +795,12 @@ static int merge_agg(struct agg *into, struct agg *p) {
             *g = *e;
             g->comm_id = c;
             g->seq = q;
+            g->row = e->row ? e->row->merged : NULL;
             continue;
         }
+        /* an earlier file counted it already, as a sequential read does */
+        if (e->ranks && e->row && e->row->merged && e->row->merged->colls)
+            e->row->merged->colls--;
         if (e->ranks && e->first_ns < g->first_ns) {
             g->first_ns = e->first_ns;
             g->first_rank = e->first_rank;

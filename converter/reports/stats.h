@@ -13,9 +13,11 @@
  * from host time (labelled host-only). Bytes follow nccl-tests: all_gather
  * and reduce_scatter count the whole buffer (count x nranks); busbw = algbw
  * x 2(n-1)/n (all_reduce), (n-1)/n (all_gather, reduce_scatter), 1
- * (others), algbw = bytes / median latency. Stragglers by GPU start: per
- * rank, how often its kernel started last and how long it made the first
- * rank wait, late on the host or on the GPU (docs/converter.md).
+ * (others), algbw = bytes / median latency (host-only rows: of the
+ * operations with a completion only; none has one: no bandwidth). The
+ * count is of distinct collectives. Stragglers by GPU start: per rank,
+ * how often its kernel started last and how long it made the first rank
+ * wait, late on the host or on the GPU (docs/converter.md).
  */
 #ifndef NSC_STATS_H
 #define NSC_STATS_H
@@ -66,9 +68,13 @@ struct nsc_stats_row {
     int nranks, is_p2p, host_only;
     char func[32], dtype[32];
     unsigned bucket;         /* log2 of the size bucket's upper bound */
+    /* count: distinct collectives (comm, function, seqNumber) of the files
+     * given, or p2p operations */
     uint64_t count, rank_ops, gpu_ops, enqueue_only;
     double p50, p99, max, gpu_p50, gpu_p99, queue_p50, queue_p99, host_p50, host_p99;
-    double avg_bytes, algbw, busbw; /* GB/s */
+    /* GB/s; < 0: none (host-only and no operation with a completion:
+     * enqueue to the Coll's stop moves no data) */
+    double avg_bytes, algbw, busbw;
     const char *timing, *note;      /* static strings */
 };
 

@@ -294,8 +294,11 @@ _KEYS = ["comm", "p2p", "op", "dtype", "bucket"]
 
 def _stat_rows(part):
     """Per operation: the group key and the histogram indexes of its host,
-    GPU and queue times (-1: none). Runs per partition."""
+    GPU and queue times (-1: none), and its host time again when it has a
+    completion ("done": the bandwidth of host-only rows, as stats.c).
+    Runs per partition."""
     host = part["host_ns"].to_numpy()
+    done = np.where(part["enqueue_only"].to_numpy() == 0, host, -1)
     gpu = part["gpu_ns"].to_numpy()
     queue = part["queue_ns"].to_numpy()
     return pd.DataFrame({
@@ -310,6 +313,9 @@ def _stat_rows(part):
         "gpu_i": np.where(gpu >= 0, _hist_index(np.maximum(gpu, 0)), -1),
         "has_queue": (queue >= 0).astype(np.int64), "queue_ns": queue,
         "queue_i": np.where(queue >= 0, _hist_index(np.maximum(queue, 0)), -1),
+        "has_done": (done >= 0).astype(np.int64), "done_ns": done,
+        "done_i": np.where(done >= 0, _hist_index(np.maximum(done, 0)), -1),
+        "seq": part["seq"].to_numpy(),
     }, index=part.index)
 
 
@@ -344,16 +350,20 @@ def _lost(drops):
             "memory_budget_bytes": budget}
 
 
-_METRICS = ("host", "gpu", "queue")
-_SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "host_h", "gpu_h", "queue_h")
-_MAXES = ("nranks", "host_max", "gpu_max", "queue_max")
+_METRICS = ("host", "gpu", "queue", "done")
+# coll: one long row per collective (idx its seq), so partitions holding
+# other ranks of it add to the same row: the count of distinct collectives
+_SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
+         "queue_h", "done_h", "coll")
+_MAXES = ("nranks", "host_max", "gpu_max", "queue_max", "done_max")
 _LONG = _KEYS + ["what", "idx", "v"]
 
 
 def _partial_rows(part):
     """A partition's share of the stats rows, long form (keys, what, idx,
-    v): per group the counts, byte sums and maxima (idx -1) and the three
-    latency histograms (what host_h/gpu_h/queue_h, idx the bucket). Sums
+    v): per group the counts, byte sums and maxima (idx -1), the four
+    latency histograms (what host_h/gpu_h/queue_h/done_h, idx the bucket)
+    and the collectives (what coll, idx the seqNumber). Sums
     and maxima combine across partitions (_combine_rows), so Dask reduces
     them as a tree and pandas runs the same two functions once."""
     sf = _stat_rows(part)
@@ -362,7 +372,8 @@ def _partial_rows(part):
         "n": g["bytes"].size(), "bytes": g["bytes"].sum(), "eo": g["enqueue_only"].sum(),
         "host_n": g["has_host"].sum(), "gpu_n": g["has_gpu"].sum(), "queue_n": g["has_queue"].sum(),
         "nranks": g["nranks"].max(), "host_max": g["host_ns"].max(), "gpu_max": g["gpu_ns"].max(),
-        "queue_max": g["queue_ns"].max()})
+        "queue_max": g["queue_ns"].max(), "done_n": g["has_done"].sum(),
+        "done_max": g["done_ns"].max()})
     parts = []
     if len(wide):
         long = wide.reset_index().melt(id_vars=_KEYS, var_name="what", value_name="v")
@@ -375,6 +386,11 @@ def _partial_rows(part):
             h = h.rename("v").reset_index().rename(columns={m + "_i": "idx"})
             h["what"] = m + "_h"
             parts.append(h)
+    c = sf[sf["p2p"] == 0].groupby(_KEYS + ["seq"]).size()
+    if len(c):
+        c = c.rename("v").reset_index().rename(columns={"seq": "idx"})
+        c["what"] = "coll"
+        parts.append(c)
     if not parts:
         return _empty_long()
     out = pd.concat(parts, ignore_index=True)[_LONG]
@@ -426,6 +442,9 @@ def _rows_finish(long):
         k = (r.comm, int(r.p2p), r.op, r.dtype, int(r.bucket))
         if r.what.endswith("_h"):
             hl[r.what[:-2]].setdefault(k, []).append((int(r.idx), int(r.v)))
+        elif r.what == "coll":
+            c = agg.setdefault(k, {})
+            c["colls"] = c.get("colls", 0) + 1
         else:
             agg.setdefault(k, {})[r.what] = int(r.v)
     rows = []
@@ -448,19 +467,26 @@ def _rows_finish(long):
         q50 = float(_quantile(qh, q_n, q_max, 0.5)) if q_n else -1.0
         q99 = float(_quantile(qh, q_n, q_max, 0.99)) if q_n else -1.0
         host_only = gpu_n == 0
-        p50 = host_p50 if host_only else gpu_p50
         avg = float(a["bytes"]) / ops_n if ops_n else 0.0
         bf = _bus_factor(op, nranks)
-        algbw = avg / p50 if p50 > 0 else 0.0
-        host_algbw = avg / host_p50 if host_p50 > 0 else 0.0
+        # stats.c numbers(): host-only rows take the bandwidth from the
+        # operations with a completion only; none has one: None (no data
+        # moves between the enqueue and the Coll's stop)
+        done_n = a["done_n"]
+        done_p50 = float(_quantile(hl["done"].get(k, []), done_n, max(a["done_max"], 0), 0.5))
+        host_algbw = None if not done_n else avg / done_p50 if done_p50 > 0 else 0.0
+        if host_only:
+            algbw = host_algbw
+        else:
+            algbw = avg / gpu_p50 if gpu_p50 > 0 else 0.0
         eo = a["eo"]
         rows.append({
             "comm": comm, "nranks": nranks, "op": op, "p2p": bool(p2p), "dtype": dtype,
             "size_max_bytes": 1 << bucket, "avg_bytes": avg,
-            "count": ops_n // nranks if nranks > 0 and not p2p else ops_n,
+            "count": ops_n if p2p else a.get("colls", 0),
             "rank_ops": ops_n, "enqueue_only": eo,
             "p50_us": host_p50 / 1e3, "p99_us": host_p99 / 1e3, "max_us": host_max / 1e3,
-            "algbw_GBps": algbw, "busbw_GBps": algbw * bf,
+            "algbw_GBps": algbw, "busbw_GBps": None if algbw is None else algbw * bf,
             "timing": "host-only" if host_only else "gpu (partial)" if gpu_n < ops_n else "gpu",
             "gpu_ops": gpu_n,
             "gpu_p50_us": gpu_p50 / 1e3 if gpu_n else None,
@@ -468,7 +494,8 @@ def _rows_finish(long):
             "gpu_max_us": gpu_mx / 1e3 if gpu_n else None,
             "queue_p50_us": q50 / 1e3 if q_n else None,
             "queue_p99_us": q99 / 1e3 if q_n else None,
-            "host_algbw_GBps": host_algbw, "host_busbw_GBps": host_algbw * bf,
+            "host_algbw_GBps": host_algbw,
+            "host_busbw_GBps": None if host_algbw is None else host_algbw * bf,
         })
     return rows
 
@@ -889,9 +916,10 @@ def main(argv=None):
         for r in s["rows"]:
             p50 = r["p50_us"] if r["timing"] == "host-only" else r["gpu_p50_us"]
             p99 = r["p99_us"] if r["timing"] == "host-only" else r["gpu_p99_us"]
-            print("%-16s %5d %-14s %-12s %10d %8d %-13s %10.2f %10.2f %9.2f" % (
+            bw = "-" if r["busbw_GBps"] is None else "%.2f" % r["busbw_GBps"]
+            print("%-16s %5d %-14s %-12s %10d %8d %-13s %10.2f %10.2f %9s" % (
                 r["comm"], r["nranks"], r["op"], r["dtype"], r["size_max_bytes"], r["rank_ops"],
-                r["timing"], p50, p99, r["busbw_GBps"]))
+                r["timing"], p50, p99, bw))
         for r in s["gpu_stragglers"][:a.top]:
             print("straggler: comm %s rank %d last in %d of %d collectives, made others wait %.2f us"
                   % (r["comm"], r["rank"], r["last"], r["collectives"], r["wait_us"]))
