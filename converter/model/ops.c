@@ -17,15 +17,24 @@ struct pass {
     int64_t shift;
     struct nsc_coll_track *t;
     int oom, damaged;
+    int session; /* the session hook was called */
 };
+
+/* The session hook, once per file. */
+static void session_once(struct pass *p, const struct nsc_decoder *d) {
+    if (p->session)
+        return;
+    p->session = 1;
+    if (p->h->session)
+        p->h->session(p->ud, d);
+}
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
                       const struct nsc_rec *ext) {
     struct pass *p = ud;
     if (!p->t && !p->oom) {
         /* The SESSION block came first: the tracker knows the event mask. */
-        if (p->h->session)
-            p->h->session(p->ud, d);
+        session_once(p, d);
         if (!(p->t = nsc_track_new(d, p->shift, p->h->op, p->ud)))
             p->oom = 1;
     }
@@ -58,7 +67,7 @@ int nsc_ops_pass(const char *path, int64_t shift_ns, const struct nsc_ops_hooks 
     struct nsc_ops_hooks hooks = *h;
     if (!hooks.op)
         hooks.op = no_op;
-    struct pass p = {&hooks, ud, shift_ns, NULL, 0, 0};
+    struct pass p = {&hooks, ud, shift_ns, NULL, 0, 0, 0};
     struct nsc_decoder d;
     if (nsc_decoder_open(&d, path) != NSC_OK) {
         if (h->error)
@@ -67,6 +76,11 @@ int nsc_ops_pass(const char *path, int64_t shift_ns, const struct nsc_ops_hooks 
     }
     struct nsc_decode_ops ops = {.record = on_record, .error = on_error, .hang = on_hang_block};
     nsc_decoder_run(&d, &ops, &p);
+    /* A file with its SESSION block and no record (a rank killed before its
+     * first flush) still says what it records: without this, hang counted
+     * it among the files that record no KernelCh (mask 0). */
+    if (nsc_decoder_session(&d))
+        session_once(&p, &d);
     nsc_track_finish(p.t);
     if (h->done)
         h->done(ud, &d);

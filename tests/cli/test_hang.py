@@ -233,6 +233,31 @@ def test_unrecorded(driver):
           text)
 
 
+def test_no_records(driver):
+    """A rank killed before its first flush of records: its file holds the
+    SESSION, STRINGS, COMMS blocks and no record. It records KernelCh all
+    the same (its SESSION block says so): hang must not count it among the
+    files that record none (the model called the session hook only at a
+    file's first record)."""
+    import nsctrace
+    cli, d = run_job(driver, "coll", 4)
+    files = trace_files(d)
+    data = open(files[-1], "rb").read()
+    first = [b.offset for b in nsctrace.blocks(data) if b.type in (nsctrace.CHUNK, nsctrace.PACKED)]
+    check(first and first[0] > 0, "records in %s" % files[-1])
+    with open(files[-1], "wb") as fh:  # as `head -c`: the blocks before the first records
+        fh.write(data[:first[0]])
+    check(set(b.type for b in nsctrace.blocks(open(files[-1], "rb").read())) >= {nsctrace.SESSION},
+          "a SESSION block kept")
+    doc, _ = hang(cli, files[-1:], ok=(0, 2))
+    check(doc["operations"] == 0 and doc["completion_unrecorded_files"] == 0, doc)
+    text = run([cli, "hang", files[-1]], ok=(0, 2)).stdout
+    check("record no KernelCh" not in text, text)
+    doc, _ = hang(cli, [d], ok=(4, 5))
+    check(doc["completion_unrecorded_files"] == 0, doc)
+    print("ok: a file with a SESSION block and no record records what its SESSION says")
+
+
 def test_p2p(driver):
     cli, d = run_job(driver, "p2p", 2)
     doc, _ = hang(cli, trace_files(d))
@@ -279,6 +304,7 @@ def main():
     test_max_channels(driver)
     test_channels_without_kernelch(driver)
     test_unrecorded(driver)
+    test_no_records(driver)
     test_p2p(driver)
     print("ok")
 
