@@ -53,6 +53,39 @@ class TraceDamageWarning(UserWarning):
     """Some files were damaged: their intact parts are in the tables."""
 
 
+class NoTraceFilesError(ValueError):
+    """No trace file among the paths given (`ncclscope` exits 1)."""
+
+
+class AlignmentError(ValueError):
+    """The files cannot be put on one timeline: an alignment less certain
+    than max_uncertainty_us (`ncclscope` exits 2 and prints the same)."""
+
+
+_ALIGN = ("auto", "realtime")
+_ERRORS = ("warn", "raise", "ignore")
+
+
+def _choice(what, value, allowed):
+    """A keyword's value checked: a typo must not run something else."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError("%s=%r: one of %s" % (what, value, ", ".join(map(repr, allowed))))
+    return value
+
+
+def _tables(tables):
+    """The table names checked (a str is one name): an unknown one gave a
+    Job whose table was None, silently."""
+    if isinstance(tables, str):
+        tables = (tables,)
+    tables = tuple(tables)
+    bad = [t for t in tables if t not in TABLES]
+    if bad:
+        raise ValueError("tables: unknown %s; the tables are %s"
+                         % (", ".join(map(repr, bad)), ", ".join(TABLES)))
+    return tables
+
+
 def schema():
     """{table: [(column, "i8" | "str"), ...]}: the columns every reader
     (this module, `ncclscope export`) gives, in order."""
@@ -72,16 +105,25 @@ def trace_files(paths):
         elif os.path.exists(p):
             out.append(p)
         else:
-            raise FileNotFoundError(p)
+            raise FileNotFoundError(_errno.ENOENT, os.strerror(_errno.ENOENT), p)
     if not out:
-        raise ValueError("no trace files in %s" % ", ".join(map(str, paths)))
+        raise NoTraceFilesError("no trace files in %s" % ", ".join(map(str, paths)))
     return out
 
 
 def job_shifts(files, align="auto", max_uncertainty_us=1000.0):
     """Per file, the ns to add to put it on the job's clock: the converter's
-    alignment (converter/clock_align.h), same method, same numbers."""
-    return _c.job_shifts(list(files), 0 if align == "auto" else 1, float(max_uncertainty_us) * 1e3)
+    alignment (converter/clock_align.h), same method, same numbers.
+    align: "auto" or "realtime". AlignmentError (a ValueError) when the
+    files cannot be aligned within max_uncertainty_us."""
+    _choice("align", align, _ALIGN)
+    try:
+        return _c.job_shifts(list(files), 0 if align == "auto" else 1, float(max_uncertainty_us) * 1e3)
+    except ValueError as e:
+        # clock_align.c's refusal; its other message is "out of memory"
+        if str(e).startswith("cannot align"):
+            raise AlignmentError(str(e)) from None
+        raise
 
 
 def _frame(raw, name, strings):
@@ -100,6 +142,7 @@ def read_file(path, file_index=0, shift_ns=0, tables=("ops",)):
     drops and errors (always). Damage does not raise: the intact part's rows
     are there and `errors` says where (raise_errors() turns it into
     TraceError)."""
+    tables = _tables(tables)
     want = 0
     for t in tables:
         want |= _WANT.get(t, 0)
@@ -156,7 +199,11 @@ def load(paths, client=None, tables=("ops",), errors="warn", align="auto",
     "raise" (TraceError naming the first damaged file and offset), "ignore".
     files_per_task: files one Dask task reads (one partition); default: about
     4 tasks per worker thread, so the per-task overhead (~10 ms of pandas per
-    groupby step) stays small next to the work."""
+    groupby step) stays small next to the work. An unknown table, errors or
+    align value raises ValueError naming the allowed ones."""
+    tables = _tables(tables)
+    _choice("errors", errors, _ERRORS)
+    _choice("align", align, _ALIGN)
     files = trace_files(paths)
     if shifts is None:
         shifts = job_shifts(files, align, max_uncertainty_us)
@@ -613,7 +660,7 @@ def _late(e):
 
 def stats(ops, drops=None, top=20, files=None):
     """The rows of `ncclscope stats --json` (a dict of the same shape and
-    numbers) from an operations frame, pandas or Dask (one compute for
+    numbers, rounded as it prints them; null there is None) from an operations frame, pandas or Dask (one compute for
     everything). drops: the drops table for the "lost" block."""
     lazy = [_rows_lazy(ops), _collectives_lazy(ops)]
     if drops is not None:
@@ -628,7 +675,20 @@ def stats(ops, drops=None, top=20, files=None):
     if drops is not None:
         out["lost"] = _lost(got[2])
     out.update({"rows": rows, "stragglers": _by_enqueue(e, top), "gpu_stragglers": _late(e)})
-    return out
+    return _as_printed(out)
+
+
+def _as_printed(s):
+    """The numbers as stats --json prints them (%.3f; avg_bytes %.0f), so
+    that stats() == json.loads(`ncclscope stats --json`): a user comparing
+    the two finds them equal, not 316066.09506726457 against 316066.095.
+    round() and printf both round the exact binary value, halves to even."""
+    def one(d):
+        return {k: (round(v) if k == "avg_bytes" else round(v, 3)) if isinstance(v, float) else v
+                for k, v in d.items()}
+    for k in ("rows", "stragglers", "gpu_stragglers"):
+        s[k] = [one(x) for x in s[k]]
+    return s
 
 
 def hang(paths, jobs=1):
@@ -865,6 +925,22 @@ def _json_like_c(s):
     return head + ", ".join(body) + "}\n"
 
 
+def _refused(e):
+    """Why nothing was read, on stderr, and the exit code ncclscope gives
+    then (docs/analysis.md promises the same): 1 no trace file among the
+    paths, 2 files that cannot be aligned, 3 a path that cannot be read."""
+    if isinstance(e, OSError) and e.filename is not None:
+        print("ncclscope.analysis: %s: %s" % (e.filename, e.strerror or e), file=sys.stderr)
+    else:
+        print("ncclscope.analysis: %s" % e, file=sys.stderr)
+    from ncclscope import analysis as A  # run as __main__: the classes A's functions raise
+    if isinstance(e, A.NoTraceFilesError):
+        return 1
+    if isinstance(e, A.AlignmentError):
+        return 2
+    return 3
+
+
 def main(argv=None):
     from ncclscope import analysis as A  # pickled by module name on the workers, not __main__
     ap = argparse.ArgumentParser(prog="python3 -m ncclscope.analysis",
@@ -886,9 +962,8 @@ def main(argv=None):
     if a.cmd == "hang":
         try:
             rc, text, msgs = _c.hang(A.trace_files(a.paths), a.jobs, int(a.json))
-        except (ValueError, FileNotFoundError) as e:
-            print("ncclscope.analysis: %s" % e, file=sys.stderr)
-            return 3
+        except (ValueError, OSError) as e:
+            return _refused(e)
         sys.stderr.write(msgs)
         sys.stdout.write(text)
         return rc
@@ -901,9 +976,8 @@ def main(argv=None):
             warnings.simplefilter("ignore", A.TraceDamageWarning)
             job = A.load(a.paths, client, tables=("ops",), align=a.align,
                          max_uncertainty_us=a.max_uncertainty_us)
-    except (ValueError, FileNotFoundError) as e:
-        print("ncclscope.analysis: %s" % e, file=sys.stderr)
-        return 3
+    except (ValueError, OSError) as e:
+        return _refused(e)
     for e in job.errors["message"]:
         print("ncclscope.analysis: %s" % e, file=sys.stderr)
     s = A.stats(job.ops, job.drops, a.top, files=len(job.files))
