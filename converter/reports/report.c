@@ -983,7 +983,9 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
     fputs("<p class='note'>GPU p50/p99: first KernelCh GPU start to last GPU end across channels; "
           "busbw/algbw from the GPU p50 (nccl-tests' formulas). Queue: enqueue to GPU start. Host: "
           "enqueue to completion. Rows in grey italics have no KernelCh (host-only): their "
-          "p50/p99 and bandwidths are host time.</p>\n",
+          "p50/p99 are host time, their bandwidths the host time of the operations with a "
+          "completion only (-: none has one; enqueue to the Coll's stop moves no data). Count: "
+          "distinct collectives in the files given.</p>\n",
           f);
     fputs("<h2>Latency by message size (p50)</h2>\n", f);
     latency_chart(f, s);
