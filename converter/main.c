@@ -290,6 +290,9 @@ static int expand(char **in, int n, char ***out, int *nout) {
             fprintf(stderr, "ncclscope: %s: no %s files in this directory\n", in[i],
                     NSC_FILE_SUFFIX);
     }
+    int twice = nsc_inputs_dedupe(v, &k);
+    if (twice)
+        fprintf(stderr, "ncclscope: %d input(s) named twice, read once\n", twice);
     *out = v;
     *nout = k;
     return 0;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "ops_table.h"
+#include "out_file.h"
 #include "trace_format.h"
 
 /* Tables written one file per trace file, and one file for the job. */
@@ -189,6 +190,9 @@ static char **expand(char **in, int n, int *nout) {
             qsort(v + start, (size_t)(k - start), sizeof(*v), cmp_str);
         }
     }
+    int twice = nsc_inputs_dedupe(v, &k);
+    if (twice)
+        fprintf(stderr, "ncclscope export: %d input(s) named twice, read once\n", twice);
     *nout = k;
     return v;
 fail:
