@@ -61,8 +61,8 @@ static void usage(FILE *f) {
             "      files for SQL engines (DuckDB, ClickHouse, Spark; docs/analysis.md).\n"
             "  ncclscope hang <files or directories...> [--json]\n"
             "      where a hung (killed) job's ranks diverge: exit 4 when a hang is found.\n"
-            "  ncclscope info <file>\n"
-            "      header, comms, per-thread record and drop counts.\n"
+            "  ncclscope info <files or directories...>\n"
+            "      header, comms, per-thread record and drop counts, per file.\n"
             "  ncclscope replay --plugin <profiler .so> [--version N] <trace.nsc | recording.tsv>\n"
             "      plays a recorded callback stream into any profiler plugin, with the\n"
             "      recorded threads, order, descriptors and parent links.\n"
@@ -176,10 +176,13 @@ static const struct cmd_help {
      "4 a hang was found, 5 none seen stuck but the ranks diverge where completion\n"
      "was not recorded.\n"},
     {"info",
-     "usage: ncclscope info <file>\n"
+     "usage: ncclscope info <files or directories...>\n"
      "\n"
      "The file's header, session, communicators, per-thread record and drop counts\n"
-     "and what the plugin lost, on standard output.\n"
+     "and what the plugin lost, on standard output. Several files: each in turn\n"
+     "after a line '==> FILE <=='.\n"
+     "\n"
+     "Exit: 0, 1 usage, 2 damaged input, 3 unreadable input (the worst of the files).\n"
      "\n"
      "options:\n"
      "  -h, --help                this text\n"},
@@ -694,6 +697,44 @@ static int cmd_hang(int argc, char **argv) {
     return rc;
 }
 
+/* `ncclscope info`: each file in turn (the README's example names a job's
+ * files with a glob, or its directory); with several, a header line names each (as head(1) does)
+ * and the exit status is the worst of them (3 unreadable > 2 damaged > 0).
+ * One file prints what it always printed, no header. */
+static int cmd_info(int argc, char **argv) {
+    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
+    int nin = 0;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "ncclscope info: unknown option %s\n", argv[i]);
+            free(inputs);
+            return 1;
+        }
+        inputs[nin++] = argv[i];
+    }
+    if (nin == 0) {
+        fprintf(stderr, "ncclscope info: expected trace files or directories\n");
+        free(inputs);
+        return 1;
+    }
+    char **files;
+    int nfiles;
+    int rc = job_files("info", inputs, nin, &files, &nfiles);
+    if (rc)
+        return rc;
+    for (int i = 0; i < nfiles; i++) {
+        if (nfiles > 1)
+            printf("%s==> %s <==\n", i ? "\n" : "", files[i]);
+        /* stderr's messages name the file; keep them after its header */
+        fflush(stdout);
+        int r = nsc_info(files[i], stdout);
+        if (r > rc)
+            rc = r;
+    }
+    free_files(files, nfiles);
+    return rc;
+}
+
 static int cmd_replay(int argc, char **argv) {
     const char *plugin = NULL, *input = NULL;
     int version = 0;
@@ -812,13 +853,8 @@ static int dispatch(int argc, char **argv) {
     }
     if (strcmp(cmd, "convert") == 0)
         return cmd_convert(argc - 2, argv + 2);
-    if (strcmp(cmd, "info") == 0) {
-        if (argc != 3) {
-            fprintf(stderr, "ncclscope info: expected one trace file\n");
-            return 1;
-        }
-        return nsc_info(argv[2], stdout);
-    }
+    if (strcmp(cmd, "info") == 0)
+        return cmd_info(argc - 2, argv + 2);
     if (strcmp(cmd, "replay") == 0)
         return cmd_replay(argc - 2, argv + 2);
     if (strcmp(cmd, "stats") == 0)

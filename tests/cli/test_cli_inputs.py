@@ -37,11 +37,35 @@ def duplicates(cli, src, d):
     print("ok: duplicate inputs read once")
 
 
+def info(cli, src, d):
+    """info takes a job's files (README: `ncclscope info /tmp/trace/*.nsc`)
+    and directories: each file after a header line, exit status the worst;
+    one file prints what it always did (goldens check its bytes)."""
+    files = sorted(glob.glob(os.path.join(src, "*.nsc")))
+    r = run([cli, "info"] + files)
+    heads = [l for l in r.stdout.splitlines() if l.startswith("==> ")]
+    check(heads == ["==> %s <==" % f for f in files], "one header per file: %s" % heads)
+    for f in files:
+        one = run([cli, "info", f]).stdout
+        check(one in r.stdout, "%s's own info is in the several files' output" % f)
+        check(not one.startswith("==>"), "one file: no header")
+    check(run([cli, "info", src]).stdout == r.stdout, "a directory gives its files")
+    bad = os.path.join(d, "truncated.nsc")
+    data = open(files[0], "rb").read()
+    open(bad, "wb").write(data[: len(data) // 2])
+    r = run([cli, "info", files[0], bad, files[1]], ok=(2,))
+    check(r.stdout.count("==> ") == 3 and bad in r.stderr, "damage in one: exit 2, all shown: %s" % r.stderr)
+    r = run([cli, "info", files[0], os.path.join(d, "missing.nsc")], ok=(3,))
+    check("missing.nsc" in r.stderr, r.stderr)
+    print("ok: info of several files")
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
     d = tmpdir()
     duplicates(cli, src, d)
+    info(cli, src, d)
 
 
 if __name__ == "__main__":
