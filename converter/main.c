@@ -8,7 +8,9 @@
  * completion was not recorded.
  */
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_opts.h"
 #include "clock_align.h"
 #include "convert.h"
 #include "parallel.h"
@@ -311,14 +314,17 @@ struct align_opts {
 
 /* -j N or -jN: the output is the same whatever N (parallel.h). Returns 1
  * when argv[*i] was one. */
-static int jobs_option(int argc, char **argv, int *i, int *jobs, int *bad) {
-    if (strncmp(argv[*i], "-j", 2) != 0 || (!argv[*i][2] && *i + 1 >= argc))
+static int jobs_option(const char *cmd, int argc, char **argv, int *i, int *jobs, int *bad) {
+    if (strncmp(argv[*i], "-j", 2) != 0)
         return 0;
+    if (!argv[*i][2] && *i + 1 >= argc) {
+        fprintf(stderr, "ncclscope %s: -j needs a value\n", cmd);
+        *bad = 1;
+        return 1;
+    }
     const char *v = argv[*i][2] ? argv[*i] + 2 : argv[++*i];
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end || n < 1 || n > 1024) {
-        fprintf(stderr, "ncclscope: -j takes a number of files at once (1-1024), not %s\n", v);
+    long n;
+    if (nsc_opt_long(cmd, "-j", v, 1, 1024, "a number of files at once (1-1024)", &n) != 0) {
         *bad = 1;
     } else {
         *jobs = (int)n;
@@ -327,28 +333,41 @@ static int jobs_option(int argc, char **argv, int *i, int *jobs, int *bad) {
     return 1;
 }
 
-static int align_option(int argc, char **argv, int *i, struct align_opts *a, int *bad) {
+static int align_option(const char *cmd, int argc, char **argv, int *i, struct align_opts *a,
+                        int *bad) {
+    static const char *const valued[] = {"--align", "--max-uncertainty-us", NULL};
     if (verbose_option(argv[*i])) {
         a->verbose = 1;
         return 1;
     }
-    if (strcmp(argv[*i], "--align") == 0 && *i + 1 < argc) {
+    if (nsc_opt_missing(cmd, argc, argv, *i, valued)) {
+        *bad = 1;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--align") == 0) {
         const char *v = argv[++*i];
         if (!strcmp(v, "auto"))
             a->mode = 0;
         else if (!strcmp(v, "realtime"))
             a->mode = 1;
         else {
-            fprintf(stderr, "ncclscope: --align takes auto or realtime, not %s\n", v);
+            fprintf(stderr, "ncclscope %s: --align takes auto or realtime, not '%s'\n", cmd, v);
             *bad = 1;
         }
         return 1;
     }
-    if (strcmp(argv[*i], "--max-uncertainty-us") == 0 && *i + 1 < argc) {
-        a->max_unc_ns = atof(argv[++*i]) * 1e3;
+    if (strcmp(argv[*i], "--max-uncertainty-us") == 0) {
+        double us;
+        /* 0 would refuse every alignment of several hosts; a negative one
+         * or "abc" (atof: 0) was taken silently */
+        if (nsc_opt_double(cmd, "--max-uncertainty-us", argv[++*i], 1e-9, 1e12,
+                           "a number of microseconds > 0", &us) != 0)
+            *bad = 1;
+        else
+            a->max_unc_ns = us * 1e3;
         return 1;
     }
-    return jobs_option(argc, argv, i, &a->jobs, bad);
+    return jobs_option(cmd, argc, argv, i, &a->jobs, bad);
 }
 
 /* Aligns the files' clocks; prints the per-host result on stderr with -v,
@@ -399,23 +418,29 @@ static void free_files(char **files, int n) {
     free(files);
 }
 
-/* "0,2,5-7" -> ranks. Returns the count, or -1. */
+/* "0,2,5-7" -> ranks. Returns the count, -1 (not such a list: a rank is
+ * 0..INT_MAX, a range ascends) or -2 (more than cap ranks). */
 static int parse_ranks(const char *s, int *out, int cap) {
     int n = 0;
     while (*s) {
         char *end;
+        if (*s < '0' || *s > '9') /* strtol would take " 3" and "+3" */
+            return -1;
+        errno = 0;
         long a = strtol(s, &end, 10), b = a;
-        if (end == s || a < 0)
+        if (end == s || a < 0 || a > INT_MAX || errno == ERANGE)
             return -1;
         if (*end == '-') {
             s = end + 1;
+            if (*s < '0' || *s > '9')
+                return -1;
             b = strtol(s, &end, 10);
-            if (end == s || b < a)
+            if (end == s || b < a || b > INT_MAX || errno == ERANGE)
                 return -1;
         }
         for (long r = a; r <= b; r++) {
             if (n == cap)
-                return -1;
+                return -2;
             out[n++] = (int)r;
         }
         s = end;
@@ -435,16 +460,23 @@ static int cmd_convert(int argc, char **argv) {
     struct nsc_convert_opts o;
     memset(&o, 0, sizeof(o));
     struct align_opts ao = {0, 1e6, 0};
+    static const char *const valued[] = {"-o", "--ranks", "--comm", "--time", "--events", "--split",
+                                         NULL};
     for (int i = 0; i < argc && !bad; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-o") && v)
+        if (nsc_opt_missing("convert", argc, argv, i, valued))
+            bad = 1;
+        else if (!strcmp(a, "-o"))
             out_path = argv[++i];
         else if (!strcmp(a, "--no-flows"))
             flows = 0;
         else if (!strcmp(a, "--ranks") && v) {
             i++;
-            if ((o.nranks = parse_ranks(v, ranks, 4096)) <= 0) {
-                fprintf(stderr, "ncclscope convert: --ranks takes a list like 0,2,4-7, not %s\n", v);
+            if ((o.nranks = parse_ranks(v, ranks, 4096)) == -2) {
+                fprintf(stderr, "ncclscope convert: --ranks keeps at most 4096 ranks, not '%s'\n", v);
+                bad = 1;
+            } else if (o.nranks <= 0) {
+                fprintf(stderr, "ncclscope convert: --ranks takes a list like 0,2,4-7 of ranks 0-2147483647, not '%s'\n", v);
                 bad = 1;
             }
             o.ranks = ranks;
@@ -452,7 +484,15 @@ static int cmd_convert(int argc, char **argv) {
             o.comm = argv[++i];
         } else if (!strcmp(a, "--time") && v) {
             i++;
-            if (sscanf(v, "%lf:%lf", &o.t_from, &o.t_to) != 2 || o.t_to <= o.t_from) {
+            /* strict: sscanf took "1:2junk", "nan:inf" */
+            const char *colon = strchr(v, ':');
+            char *e1 = NULL, *e2 = NULL;
+            if (colon) {
+                o.t_from = strtod(v, &e1);
+                o.t_to = strtod(colon + 1, &e2);
+            }
+            if (!colon || e1 != colon || e1 == v || *e2 || e2 == colon + 1 || !isfinite(o.t_from) ||
+                !isfinite(o.t_to) || o.t_to <= o.t_from) {
                 fprintf(stderr, "ncclscope convert: --time takes FROM:TO in seconds from the job's "
                                 "start, TO > FROM, not %s\n", v);
                 bad = 1;
@@ -466,13 +506,13 @@ static int cmd_convert(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--split") && v) {
             i++;
-            double mb = atof(v);
-            if (mb < 1) {
-                fprintf(stderr, "ncclscope convert: --split takes a size in MB (>= 1), not %s\n", v);
+            double mb;
+            /* at most 1e9 MB (a petabyte): mb * 1e6 fits a uint64_t */
+            if (nsc_opt_double("convert", "--split", v, 1, 1e9, "a size in MB (1 to 1e9)", &mb) != 0)
                 bad = 1;
-            }
-            o.split_bytes = (uint64_t)(mb * 1e6);
-        } else if (align_option(argc, argv, &i, &ao, &bad)) {
+            else
+                o.split_bytes = (uint64_t)(mb * 1e6);
+        } else if (align_option("convert", argc, argv, &i, &ao, &bad)) {
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "ncclscope convert: unknown option %s\n", a);
             bad = 1;
@@ -537,16 +577,26 @@ static int cmd_stats(int argc, char **argv) {
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, json = 0, top = 20, bad = 0, by_caller = 0;
     struct align_opts ao = {0, 1e6, 0};
+    static const char *const valued[] = {"-o", "--top", NULL};
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+        if (nsc_opt_missing("stats", argc, argv, i, valued)) {
+            bad = 1;
+            break;
+        } else if (strcmp(argv[i], "-o") == 0)
             out_path = argv[++i];
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--by-caller") == 0)
             by_caller = 1;
-        else if (strcmp(argv[i], "--top") == 0 && i + 1 < argc)
-            top = atoi(argv[++i]);
-        else if (align_option(argc, argv, &i, &ao, &bad)) {
+        else if (strcmp(argv[i], "--top") == 0) {
+            long n;
+            if (nsc_opt_long("stats", "--top", argv[++i], 0, 1000000, "a number of rows (0-1000000)",
+                             &n) != 0) {
+                bad = 1;
+                break;
+            }
+            top = (int)n;
+        } else if (align_option("stats", argc, argv, &i, &ao, &bad)) {
             if (bad)
                 break;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -556,7 +606,7 @@ static int cmd_stats(int argc, char **argv) {
         } else
             inputs[nin++] = argv[i];
     }
-    if (bad || nin == 0 || top < 0) {
+    if (bad || nin == 0) {
         if (!bad)
             fprintf(stderr, "ncclscope stats: expected trace files or directories\n");
         free(inputs);
@@ -618,10 +668,13 @@ static int cmd_report(int argc, char **argv) {
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, bad = 0;
     struct align_opts ao = {0, 1e6, 0};
+    static const char *const valued[] = {"-o", NULL};
     for (int i = 0; i < argc && !bad; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+        if (nsc_opt_missing("report", argc, argv, i, valued))
+            bad = 1;
+        else if (strcmp(argv[i], "-o") == 0)
             out_path = argv[++i];
-        else if (align_option(argc, argv, &i, &ao, &bad)) {
+        else if (align_option("report", argc, argv, &i, &ao, &bad)) {
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ncclscope report: unknown option %s\n", argv[i]);
             bad = 1;
@@ -669,7 +722,7 @@ static int cmd_hang(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
-        else if (jobs_option(argc, argv, &i, &jobs, &bad))
+        else if (jobs_option("hang", argc, argv, &i, &jobs, &bad))
             ;
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ncclscope hang: unknown option %s\n", argv[i]);
@@ -738,16 +791,19 @@ static int cmd_info(int argc, char **argv) {
 static int cmd_replay(int argc, char **argv) {
     const char *plugin = NULL, *input = NULL;
     int version = 0;
+    static const char *const valued[] = {"--plugin", "--version", NULL};
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
+        if (nsc_opt_missing("replay", argc, argv, i, valued))
+            return 1;
+        if (strcmp(argv[i], "--plugin") == 0)
             plugin = argv[++i];
-        else if (strcmp(argv[i], "--version") == 0 && i + 1 < argc) {
+        else if (strcmp(argv[i], "--version") == 0) {
             const char *v = argv[++i];
-            version = atoi(v[0] == 'v' ? v + 1 : v);
-            if (version < 1 || version > 7) {
-                fprintf(stderr, "ncclscope replay: --version takes 1..7 (or v1..v7)\n");
+            long n;
+            if (nsc_opt_long("replay", "--version", v[0] == 'v' ? v + 1 : v, 1, 7, "1..7 (or v1..v7)",
+                             &n) != 0)
                 return 1;
-            }
+            version = (int)n;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "ncclscope replay: unknown option %s\n", argv[i]);
             return 1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_opts.h"
 #include "ops_table.h"
 #include "out_file.h"
 #include "trace_format.h"
@@ -239,20 +240,31 @@ int nsc_export_main(int argc, char **argv) {
     int nin = 0;
     if (!inputs)
         return 3;
+    static const char *const valued[] = {"-o", "--align", "--max-uncertainty-us", NULL};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
+        if (nsc_opt_missing("export", argc, argv, i, valued)) {
+            free(inputs);
+            return 1;
+        } else if (!strcmp(argv[i], "-o"))
             out = argv[++i];
-        else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--align")) {
             const char *v = argv[++i];
             if (strcmp(v, "auto") && strcmp(v, "realtime")) {
-                fprintf(stderr, "ncclscope export: --align takes auto or realtime, not %s\n", v);
+                fprintf(stderr, "ncclscope export: --align takes auto or realtime, not '%s'\n", v);
                 free(inputs);
                 return 1;
             }
             mode = !strcmp(v, "realtime");
-        } else if (!strcmp(argv[i], "--max-uncertainty-us") && i + 1 < argc)
-            max_unc = atof(argv[++i]) * 1e3;
-        else if (argv[i][0] == '-' && argv[i][1]) {
+        } else if (!strcmp(argv[i], "--max-uncertainty-us")) {
+            double us;
+            /* as the other commands (main.c): "abc" and "-3" were taken as 0 */
+            if (nsc_opt_double("export", "--max-uncertainty-us", argv[++i], 1e-9, 1e12,
+                               "a number of microseconds > 0", &us) != 0) {
+                free(inputs);
+                return 1;
+            }
+            max_unc = us * 1e3;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "ncclscope export: unknown option %s\n", argv[i]);
             free(inputs);
             return 1;

@@ -60,12 +60,60 @@ def info(cli, src, d):
     print("ok: info of several files")
 
 
+def bad_values(cli, src, d):
+    """Option values are parsed strictly: a usage error (exit 1) naming the
+    option and the value, before anything is read or written (atof/atoi
+    took "abc" and "-3" as 0; --split inf was a UB cast; an option last on
+    the line was "unknown option")."""
+    o = os.path.join(d, "v.json")
+    cases = [
+        (["stats", src, "--max-uncertainty-us", "abc"], "--max-uncertainty-us", "'abc'"),
+        (["stats", src, "--max-uncertainty-us", "-3"], "--max-uncertainty-us", "'-3'"),
+        (["convert", src, "-o", o, "--max-uncertainty-us", "nan"], "--max-uncertainty-us", "'nan'"),
+        (["export", src, "-o", os.path.join(d, "x"), "--max-uncertainty-us", "1e"], "--max-uncertainty-us", "'1e'"),
+        (["stats", src, "--top", "abc"], "--top", "'abc'"),
+        (["stats", src, "--top", "-1"], "--top", "'-1'"),
+        (["stats", src, "--top", "3x"], "--top", "'3x'"),
+        (["convert", src, "-o", o, "--ranks", "4294967296"], "--ranks", "'4294967296'"),
+        (["convert", src, "-o", o, "--ranks", "0-4096"], "at most 4096 ranks", "'0-4096'"),
+        (["convert", src, "-o", o, "--ranks", "1,-2"], "--ranks", "'1,-2'"),
+        (["convert", src, "-o", o, "--split", "inf"], "--split", "'inf'"),
+        (["convert", src, "-o", o, "--split", "nan"], "--split", "'nan'"),
+        (["convert", src, "-o", o, "--split", "1e300"], "--split", "'1e300'"),
+        (["convert", src, "-o", o, "--split", "0.5"], "--split", "'0.5'"),
+        (["convert", src, "-o", o, "--time", "1:2x"], "--time", "1:2x"),
+        (["convert", src, "-o", o, "--time", "nan:1"], "--time", "nan:1"),
+        (["convert", src, "-o"], "-o needs a value", ""),
+        (["convert", src, "-o", o, "--ranks"], "--ranks needs a value", ""),
+        (["convert", src, "-o", o, "--comm"], "--comm needs a value", ""),
+        (["stats", src, "--top"], "--top needs a value", ""),
+        (["stats", src, "--align"], "--align needs a value", ""),
+        (["report", src, "-o", os.path.join(d, "r.html"), "-j"], "-j needs a value", ""),
+        (["hang", src, "-j", "0"], "-j", "'0'"),
+        (["export", src, "-o"], "-o needs a value", ""),
+        (["replay", "--plugin", "x.so", "--version", "3x", src], "--version", "'3x'"),
+        (["replay", "--plugin"], "--plugin needs a value", ""),
+    ]
+    for args, opt, val in cases:
+        r = run([cli] + args, ok=(1,))
+        line = r.stderr.strip()
+        check(line.count("\n") == 0 and opt in line and val in line and "unknown option" not in line,
+              "%s: %r" % (" ".join(args[2:]), r.stderr))
+    check(not os.path.exists(o), "nothing written on a usage error")
+    # good values still pass
+    run([cli, "convert", src, "-o", o, "--split", "1.5", "--ranks", "0-1,3", "--time", "0:1e3",
+         "--max-uncertainty-us", "250.5", "-j2"])
+    run([cli, "stats", src, "--top", "0"])
+    print("ok: %d bad option values refused" % len(cases))
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
     d = tmpdir()
     duplicates(cli, src, d)
     info(cli, src, d)
+    bad_values(cli, src, d)
 
 
 if __name__ == "__main__":
