@@ -386,12 +386,30 @@ static int align(char **files, int nfiles, const struct align_opts *ao, struct n
     if (ao->verbose) {
         nsc_align_print(al, stderr);
     } else if (al->nhosts > 1) {
+        /* A host placed by CLOCK_REALTIME alone has no measured uncertainty
+         * (its 0 is "not measured", not "exact"): it is said apart, else
+         * "uncertainty up to +-0.000 us" claimed a precision nobody had. */
         double worst = 0;
-        for (int h = 1; h < al->nhosts; h++)
-            if (al->hosts[h].uncertainty_ns > worst)
+        int realtime_only = 0;
+        for (int h = 1; h < al->nhosts; h++) {
+            if (al->hosts[h].method != NSC_ALIGN_COLLECTIVES)
+                realtime_only++;
+            else if (al->hosts[h].uncertainty_ns > worst)
                 worst = al->hosts[h].uncertainty_ns;
-        fprintf(stderr, "ncclscope %s: %d hosts aligned, uncertainty up to +-%.3f us (-v: per host)\n",
-                cmd, al->nhosts, worst / 1e3);
+        }
+        int refined = al->nhosts - 1 - realtime_only;
+        if (!realtime_only)
+            fprintf(stderr, "ncclscope %s: %d hosts aligned, uncertainty up to +-%.3f us (-v: per host)\n",
+                    cmd, al->nhosts, worst / 1e3);
+        else if (!refined)
+            fprintf(stderr, "ncclscope %s: %d hosts placed by their realtime clocks only "
+                            "(uncertainty: their NTP accuracy; -v: per host)\n",
+                    cmd, al->nhosts);
+        else
+            fprintf(stderr, "ncclscope %s: %d hosts: %d aligned to the first by shared collectives, "
+                            "uncertainty up to +-%.3f us; %d placed by the hosts' realtime clocks only "
+                            "(uncertainty: their NTP accuracy; -v: per host)\n",
+                    cmd, al->nhosts, refined, worst / 1e3, realtime_only);
     }
     return 0;
 }

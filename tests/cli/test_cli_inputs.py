@@ -107,6 +107,40 @@ def bad_values(cli, src, d):
     print("ok: %d bad option values refused" % len(cases))
 
 
+def alignment_summary(cli, src, d):
+    """A host placed by CLOCK_REALTIME only (no completed collective shared
+    with the first) has no measured uncertainty: the one-line summary must
+    not count it as +-0.000 us."""
+    from test_merge_stats import rewrite_host
+    job = os.path.join(d, "twohosts")
+    os.makedirs(job)
+    for f in glob.glob(os.path.join(src, "*.nsc")):
+        os.symlink(f, os.path.join(job, os.path.basename(f)))
+    rewrite_host(os.path.join(data_dir(), "h200x2_net_1MiB.nsc"), os.path.join(job, "other.nsc"), "otherhost")
+    r = run([cli, "stats", job])
+    line = [l for l in r.stderr.splitlines() if "hosts" in l]
+    check(len(line) == 1 and "realtime clocks only" in line[0] and "+-0.000" not in line[0],
+          "realtime-only host said apart: %r" % r.stderr)
+    v = run([cli, "stats", "-v", job]).stderr
+    check("realtime" in v and "only" in v, "-v says it too: %r" % v)
+    # the same job's hosts aligned by shared collectives keep their line
+    job2 = os.path.join(d, "refined")
+    os.makedirs(job2)
+    for i, f in enumerate(sorted(glob.glob(os.path.join(src, "*.nsc")))):
+        if i < 2:
+            os.symlink(f, os.path.join(job2, os.path.basename(f)))
+        else:
+            rewrite_host(f, os.path.join(job2, os.path.basename(f)), "otherhost")
+    r = run([cli, "stats", job2])
+    check("2 hosts aligned, uncertainty up to +-" in r.stderr and "realtime" not in r.stderr,
+          "hosts aligned by collectives: %r" % r.stderr)
+    rewrite_host(os.path.join(data_dir(), "h200x2_net_1MiB.nsc"), os.path.join(job2, "zz-third.nsc"), "thirdhost")  # sorts last: the first file's host is the reference
+    r = run([cli, "stats", job2])
+    check("3 hosts: 1 aligned to the first by shared collectives" in r.stderr and
+          "1 placed by the hosts' realtime clocks only" in r.stderr, "mixed: %r" % r.stderr)
+    print("ok: alignment summary: %s" % line[0])
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
@@ -114,6 +148,7 @@ def main():
     duplicates(cli, src, d)
     info(cli, src, d)
     bad_values(cli, src, d)
+    alignment_summary(cli, src, d)
 
 
 if __name__ == "__main__":
