@@ -38,6 +38,7 @@ struct nsc_convert_result {
     unsigned long long lost;       /* every record lost: drops + write errors + exit */
     unsigned long long lost_write, lost_exit;
     unsigned long long unnamed;    /* events naming a lost string ("?") */
+    unsigned long long ranks_matched, comm_matched; /* events --ranks / --comm matched */
 };
 
 /* Returns 0 when every file was intact, 2 when damage was found (everything

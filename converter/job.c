@@ -539,6 +539,8 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     j.res.events = tot.events;
     j.res.unfinished = tot.unfinished;
     j.res.filtered = tot.filtered;
+    j.res.ranks_matched = tot.ranks_matched;
+    j.res.comm_matched = tot.comm_matched;
     j.res.parts = (unsigned long long)nsc_sink_parts(j.sink);
     /* The run's metadata: the JSON document's "metadata", or in the
      * protobuf trace an instant on the first file's summary track. */

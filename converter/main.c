@@ -475,6 +475,7 @@ static int cmd_convert(int argc, char **argv) {
     char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
     int nin = 0, bad = 0, flows = 1;
     static int ranks[4096];
+    const char *ranks_arg = "";
     struct nsc_convert_opts o;
     memset(&o, 0, sizeof(o));
     struct align_opts ao = {0, 1e6, 0};
@@ -490,6 +491,7 @@ static int cmd_convert(int argc, char **argv) {
             flows = 0;
         else if (!strcmp(a, "--ranks") && v) {
             i++;
+            ranks_arg = v;
             if ((o.nranks = parse_ranks(v, ranks, 4096)) == -2) {
                 fprintf(stderr, "ncclscope convert: --ranks keeps at most 4096 ranks, not '%s'\n", v);
                 bad = 1;
@@ -585,6 +587,14 @@ static int cmd_convert(int argc, char **argv) {
                 nfiles, res.events, res.unfinished, res.filtered, res.drops, lost,
                 rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
                 res.parts > 1 ? " (split into parts -000 ...)" : "");
+    /* A filter that matches nothing gives an empty trace and exit 0: say
+     * which one, not only "N filtered out" */
+    if (rc != 3 && o.nranks && !res.ranks_matched)
+        fprintf(stderr, "ncclscope convert: warning: --ranks %s matches no communicator rank in the "
+                        "inputs\n", ranks_arg);
+    if (rc != 3 && o.comm && !res.comm_matched)
+        fprintf(stderr, "ncclscope convert: warning: --comm %s matches no communicator in the inputs "
+                        "(a commId prefix, 0x optional, or a name)\n", o.comm);
     free_files(files, nfiles);
     nsc_align_free(&al);
     return rc;

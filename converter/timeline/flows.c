@@ -84,4 +84,6 @@ void nsc_timeline_add_totals(struct nsc_timeline *t, const struct nsc_timeline_t
     t->tot.filtered += o->filtered;
     t->tot.flows += o->flows;
     t->tot.chains_not_linked += o->chains_not_linked;
+    t->tot.ranks_matched += o->ranks_matched;
+    t->tot.comm_matched += o->comm_matched;
 }

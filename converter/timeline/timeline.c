@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "decoded.h"
 #include "event_types.h"
@@ -100,39 +101,54 @@ void tl_rotate(struct nsc_timeline *t) {
 }
 
 /* Whether an event of comm `serial` and type etype over [start, end] passes
- * the filters. */
+ * the filters. Counts, for the run's warning, what --ranks and --comm each
+ * matched (tested apart, so that a --comm that exists is not reported as
+ * matching nothing because --ranks dropped its events first). The caller
+ * counts what it drops: only event records are counted as filtered out, so
+ * that the summary's "N events (M filtered out)" has M <= N (operation
+ * slices, marks and Python calls, drawn from those events, were counted too
+ * and M exceeded N). */
 static int keep(struct nsc_timeline *t, uint32_t serial, int etype, uint64_t start, uint64_t end) {
     const struct nsc_timeline_opts *o = &t->o;
-    if (o->event_mask && etype >= 0 && !((o->event_mask >> etype) & 1))
-        goto drop;
+    int ok = 1;
     if (o->nranks || o->comm) {
         const struct nsc_comm_info *ci = nsc_decoder_comm(t->f.dec, serial);
         if (!ci)
-            goto drop;
+            return 0;
         if (o->nranks) {
-            int ok = 0;
-            for (int i = 0; i < o->nranks && !ok; i++)
-                ok = o->ranks[i] == ci->rank;
-            if (!ok)
-                goto drop;
+            int in = 0;
+            for (int i = 0; i < o->nranks && !in; i++)
+                in = o->ranks[i] == ci->rank;
+            if (in)
+                t->tot.ranks_matched++;
+            ok = in;
         }
         if (o->comm) {
+            /* `hang` and `info` print commIds as 0x...: the prefix is the
+             * hex digits after it, in either case */
+            const char *h = o->comm;
+            if (h[0] == '0' && (h[1] == 'x' || h[1] == 'X'))
+                h += 2;
             char hex[17];
             snprintf(hex, sizeof(hex), "%016" PRIx64, ci->comm_id);
-            if (strncmp(hex, o->comm, strlen(o->comm)) != 0 && strcmp(ci->name, o->comm) != 0)
-                goto drop;
+            int in = (*h && strncasecmp(hex, h, strlen(h)) == 0) || strcmp(ci->name, o->comm) == 0;
+            if (in)
+                t->tot.comm_matched++;
+            ok = ok && in;
         }
+        if (!ok)
+            return 0;
     }
+    /* after --ranks and --comm: what they match does not depend on --events */
+    if (o->event_mask && etype >= 0 && !((o->event_mask >> etype) & 1))
+        return 0;
     if (o->t_to > 0) {
         double a = ((double)start - (double)o->t_origin) / 1e9;
         double b = ((double)end - (double)o->t_origin) / 1e9;
         if (b < o->t_from || a > o->t_to)
-            goto drop;
+            return 0;
     }
     return 1;
-drop:
-    t->tot.filtered++;
-    return 0;
 }
 
 /* ---- processes and tracks ---- */
@@ -542,6 +558,8 @@ void nsc_timeline_event(struct nsc_timeline *t, struct nsc_event *e, int unfinis
     uint64_t oid = tl_out_id(t, f->index, e->id);
     tl_rotate(t);
     int kept = keep(t, r->h.aux, r->h.etype, e->start_ns, end);
+    if (!kept)
+        t->tot.filtered++;
     if (kept && k && !k->named) /* a new part began after this event started */
         track_of(t, (uint32_t)(k->key >> 32), r->h.aux, r->h.etype);
     if (kept) {

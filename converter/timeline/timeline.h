@@ -109,6 +109,7 @@ void nsc_timeline_file_end(struct nsc_timeline *t, uint64_t last_ns,
 /* Totals so far. */
 struct nsc_timeline_totals {
     uint64_t events, unfinished, filtered, flows, chains_not_linked;
+    uint64_t ranks_matched, comm_matched; /* events whose comm --ranks / --comm matched */
 };
 void nsc_timeline_totals(const struct nsc_timeline *t, struct nsc_timeline_totals *out);
 

@@ -141,6 +141,37 @@ def alignment_summary(cli, src, d):
     print("ok: alignment summary: %s" % line[0])
 
 
+def filters(cli, src, d):
+    """--comm takes what info and hang print (0x..., either case); a --comm
+    or --ranks that matches nothing warns (exit 0 still); the summary's
+    filtered count is at most its event count."""
+    import re
+    ids = set(re.findall(r"commId ([0-9a-f]{16})", run([cli, "info", src]).stdout))
+    check(len(ids) == 1, "one communicator: %s" % ids)
+    cid = ids.pop()
+    o = os.path.join(d, "f.json")
+
+    def conv(*args):
+        r = run([cli, "convert", src, "-o", o] + list(args))
+        m = re.search(r"(\d+) events \(\d+ unfinished, (\d+) filtered out\)", r.stderr)
+        check(m, r.stderr)
+        return r.stderr, int(m.group(1)), int(m.group(2))
+
+    for form in ("0x" + cid, "0X" + cid.upper(), cid[:6], "0x" + cid[:6]):
+        err, n, filtered = conv("--comm", form)
+        check(filtered == 0 and "warning" not in err, "--comm %s keeps everything: %s" % (form, err))
+    err, n, filtered = conv("--comm", "0xffff")
+    check(filtered == n and "warning: --comm 0xffff matches no communicator" in err, err)
+    err, n, filtered = conv("--ranks", "7-9")
+    check(filtered == n and "warning: --ranks 7-9 matches no communicator rank" in err, err)
+    err, _, _ = conv("--ranks", "7", "--comm", cid, "--events", "p2p")
+    check("--ranks 7" in err and "--comm" not in err, "--comm that exists not warned about: %s" % err)
+    for args in (["--time", "0.2:0.25"], ["--ranks", "1,3"], ["--events", "coll"]):
+        err, n, filtered = conv(*args)
+        check(0 < filtered <= n and "warning" not in err, "%s: filtered <= events: %s" % (args, err))
+    print("ok: --comm 0x..., filters that match nothing warned, filtered <= events")
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
@@ -149,6 +180,7 @@ def main():
     info(cli, src, d)
     bad_values(cli, src, d)
     alignment_summary(cli, src, d)
+    filters(cli, src, d)
 
 
 if __name__ == "__main__":
