@@ -194,7 +194,7 @@ static const struct cmd_help {
      "\n"
      "Plays a recorded callback stream into any NCCL profiler plugin, with the\n"
      "recorded threads, order, descriptors and parent links. Host calls happen\n"
-     "now; GPU timers keep their recorded values.\n"
+     "now; GPU timers keep their recorded values. One input file.\n"
      "\n"
      "options:\n"
      "  --plugin FILE             the plugin to load (required)\n"
@@ -246,6 +246,29 @@ static void free_list(char **v, int n) {
     free(v);
 }
 
+/* A directory's *.nsc entry that is not a regular file (a dangling link, a
+ * FIFO, a socket, a subdirectory named x.nsc) is nothing the user named and
+ * nothing a trace could be: skipped with a note, the exit status unchanged
+ * (docs/converter.md, "Outputs and exit codes"). The same named on the
+ * command line is refused (exit 3). A regular file that cannot be read is
+ * the reader's error, wherever it was found. */
+static int dir_entry_is_file(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        fprintf(stderr, "ncclscope: %s: skipped: %s%s\n", path,
+                lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? "a symlink to nothing readable: " : "",
+                strerror(e));
+        return 0;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "ncclscope: %s: skipped: %s, not a trace file\n", path,
+                nsc_file_kind(st.st_mode));
+        return 0;
+    }
+    return 1;
+}
+
 /* Expands directories into their *.nsc files (sorted). */
 static int expand(char **in, int n, char ***out, int *nout) {
     int cap = 16, k = 0;
@@ -288,6 +311,10 @@ static int expand(char **in, int n, char ***out, int *nout) {
             size_t len = strlen(in[i]) + strlen(de->d_name) + 2;
             v[k] = malloc(len);
             snprintf(v[k], len, "%s/%s", in[i], de->d_name);
+            if (!dir_entry_is_file(v[k])) {
+                free(v[k]);
+                continue;
+            }
             k++;
         }
         closedir(d);
@@ -835,12 +862,29 @@ static int cmd_replay(int argc, char **argv) {
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "ncclscope replay: unknown option %s\n", argv[i]);
             return 1;
+        } else if (input) {
+            /* one stream is replayed: a second input was silently the only one */
+            fprintf(stderr, "ncclscope replay: expected one input file, not %s and %s\n", input,
+                    argv[i]);
+            return 1;
         } else
             input = argv[i];
     }
     if (!plugin || !input) {
         fprintf(stderr, "ncclscope replay: expected --plugin <so> and one input file\n");
         return 1;
+    }
+    /* as the other commands: an input that cannot be read is exit 3 (a
+     * missing one or a directory was 2, "damaged") */
+    struct stat ist;
+    if (stat(input, &ist) != 0) {
+        fprintf(stderr, "ncclscope replay: %s: %s\n", input, strerror(errno));
+        return 3;
+    }
+    if (!S_ISREG(ist.st_mode)) {
+        fprintf(stderr, "ncclscope replay: %s: expected a trace file or a recording, found %s\n",
+                input, nsc_file_kind(ist.st_mode));
+        return 3;
     }
     char err[1024] = "";
     struct nsc_script s;

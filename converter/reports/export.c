@@ -13,6 +13,7 @@
 #include "ops_table.h"
 #include "out_file.h"
 #include "trace_format.h"
+#include "trace_reader.h"
 
 /* Tables written one file per trace file, and one file for the job. */
 static const enum nsc_ot_table_id per_file[] = {NSC_OT_T_OPS, NSC_OT_T_KCH, NSC_OT_T_STEPS};
@@ -161,6 +162,23 @@ static char **expand(char **in, int n, int *nout) {
                     break;
                 if (!ends_with(de->d_name, NSC_FILE_SUFFIX))
                     continue;
+                /* not a regular file: skipped with a note, as main.c's
+                 * expand() does for the other commands */
+                char p[4096];
+                struct stat es;
+                snprintf(p, sizeof(p), "%s/%s", in[i], de->d_name);
+                if (stat(p, &es) != 0) {
+                    int e = errno;
+                    fprintf(stderr, "ncclscope export: %s: skipped: %s%s\n", p,
+                            lstat(p, &es) == 0 && S_ISLNK(es.st_mode) ? "a symlink to nothing readable: " : "",
+                            strerror(e));
+                    continue;
+                }
+                if (!S_ISREG(es.st_mode)) {
+                    fprintf(stderr, "ncclscope export: %s: skipped: %s, not a trace file\n", p,
+                            nsc_file_kind(es.st_mode));
+                    continue;
+                }
                 name = de->d_name;
             }
             if (k == cap) {

@@ -172,6 +172,45 @@ def filters(cli, src, d):
     print("ok: --comm 0x..., filters that match nothing warned, filtered <= events")
 
 
+def dir_entries(cli, src, d):
+    """A directory's *.nsc entries that are not regular files (a dangling
+    symlink, a FIFO, a subdirectory) are skipped with one note each and do
+    not change the exit status (they were exit 2, "DAMAGED input"); the same
+    named on the command line exit 3. replay takes one input: two are a
+    usage error (the last was silently the only one), a missing one or a
+    directory exit 3 (was 2)."""
+    import shutil
+    job = os.path.join(d, "odd")
+    os.makedirs(job)
+    for f in glob.glob(os.path.join(src, "*.nsc")):
+        shutil.copy(f, job)
+    os.symlink(os.path.join(d, "gone.nsc"), os.path.join(job, "dangling.nsc"))
+    os.mkfifo(os.path.join(job, "fifo.nsc"))
+    os.makedirs(os.path.join(job, "sub.nsc"))
+    want = run([cli, "stats", "--json", src]).stdout
+    for args in (["stats", "--json"], ["hang"], ["info"], ["convert", "-o", os.path.join(d, "odd.json")],
+                 ["report", "-o", os.path.join(d, "odd.html")], ["export", "-o", os.path.join(d, "oddx")]):
+        r = run([cli] + args[:1] + [job] + args[1:], ok=(0,))
+        for name, why in (("dangling.nsc", "symlink"), ("fifo.nsc", "FIFO"), ("sub.nsc", "directory")):
+            notes = [l for l in r.stderr.splitlines() if name in l]
+            check(len(notes) == 1 and "skipped" in notes[0] and why in notes[0], "%s: %s" % (args[0], r.stderr))
+        check("DAMAGED" not in r.stderr, r.stderr)
+        if args[0] == "stats":
+            check(json.loads(r.stdout) == json.loads(want), "the 4 intact files' stats")
+    for name in ("dangling.nsc", "fifo.nsc"):
+        run([cli, "stats", os.path.join(job, name)], ok=(3,))
+
+    plugin = "/nonexistent.so"  # the inputs are checked before the plugin is loaded
+    one = sorted(glob.glob(os.path.join(src, "*.nsc")))[0]
+    r = run([cli, "replay", "--plugin", plugin, one, one], ok=(1,))
+    check("one input" in r.stderr, r.stderr)
+    r = run([cli, "replay", "--plugin", plugin, os.path.join(d, "missing.nsc")], ok=(3,))
+    check("missing.nsc: No such file" in r.stderr, r.stderr)
+    r = run([cli, "replay", "--plugin", plugin, src], ok=(3,))
+    check("found a directory" in r.stderr, r.stderr)
+    print("ok: odd directory entries skipped, replay's inputs")
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
@@ -181,6 +220,7 @@ def main():
     bad_values(cli, src, d)
     alignment_summary(cli, src, d)
     filters(cli, src, d)
+    dir_entries(cli, src, d)
 
 
 if __name__ == "__main__":
