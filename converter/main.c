@@ -30,6 +30,7 @@
 #include "info.h"
 #include "out_file.h"
 #include "replay.h"
+#include "sink.h"
 #include "trace_format.h"
 #include "trace_reader.h"
 #include "tsv_recording.h"
@@ -150,7 +151,8 @@ static const struct cmd_help {
      "docs/analysis.md.\n"
      "\n"
      "options:\n"
-     "  -o DIR                    where the files go (created)\n"
+     "  -o DIR                    where the files go (created; an earlier export there is\n"
+     "                            replaced, a non-empty DIR without one refused)\n"
      "  --align auto|realtime     clock alignment of files from several hosts\n"
      "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
      "  -h, --help                this text\n"
@@ -607,13 +609,45 @@ static int cmd_convert(int argc, char **argv) {
         snprintf(lost, sizeof(lost),
                  ", %llu records lost by the plugin in all (%llu to write errors, %llu at exit)",
                  res.lost, res.lost_write, res.lost_exit);
+    /* --split: the names written (one part is t-000.json, not t.json) */
+    char where[9000];
+    snprintf(where, sizeof(where), "%s", out_path);
+    if (o.split_bytes && res.parts >= 1) {
+        struct nsc_sink_opts so = {0};
+        so.path = out_path;
+        so.split_bytes = o.split_bytes;
+        char first[4200], last[4200];
+        nsc_sink_part_path(&so, 0, first, sizeof(first));
+        nsc_sink_part_path(&so, (int)res.parts - 1, last, sizeof(last));
+        if (res.parts == 1)
+            snprintf(where, sizeof(where), "%s (1 part)", first);
+        else
+            snprintf(where, sizeof(where), "%s ... %s (%llu parts)", first, last, res.parts);
+        /* Parts past ours with the same name are an earlier run's: a reader
+         * of t-*.json would mix the two jobs. They are the user's files, so
+         * they are named, not deleted. */
+        int stale = 0;
+        char p[4200], p0[4200] = "", plast[4200] = "";
+        for (int k = (int)res.parts; k < 100000; k++) {
+            struct stat st;
+            nsc_sink_part_path(&so, k, p, sizeof(p));
+            if (lstat(p, &st) != 0)
+                break;
+            if (!stale++)
+                snprintf(p0, sizeof(p0), "%s", p);
+            snprintf(plast, sizeof(plast), "%s", p);
+        }
+        if (stale && rc != 3)
+            fprintf(stderr, "ncclscope convert: warning: %s%s%s (%d file(s)) left from an earlier run, "
+                            "not written by this one: remove them before opening the parts\n",
+                    p0, stale > 1 ? " ... " : "", stale > 1 ? plast : "", stale);
+    }
     if (rc != 3) /* on an output error, the message said what and nothing was written */
         fprintf(stderr,
                 "ncclscope convert: %d file(s), %llu events (%llu unfinished, %llu filtered out), "
-                "%llu records dropped by the plugin%s%s -> %s%s\n",
+                "%llu records dropped by the plugin%s%s -> %s\n",
                 nfiles, res.events, res.unfinished, res.filtered, res.drops, lost,
-                rc == 2 ? ", DAMAGED input (intact parts converted)" : "", out_path,
-                res.parts > 1 ? " (split into parts -000 ...)" : "");
+                rc == 2 ? ", DAMAGED input (intact parts converted)" : "", where);
     /* A filter that matches nothing gives an empty trace and exit 0: say
      * which one, not only "N filtered out" */
     if (rc != 3 && o.nranks && !res.ranks_matched)

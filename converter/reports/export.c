@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_opts.h"
 #include "ops_table.h"
@@ -221,8 +222,89 @@ fail:
     return NULL;
 }
 
+/* An export into a directory that holds an earlier one must not leave that
+ * one's files behind (a glob over DIR/ops/<host>/rank-<R>.csv would read
+ * two jobs' ranks as one job), and must not delete files it did not write. DIR/.ncclscope-export
+ * lists, one per line, every file an export wrote, as it opens them (an
+ * interrupted export is listed too). A new export removes the files listed
+ * there (and the directories they leave empty), then writes its own; a
+ * non-empty DIR without that list is refused: it holds somebody's files. */
+#define MARKER ".ncclscope-export"
+
+/* A listed name is removed only if it is one an export writes: relative,
+ * no "..", ending in .csv (a hand-edited list cannot remove anything else). */
+static int listed_name_ok(const char *rel) {
+    return rel[0] && rel[0] != '/' && !strstr(rel, "..") && ends_with(rel, ".csv");
+}
+
+/* Returns 0 (DIR ready, *marker open for the new list), or -1 after a
+ * message (rc 3). */
+static int prepare_dir(const char *dir, FILE **marker) {
+    char path[4200];
+    *marker = NULL;
+    if (mkdir_p(dir) != 0) {
+        fprintf(stderr, "ncclscope export: cannot create %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/%s", dir, MARKER);
+    FILE *old = fopen(path, "r");
+    if (!old) {
+        DIR *d = opendir(dir);
+        if (!d) {
+            fprintf(stderr, "ncclscope export: %s: %s\n", dir, strerror(errno));
+            return -1;
+        }
+        struct dirent *de;
+        const char *other = NULL;
+        while (!other && (de = readdir(d)) != NULL)
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                other = de->d_name;
+        if (other)
+            fprintf(stderr,
+                    "ncclscope export: %s is not empty (%s) and holds no earlier export (no %s): "
+                    "give a new or empty directory\n",
+                    dir, other, MARKER);
+        closedir(d);
+        if (other)
+            return -1;
+    } else {
+        char line[4200];
+        int removed = 0;
+        while (fgets(line, sizeof(line), old)) {
+            line[strcspn(line, "\n")] = '\0';
+            if (!listed_name_ok(line))
+                continue;
+            char f[8400];
+            snprintf(f, sizeof(f), "%s/%s", dir, line);
+            if (unlink(f) == 0)
+                removed++;
+            else if (errno != ENOENT) {
+                fprintf(stderr, "ncclscope export: cannot remove %s of the earlier export: %s\n", f,
+                        strerror(errno));
+                fclose(old);
+                return -1;
+            }
+            /* its directories, once empty (rmdir refuses others) */
+            for (char *sl = strrchr(f, '/'); sl && sl > f + strlen(dir); sl = strrchr(f, '/')) {
+                *sl = '\0';
+                if (rmdir(f) != 0)
+                    break;
+            }
+        }
+        fclose(old);
+        if (removed)
+            fprintf(stderr, "ncclscope export: %s: %d file(s) of an earlier export replaced\n", dir,
+                    removed);
+    }
+    if (!(*marker = fopen(path, "w"))) {
+        fprintf(stderr, "ncclscope export: cannot write %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 /* Opens DIR/rel for writing, with its header; NULL after saying why. */
-static FILE *open_csv(const char *dir, const char *rel, enum nsc_ot_table_id id) {
+static FILE *open_csv(const char *dir, const char *rel, enum nsc_ot_table_id id, FILE *marker) {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, rel);
     char *slash = strrchr(path, '/');
@@ -232,6 +314,12 @@ static FILE *open_csv(const char *dir, const char *rel, enum nsc_ot_table_id id)
         return NULL;
     }
     *slash = '/';
+    /* listed before it exists: a run cut short still leaves it listed */
+    fprintf(marker, "%s\n", rel);
+    if (fflush(marker) != 0) {
+        fprintf(stderr, "ncclscope export: cannot write %s/%s: %s\n", dir, MARKER, strerror(errno));
+        return NULL;
+    }
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "ncclscope export: cannot write %s: %s\n", path, strerror(errno));
@@ -303,6 +391,7 @@ int nsc_export_main(int argc, char **argv) {
     int64_t *shift = calloc((size_t)nfiles + 1, sizeof(*shift));
     char (*used)[160] = calloc((size_t)nfiles + 1, sizeof(*used));
     FILE *job[3] = {NULL, NULL, NULL};
+    FILE *marker = NULL;
     char err[1024];
     if (!nfiles) {
         fprintf(stderr, "ncclscope export: no trace files\n");
@@ -318,10 +407,14 @@ int nsc_export_main(int argc, char **argv) {
         rc = 3;
         goto done;
     }
+    if (prepare_dir(out, &marker) != 0) {
+        rc = 3;
+        goto done;
+    }
     for (int j = 0; j < 3; j++) {
         char rel[64];
         snprintf(rel, sizeof(rel), "%s.csv", nsc_ot_table_names[per_job[j]]);
-        if (!(job[j] = open_csv(out, rel, per_job[j]))) {
+        if (!(job[j] = open_csv(out, rel, per_job[j], marker))) {
             rc = 3;
             goto done;
         }
@@ -359,7 +452,7 @@ int nsc_export_main(int argc, char **argv) {
         for (size_t j = 0; j < sizeof(per_file) / sizeof(per_file[0]); j++) {
             char rel[256];
             snprintf(rel, sizeof(rel), "%s/%s", nsc_ot_table_names[per_file[j]], name);
-            FILE *f = open_csv(out, rel, per_file[j]);
+            FILE *f = open_csv(out, rel, per_file[j], marker);
             if (!f) {
                 rc = 3;
                 break;
@@ -392,6 +485,10 @@ done:
     for (int j = 0; j < 3; j++)
         if (job[j])
             fclose(job[j]);
+    if (marker && fclose(marker) != 0 && rc != 3) {
+        fprintf(stderr, "ncclscope export: %s/%s: write failed: %s\n", out, MARKER, strerror(errno));
+        rc = 3;
+    }
     for (int i = 0; i < nfiles; i++)
         free(files[i]);
     free(files);

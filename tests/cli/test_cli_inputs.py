@@ -211,6 +211,46 @@ def dir_entries(cli, src, d):
     print("ok: odd directory entries skipped, replay's inputs")
 
 
+def stale_outputs(cli, src, d):
+    """--split: the summary names the parts written (one part is t-000.json,
+    not t.json), and parts of an earlier run past the last one are named in
+    a warning (not deleted: they are the user's files). export -o DIR
+    replaces an earlier export's files wholesale and refuses a non-empty
+    directory that holds no export."""
+    sd = os.path.join(d, "split")
+    os.makedirs(sd)
+    t = os.path.join(sd, "t.json.gz")
+    r = run([cli, "convert", src, "-o", t, "--split", "1"])
+    parts = sorted(os.listdir(sd))
+    check(len(parts) > 2, "several parts: %s" % parts)
+    check("-> %s ... %s (%d parts)" % (os.path.join(sd, parts[0]), os.path.join(sd, parts[-1]), len(parts))
+          in r.stderr, r.stderr)
+    one = os.path.join(data_dir(), "h200x2_net_1MiB.nsc")
+    r = run([cli, "convert", one, "-o", t, "--split", "1"])
+    check("-> %s (1 part)" % os.path.join(sd, "t-000.json.gz") in r.stderr and "-> %s\n" % t not in r.stderr,
+          r.stderr)
+    check("warning: %s ... %s (%d file(s)) left from an earlier run" % (
+        os.path.join(sd, parts[1]), os.path.join(sd, parts[-1]), len(parts) - 1) in r.stderr, r.stderr)
+    check(sorted(os.listdir(sd)) == parts, "earlier parts kept")
+
+    x = os.path.join(d, "exp")
+    run([cli, "export", src, "-o", x])
+    ranks = sorted(os.listdir(os.path.join(x, "ops", "vm")))
+    check(len(ranks) == 4, ranks)
+    open(os.path.join(x, "notes.txt"), "w").write("mine")
+    r = run([cli, "export", one, "-o", x])
+    left = sorted(os.listdir(os.path.join(x, "ops", "vm")))
+    check(left == ["rank-1.csv"], "the earlier export's ranks are gone: %s" % left)
+    check(open(os.path.join(x, "notes.txt")).read() == "mine", "a file it did not write is kept")
+    check("of an earlier export replaced" in r.stderr, r.stderr)
+    y = os.path.join(d, "busy")
+    os.makedirs(y)
+    open(os.path.join(y, "data.csv"), "w").write("x\n")
+    r = run([cli, "export", src, "-o", y], ok=(3,))
+    check("not empty" in r.stderr and os.listdir(y) == ["data.csv"], r.stderr)
+    print("ok: stale --split parts warned, export replaces its own files")
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
@@ -221,6 +261,7 @@ def main():
     alignment_summary(cli, src, d)
     filters(cli, src, d)
     dir_entries(cli, src, d)
+    stale_outputs(cli, src, d)
 
 
 if __name__ == "__main__":

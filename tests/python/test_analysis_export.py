@@ -52,7 +52,8 @@ def main():
     try:
         out = os.path.join(tmp, "intact")
         p = run(["export", JOB, "-o", out])
-        want = ["comms.csv", "drops.csv", "errors.csv"] + ["%s/vm/rank-%d.csv" % (t, r) for t in
+        # .ncclscope-export: the list of what it wrote (replaced by the next export there)
+        want = [".ncclscope-export", "comms.csv", "drops.csv", "errors.csv"] + ["%s/vm/rank-%d.csv" % (t, r) for t in
                 ("kernel_channels", "ops", "proxy_steps") for r in range(4)]
         check(tree(out) == sorted(want), "layout: %s" % tree(out))
         n = 0
