@@ -251,6 +251,36 @@ def stale_outputs(cli, src, d):
     print("ok: stale --split parts warned, export replaces its own files")
 
 
+def man_page():
+    """docs/ncclscope.1 matches each command's --help (tests/cli/expected):
+    every command in SYNOPSIS, every option of a command's usage in OPTIONS
+    with that command named in its entry's "(...)" (hang was missing from
+    SYNOPSIS; -j, --by-caller and stats -o from OPTIONS; --json was stats'
+    only)."""
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    man = open(os.path.join(here, "..", "..", "docs", "ncclscope.1")).read().replace("\\-", "-")
+    syn = man[man.index(".SH SYNOPSIS"):man.index(".SH DESCRIPTION")]
+    opts = man[man.index(".SH OPTIONS"):man.index(".SH EXIT STATUS")]
+    entries = [e for e in opts.split(".TP\n")[1:]]
+    missing = []
+    for cmd in ("convert", "stats", "report", "export", "hang", "info", "replay", "help", "version"):
+        if ".B ncclscope " + cmd not in syn:
+            missing.append("SYNOPSIS: " + cmd)
+        text = open(os.path.join(here, "expected", cmd + ".help")).read()
+        for line in text.splitlines():
+            m = re.match(r"^  (-[-\w]+)(?:, (--[-\w]+))?", line)
+            if not m or m.group(1) in ("-h",):
+                continue
+            opt = m.group(1)
+            found = [e for e in entries if re.search(r"^\.(?:B|BI|BR) " + re.escape(opt) + r"\b", e, re.M)]
+            ok = any(re.search(r"\((?:[a-z, ]*\b)?%s\b[a-z, ]*\)" % cmd, e) for e in found)
+            if not ok:
+                missing.append("%s %s" % (cmd, opt))
+    check(not missing, "docs/ncclscope.1 lacks: %s" % missing)
+    print("ok: ncclscope.1 covers every command's --help options")
+
+
 def main():
     cli, _, _ = env_paths()
     src = os.path.join(data_dir(), "h200x4_procs")
@@ -262,6 +292,7 @@ def main():
     filters(cli, src, d)
     dir_entries(cli, src, d)
     stale_outputs(cli, src, d)
+    man_page()
 
 
 if __name__ == "__main__":
