@@ -146,6 +146,10 @@ static void hang_emit_now(struct nsc_writer *w, int dump) {
 static volatile _Atomic int dump_signalled;
 static struct sigaction old_dump_action;
 static int dump_signal_installed;
+/* Where the trace goes, for init's log line: written before the flusher
+ * thread starts (under the session mutex) and only read after. The thread
+ * once rewrote it with the file's name when it opened the file, which raced
+ * with that log line (TSan, 1,100 init/finalize cycles). */
 static char path_shown[1280];
 
 const char *nsc_flusher_path(void) { return path_shown; }
@@ -626,7 +630,6 @@ static int write_job(struct flusher *f, struct job *j, unsigned char *out, uint1
             f->next_open_try_ns = now + 1000000000ull; /* retry once a second */
             return -1;
         }
-        snprintf(path_shown, sizeof(path_shown), "%s", f->w.path);
         f->strings_written = 0;
         if (f->w.rotate && f->w.segment > 0)
             describe_again(f); /* hook: each segment stands alone */
@@ -1101,7 +1104,7 @@ int nsc_flusher_start(const struct nsc_config *cfg, const struct nsc_session *se
     f->session = *session;
     nsc_writer_init(&f->w, cfg->dir, session->host, (int)session->pid, session_index,
                     cfg->zstd_level);
-    snprintf(path_shown, sizeof(path_shown), "%s/", cfg->dir);
+    snprintf(path_shown, sizeof(path_shown), "%s/%s*%s", cfg->dir, f->w.stem, NSC_FILE_SUFFIX);
     nsc_segments_init(&f->segs, (uint64_t)cfg->max_mb << 20);
     if (cfg->max_mb && !cfg->flight) { /* rotation: numbered segment files (segments.h) */
         f->w.rotate = 1;

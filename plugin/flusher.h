@@ -55,7 +55,8 @@ typedef void (*nsc_hang_emit_fn)(struct nsc_writer *w, int dump);
 typedef int (*nsc_hang_dump_fn)(void);
 void nsc_flusher_set_hang_hooks(nsc_hang_emit_fn emit, nsc_hang_dump_fn dump);
 
-/* Where the trace goes (the directory until the file exists). */
+/* Where the trace goes: DIR/<host>-<pid>*.nsc (the first session's file
+ * is <host>-<pid>.nsc; later sessions and segments add to the name). */
 const char *nsc_flusher_path(void);
 
 #endif /* NSC_FLUSHER_H */
