@@ -140,9 +140,13 @@ unsigned nsc_comm_active_count(void) {
     return n;
 }
 
-void nsc_comm_learn_slow(struct nsc_comm *c, int rank, uint64_t comm_id, const char *name) {
+void nsc_comm_learn_slow(struct nsc_comm *c, const void *ctx, int rank, uint64_t comm_id,
+                         const char *name) {
     pthread_mutex_lock(&lock);
-    if (c->in_use && atomic_load_explicit(&c->learning, memory_order_relaxed)) {
+    /* The opening ctx names is still the slot's (and not finalizing). */
+    uint64_t g = atomic_load_explicit(&c->gen, memory_order_relaxed);
+    int live = (g & 1) && (g & NSC_COMM_GEN_MASK) == (uint64_t)(uintptr_t)ctx >> NSC_COMM_GEN_SHIFT;
+    if (c->in_use && live && atomic_load_explicit(&c->learning, memory_order_relaxed)) {
         if (atomic_load_explicit(&c->rank, memory_order_relaxed) < 0 && rank >= 0) {
             atomic_store_explicit(&c->rank, rank, memory_order_relaxed);
             c->info.rank = rank;

@@ -114,12 +114,16 @@ unsigned nsc_comm_active_count(void);
 /* v1-v3: NCCL's init tells neither the rank nor the commHash and name;
  * Coll and P2p descriptors tell all three, a ProxyOp the rank (comm_id 0,
  * name NULL: not told). What is unknown is learnt once; the comm's
- * description then changes (dirty). Cheap once known (one relaxed load). */
-void nsc_comm_learn_slow(struct nsc_comm *c, int rank, uint64_t comm_id, const char *name);
-static inline void nsc_comm_learn(struct nsc_comm *c, int rank, uint64_t comm_id,
-                                  const char *name) {
+ * description then changes (dirty). ctx: the context the descriptor came
+ * with; learnt only while that opening is live (a callback that passed the
+ * check just before a finalize must not name the slot's next comm). Cheap
+ * once known (one relaxed load). */
+void nsc_comm_learn_slow(struct nsc_comm *c, const void *ctx, int rank, uint64_t comm_id,
+                         const char *name);
+static inline void nsc_comm_learn(struct nsc_comm *c, const void *ctx, int rank,
+                                  uint64_t comm_id, const char *name) {
     if (__builtin_expect(atomic_load_explicit(&c->learning, memory_order_relaxed), 0))
-        nsc_comm_learn_slow(c, rank, comm_id, name);
+        nsc_comm_learn_slow(c, ctx, rank, comm_id, name);
 }
 
 /* The flusher takes descriptions not yet taken (closed comms' first, then

@@ -207,9 +207,9 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
      * descriptors carry the real one, but a ProxyOp from another process
      * (PXN) carries that process's. */
     if (learn && (et == NSC_ET_COLL || et == NSC_ET_P2P))
-        nsc_comm_learn(c, d->rank, learn->comm_id, learn->name);
+        nsc_comm_learn(c, ctx, d->rank, learn->comm_id, learn->name);
     else if (learn && et == NSC_ET_PROXY_OP && d->proxyOp.pid == nsc_session_pid)
-        nsc_comm_learn(c, d->rank, 0, NULL);
+        nsc_comm_learn(c, ctx, d->rank, 0, NULL);
     /* What we record now (0 while stopped, control.h) and what a chained
      * plugin asked for (0 without one, chain.h): two relaxed loads. NCCL
      * may deliver a type we do not record when only the chained plugin

@@ -88,8 +88,10 @@ void nsc_opst_set_tracking(int on);
 /* The API version NCCL chose (session open, before any context exists).
  * v1-v3 give a Coll's nMaxChannels, not the channels whose KernelCh will
  * come (NCCL 2.26 spreads a small collective over fewer): their operations
- * are completed as without KernelCh (a KernelCh still open keeps its
- * operation in flight through its reference). */
+ * are completed as without KernelCh, after the grace. A KernelCh takes no
+ * reference, so one still open does not hold its operation: on NCCL
+ * 2.23-2.26 the watchdog sees a hang only through ProxyOps (not a hung
+ * kernel on one node). */
 void nsc_opst_set_api(int api_version);
 /* ticks 0: read the clock only where a time is kept. */
 void nsc_opst_stop(uint64_t h, uint64_t ticks);

@@ -142,6 +142,7 @@ static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_trac
     d.id = o->id;
     d.thread = o->thread;
     d.at_end = open != NULL;
+    d.file_ended = d.at_end && nsc_decoder_ended(t->d);
     d.open = open;
     d.nopen = nopen;
     t->fn(t->ud, &d);

@@ -46,7 +46,28 @@ struct nsc_op_done {
     int at_end;
     const struct nsc_track_child *open;
     uint32_t nopen;
+    /* at_end: the file has its END block (the process finalized cleanly) */
+    int file_ended;
 };
+
+/* Is an operation in flight at its file's end (op->at_end) stuck? When it
+ * never stopped (still enqueuing), or a child of it (KernelCh, ProxyOp) is
+ * still open, or, with KernelCh recorded (`kernel`) in a file cut without
+ * its END block (a killed job), none of its channels' kernels ever started:
+ * NCCL stops a Coll/P2p at enqueue, so a kernel still queued behind another
+ * (a hung one, a long compute kernel) shows only as no KernelCh at all.
+ * Channels are not counted: NCCL gives no KernelCh where a channel has no
+ * proxy work (a Send or Recv to its own rank, zero bytes), and a comm's last
+ * KernelCh may come after its finalize, or never (a file closed cleanly
+ * then shows its last operations without them); docs/converter.md, "What
+ * counts as stuck". nch 0: the channels are not known (API v1-v3). The one
+ * rule of hang.c and the ops table's `stuck` column. */
+static inline int nsc_op_stuck(const struct nsc_op_done *op, int kernel) {
+    if (!op->stop_ns || op->nopen > 0)
+        return 1;
+    int no_kernel_work = op->is_p2p && (op->peer == op->rank || op->count == 0);
+    return kernel && !op->file_ended && op->nch > 0 && op->children == 0 && !no_kernel_work;
+}
 
 /* A child of an operation in flight (hang.h reads them). */
 struct nsc_track_child {

@@ -336,11 +336,8 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_queue_ns, queue);
     set_i(t, r, O_enqueue_only, op->end_ns == 0);
     set_i(t, r, O_at_end, op->at_end);
-    /* hang.c's is_stuck: never stopped, or a child (KernelCh, ProxyOp)
-     * still open */
-    uint32_t mask = ru->mask;
-    int stuck = !op->stop_ns || op->nopen > 0;
-    set_i(t, r, O_stuck, op->at_end && stuck);
+    uint32_t mask = ru->mask; /* hang.c's rule: coll_track.h */
+    set_i(t, r, O_stuck, op->at_end && nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1));
     set_i(t, r, O_kernel_ch_recorded, (mask >> NSC_ET_KERNEL_CH) & 1);
     set_i(t, r, O_channels_done, op->kernel_channels_done);
     set_i(t, r, O_open_children, op->nopen);

@@ -157,15 +157,11 @@ static struct pairs *pairs_of(struct job *j, uint64_t comm, int rank, const char
 }
 
 /* Did this operation, still in flight at the file's end, never complete?
- * When it was never stopped (still enqueuing), or a child of it (a KernelCh,
- * a ProxyOp) is still open. Not by counting channels: NCCL gives an
- * operation no KernelCh on a channel without proxy work (a Send or Recv to
- * its own rank, zero bytes) and may deliver the last channels' events of a
- * comm after its finalize (on 2 x H200, NCCL 2.28.9: alltoall's self Send/Recv
- * and the last Recv of sendrecv read as stuck in complete traces). A hung
- * kernel's channels have started: their KernelCh is open. */
-static int is_stuck(const struct nsc_op_done *op) {
-    return !op->stop_ns || op->nopen > 0;
+ * coll_track.h's rule (on 2 x H200, NCCL 2.28.9, counting channels made
+ * alltoall's self Send/Recv and the last Recv of sendrecv read as stuck in
+ * complete traces). */
+static int is_stuck(const struct nsc_op_done *op, uint32_t mask) {
+    return nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1);
 }
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
@@ -188,7 +184,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->n++;
         }
     }
-    if (!op->at_end || !is_stuck(op)) {
+    if (!op->at_end || !is_stuck(op, fr->mask)) {
         /* Completed: a HANG block's operation with this id was not stuck
          * after all (the watchdog fired, then it went on). */
         if (!op->is_p2p && (fr->mask & (1u << NSC_ET_KERNEL_CH)) && op->nch &&
@@ -199,6 +195,12 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                 s->has_done = 1;
             }
         }
+        /* Only a completion the records saw (the tracker reported it
+         * before the end) outdates the watchdog's view: one in flight at the
+         * end and not judged stuck (no child open, no KernelCh at all in a
+         * cleanly closed file) proves nothing against a HANG block. */
+        if (op->at_end)
+            return;
         fr->recent[fr->nrecent++ % RECENT] = op->id;
         for (size_t i = 0; i < fr->wd.n; i++)
             if (fr->wd.v[i].id == op->id)

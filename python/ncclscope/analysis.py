@@ -724,6 +724,25 @@ def _hang_span(nranks, traced):
     return nranks if nranks > 0 else max((r + 1 for r in traced if 0 <= r < _HANG_MAX_RANKS), default=0)
 
 
+_STUCK_COLS = ["comm", "op", "seq", "rank", "p2p", "stuck", "channels", "channels_done", "kernel_ch_recorded",
+               "file_index", "event_id", "row"]
+
+
+def _hang_stuck(o):
+    """hang.c's stuck list (o: computed rows with _STUCK_COLS): in file
+    order, one per (comm, rank, event id) as dedupe_stuck keeps them, less
+    the collectives below a seqNumber the rank was seen to complete
+    (drop_overtaken)."""
+    order = {}
+    for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
+        order[(x.comm, x.rank, x.event_id)] = x
+    coll = o[o["p2p"] == 0]
+    proven = coll[(coll["stuck"] == 0) & (coll["kernel_ch_recorded"] == 1) & (coll["channels"] > 0) &
+                  (coll["channels_done"] >= coll["channels"])]
+    done_max = proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
+    return [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+
+
 def hangs(ops, comms, kernel_channels=None):
     """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
     `ncclscope hang --json` (converter/reports/hang.c). Per communicator with
@@ -764,16 +783,7 @@ def hangs(ops, comms, kernel_channels=None):
     coll = o[o["p2p"] == 0]
     seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
     pairs = o[o["p2p"] == 1].groupby(["comm", "rank", "op", "peer"]).size()
-    # hang.c's stuck list: in file order, deduplicated in place (dedupe_stuck)
-    order = {}
-    for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
-        order[(x.comm, x.rank, x.event_id)] = x
-    # hang.c's drop_overtaken: below a seqNumber the rank was seen to complete
-    proven = coll[(coll["stuck"] == 0) & (coll["kernel_ch_recorded"] == 1) & (coll["channels"] > 0) &
-                  (coll["channels_done"] >= coll["channels"])]
-    done_max = proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
-    stuck = [x for x in order.values()
-             if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    stuck = _hang_stuck(o)
 
     def stuck_row(x):
         row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns), "nch": int(x.channels),
@@ -850,10 +860,9 @@ def divergences(ops, comms):
     block in a file (the watchdog fired, or a flight dump), `ncclscope hang`
     and hang() also count the watchdog's operations in flight and each
     comm's last enqueued collective, and may answer otherwise."""
-    o, c = _compute_all(ops[["comm", "op", "seq", "rank", "p2p", "stuck", "kernel_ch_recorded"]],
-                        comms[["comm", "comm_name", "rank", "nranks"]])
+    o, c = _compute_all(ops[_STUCK_COLS], comms[["comm", "comm_name", "rank", "nranks"]])
     c = _hang_members(c)
-    if (o["stuck"] == 1).any():
+    if _hang_stuck(o):  # hang.c: a stuck communicator is reported instead
         return []
     coll = o[o["p2p"] == 0]
     if not len(coll):

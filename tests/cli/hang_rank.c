@@ -25,6 +25,8 @@
  *   where a flight window began between that child's START and the rest of
  *   its operation, or a stop went missing; the later collectives complete,
  *   so Q did too (a comm's collectives run in order on one stream).
+ * --queued: coll's last collective is enqueued (started and stopped) but
+ *   its kernel never starts (queued behind another): no KernelCh at all.
  * --version V: load the plugin's ncclProfiler_vV (default: the newest).
  * --nch N: coll's descriptors say N channels (default 2) while channels 0
  *   and 1 run, as NCCL 2.26 (API v3) gives nMaxChannels, the most a
@@ -100,7 +102,7 @@ int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "coll";
     int nranks = 4;
     long ops = 10, first = 0, lose = -1;
-    int version = 0, nch = 2;
+    int version = 0, nch = 2, queued = 0;
     int gate = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -115,6 +117,8 @@ int main(int argc, char **argv) {
             mode = argv[++i];
         else if (!strcmp(argv[i], "--first") && i + 1 < argc)
             first = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--queued"))
+            queued = 1;
         else if (!strcmp(argv[i], "--version") && i + 1 < argc)
             version = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--nch") && i + 1 < argc)
@@ -186,6 +190,8 @@ int main(int argc, char **argv) {
             d.coll.nChannels = (uint32_t)nch;
             void *op = start(&d);
             nsc_host_stop(&host, op);
+            if (last && queued)
+                hung();
             channel(op, 1, (rank + 1) % nranks, 1, i, 0, 0);
             channel(op, 0, (rank + 1) % nranks, 1, i, last, first + i == lose);
         }

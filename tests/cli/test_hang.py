@@ -172,6 +172,20 @@ def test_channels_without_kernelch(driver):
           sorted(s["rank"] for s in h["stuck_ranks"]) == [0, 1, 2], h)
 
 
+def test_queued_kernel(driver):
+    """A rank whose last collective was enqueued (its Coll stopped: NCCL
+    stops it at enqueue) but whose kernel never started, queued behind
+    another: no KernelCh at all. In a killed job it is stuck in it, not a
+    rank that completed it (rank 0 here; ranks 1-2 inside as usual)."""
+    cli, d = run_job(driver, "coll", 4, extra=("--queued",))
+    doc, _ = hang(cli, [d])
+    check(len(doc["hangs"]) == 1, doc)
+    h = doc["hangs"][0]
+    check(h["seq"] == OPS - 1 and h["missing_ranks"] == [3] and h["completed_ranks"] == [], h)
+    st = {s["rank"]: s for s in h["stuck_ranks"]}
+    check(sorted(st) == [0, 1, 2] and st[0]["channels_done"] == 0 and st[0]["channels"] == [], h)
+
+
 def test_unrecorded(driver):
     """The same hang recorded without KernelCh or ProxyOps (as the default
     mask records an intra-node job): no operation can be seen stuck, since
@@ -303,6 +317,7 @@ def main():
     test_lost_child(driver)
     test_max_channels(driver)
     test_channels_without_kernelch(driver)
+    test_queued_kernel(driver)
     test_unrecorded(driver)
     test_no_records(driver)
     test_p2p(driver)

@@ -496,6 +496,15 @@ def test_hangs(tmp):
         check(rc == (5 if want else 0) and h == c, "hang(): %s (exit %s) vs %s" % (h, rc, c))
         j = A.load(d, tables=("ops",), errors="ignore")
         check(A.hangs(j.ops, j.comms) == [] and c["hangs"] == [], "nothing seen stuck: %s" % c)
+        if want and last_ops == 10:
+            # beside it, a comm whose only stuck collective is overtaken
+            # (the lost job without its real hang at 9): not stuck for hang,
+            # so the divergence is still reported
+            lj = A.load(dl, tables=("ops",), errors="ignore")
+            lo, lc = lj.ops[lj.ops["seq"] != 9].copy(), lj.comms.copy()
+            lo["comm"], lc["comm"] = "e" * 16, "e" * 16
+            both = A.divergences(pd.concat([j.ops, lo]), pd.concat([j.comms, lc]))
+            check(both == c["divergences"], "an overtaken collective hid the divergence: %s" % both)
         py = A.divergences(j.ops, j.comms)
         check(py == c["divergences"], "divergences(): %s vs hang --json %s" % (py, c["divergences"]))
         check([(v["seq"], v["entered_ranks"], v["missing_ranks"], v["missing_last_seq"]) for v in py] == want,

@@ -181,7 +181,7 @@ static void test_burst(void) {
         if (i == 0)
             first = c->serial;
         if (rank < 0 && i % 2 == 0)
-            nsc_comm_learn(c, i % 16, 0, NULL); /* learnt; the odd ones never learn */
+            nsc_comm_learn(c, nsc_comm_context(c), i % 16, 0, NULL); /* learnt; the odd ones never learn */
         if (open_now[i % 1000])
             nsc_comm_close(open_now[i % 1000]);
         open_now[i % 1000] = c;
@@ -203,26 +203,45 @@ static void test_burst(void) {
     /* a rank learnt after the take is pending again, alone */
     struct nsc_comm *late = open_n(3000000, -1);
     CHECK(take_all(taken, 200000) == 1);
-    nsc_comm_learn(late, 5, 0, NULL);
-    nsc_comm_learn(late, 6, 0, NULL); /* known now: ignored */
+    nsc_comm_learn(late, nsc_comm_context(late), 5, 0, NULL);
+    nsc_comm_learn(late, nsc_comm_context(late), 6, 0, NULL); /* known now: ignored */
     CHECK(take_all(taken, 200000) == 1 && taken[0].serial == late->serial && taken[0].rank == 5);
+    void *late_ctx = nsc_comm_context(late);
     nsc_comm_close(late);
-    nsc_comm_learn_slow(late, 7, 0, NULL); /* closed: ignored */
+    nsc_comm_learn_slow(late, late_ctx, 7, 0, NULL); /* closed: ignored */
     CHECK(take_all(taken, 200000) == 0);
     /* v1-v3: neither rank nor commHash from init; a ProxyOp tells the rank,
      * the first Coll the commHash and name, a later one changes nothing */
     struct nsc_comm *v1 = open_n(0, -1);
     CHECK(take_all(taken, 200000) == 1 && taken[0].comm_id == 0 && taken[0].rank == -1);
-    nsc_comm_learn(v1, 3, 0, NULL);
+    nsc_comm_learn(v1, nsc_comm_context(v1), 3, 0, NULL);
     CHECK(take_all(taken, 200000) == 1 && taken[0].rank == 3 && taken[0].comm_id == 0);
     CHECK(atomic_load(&v1->learning) == 1);
-    nsc_comm_learn(v1, 3, 0xabcdefull, "world");
+    nsc_comm_learn(v1, nsc_comm_context(v1), 3, 0xabcdefull, "world");
     CHECK(take_all(taken, 200000) == 1 && taken[0].comm_id == 0xabcdefull &&
           !strcmp(taken[0].name, "world") && taken[0].rank == 3);
     CHECK(atomic_load(&v1->learning) == 0);
-    nsc_comm_learn(v1, 4, 0x1234ull, "other"); /* known: ignored, nothing pending */
+    nsc_comm_learn(v1, nsc_comm_context(v1), 4, 0x1234ull, "other"); /* known: ignored */
     CHECK(take_all(taken, 200000) == 0);
+    /* a descriptor of a comm whose slot was reopened (a callback that passed
+     * the context check just before the finalize): the new comm learns
+     * nothing from it */
+    void *old = nsc_comm_context(v1);
     nsc_comm_close(v1);
+    CHECK(take_all(taken, 200000) == 0);
+    struct nsc_comm *next = NULL;
+    for (int k = 0; k < (int)NSC_MAX_COMMS && next != v1; k++) { /* the same slot again */
+        if (next)
+            nsc_comm_close(next);
+        next = open_n(0, -1);
+    }
+    CHECK(next == v1);
+    take_all(taken, 200000);
+    nsc_comm_learn(next, old, 2, 0x5555ull, "stale");
+    CHECK(take_all(taken, 200000) == 0 && next->info.comm_id == 0 && next->info.rank == -1);
+    nsc_comm_learn(next, nsc_comm_context(next), 2, 0x6666ull, "new");
+    CHECK(take_all(taken, 200000) == 1 && taken[0].comm_id == 0x6666ull && taken[0].rank == 2);
+    nsc_comm_close(next);
     CHECK(take_all(taken, 200000) == 0);
     for (int i = 0; i < 1000; i++)
         nsc_comm_close(open_now[i]);
