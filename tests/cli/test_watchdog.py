@@ -382,7 +382,8 @@ def test_steady():
     pace: one episode of pressure, not one per second (each of those left a
     few tens of milliseconds of operations unwatched): the watchdog stays at
     its pressed pace while the rate needs it. A run too short to show a
-    second episode is run again with twice the operations."""
+    second episode is run again with twice the operations. Under load an
+    episode may end when the job slows: one more per 5 s is allowed."""
     cli, plugin, _ = env_paths()
     ops = 2000000
     for attempt in range(3):
@@ -399,9 +400,14 @@ def test_steady():
             break
         ops *= 2
     check(took > 2.5, "the run lasted %.1f s: too short to see a second episode" % took)
+    # Cycling gave one episode per second. A loaded machine (sanitizers, 2
+    # cores shared) can slow the job below the pressing rate for a moment,
+    # which ends an episode honestly: at most one more per 5 s of run.
     n = text.count("hang watchdog under pressure")
-    check(n == 1, "one episode of pressure in %.1f s of operations, not %d:\n%s" % (took, n, text))
-    print("ok: steady (%.1f s of operations, one episode of pressure)" % took)
+    most = 1 + int(took // 5)
+    check(1 <= n <= most, "%d episodes of pressure in %.1f s of operations (at most %d; cycling gives "
+          "one a second):\n%s" % (n, took, most, text))
+    print("ok: steady (%.1f s of operations, %d episode(s) of pressure)" % (took, n))
 
 
 def test_pressure():
