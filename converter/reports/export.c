@@ -112,7 +112,9 @@ static int64_t first_i(const struct nsc_ot_file *of, enum nsc_ot_table_id id, co
     return 0;
 }
 
-/* A host name as a directory name: nothing but [A-Za-z0-9._-]. */
+/* A host name as a directory name: nothing but [A-Za-z0-9._-], and never
+ * "." or a name with ".." (the export's list refuses those: its files could
+ * not be replaced by the next export). */
 static void safe_name(char *out, size_t n, const char *s) {
     size_t k = 0;
     for (; *s && k + 1 < n; s++)
@@ -123,6 +125,27 @@ static void safe_name(char *out, size_t n, const char *s) {
     if (!k)
         out[k++] = '_';
     out[k] = '\0';
+    if (!strcmp(out, ".") || strstr(out, ".."))
+        for (size_t i = 0; i < k; i++)
+            out[i] = out[i] == '.' ? '_' : out[i];
+}
+
+/* dir/rel's directories below dir are real directories, not links (a link
+ * put in DIR must not make an export delete files elsewhere). */
+static int no_link_below(const char *dir, const char *rel) {
+    char p[8400];
+    size_t base = (size_t)snprintf(p, sizeof(p), "%s/", dir);
+    for (const char *sl = strchr(rel, '/'); sl; sl = strchr(sl + 1, '/')) {
+        size_t len = (size_t)(sl - rel);
+        if (base + len >= sizeof(p))
+            return 0;
+        memcpy(p + base, rel, len);
+        p[base + len] = '\0';
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISDIR(st.st_mode))
+            return 0;
+    }
+    return 1;
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -271,8 +294,14 @@ static int prepare_dir(const char *dir, FILE **marker) {
         char line[4200];
         int removed = 0;
         while (fgets(line, sizeof(line), old)) {
+            if (!strchr(line, '\n') && !feof(old)) { /* longer than any name we write: skip it whole */
+                int ch;
+                while ((ch = fgetc(old)) != EOF && ch != '\n')
+                    ;
+                continue;
+            }
             line[strcspn(line, "\n")] = '\0';
-            if (!listed_name_ok(line))
+            if (!listed_name_ok(line) || !no_link_below(dir, line))
                 continue;
             char f[8400];
             snprintf(f, sizeof(f), "%s/%s", dir, line);

@@ -248,7 +248,19 @@ def stale_outputs(cli, src, d):
     open(os.path.join(y, "data.csv"), "w").write("x\n")
     r = run([cli, "export", src, "-o", y], ok=(3,))
     check("not empty" in r.stderr and os.listdir(y) == ["data.csv"], r.stderr)
-    print("ok: stale --split parts warned, export replaces its own files")
+    # a link put where the export's host directory was: the files it points
+    # to are not the export's, and stay
+    import shutil
+    run([cli, "export", src, "-o", x])  # its list names ops/vm/rank-0..3.csv
+    elsewhere = os.path.join(d, "elsewhere")
+    os.makedirs(elsewhere)
+    open(os.path.join(elsewhere, "rank-2.csv"), "w").write("keep\n")
+    shutil.rmtree(os.path.join(x, "ops", "vm"))
+    os.symlink(elsewhere, os.path.join(x, "ops", "vm"))
+    run([cli, "export", one, "-o", x], ok=(0, 3))  # rank 1 only
+    check(open(os.path.join(elsewhere, "rank-2.csv")).read() == "keep\n",
+          "export deleted a file through a link in its directory")
+    print("ok: stale --split parts warned, export replaces its own files (not through links)")
 
 
 def man_page():
