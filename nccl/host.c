@@ -123,10 +123,8 @@ int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, c
     if (h->version >= 5)
         return ((const nsc_abi_profiler_v5 *)h->table)
             ->init(ctx, comm_id, mask, name, nnodes, nranks, rank, host_logger);
-    if (h->version == 4)
-        return ((const nsc_abi_profiler_v4 *)h->table)
-            ->init(ctx, mask, name, comm_id, nnodes, nranks, rank, host_logger);
-    return 0; /* not reached: v1-v3 above */
+    return ((const nsc_abi_profiler_v4 *)h->table) /* v4 */
+        ->init(ctx, mask, name, comm_id, nnodes, nranks, rank, host_logger);
 }
 
 /* A v1-v3 Coll's or P2p's comm, as NCCL fills it in. */

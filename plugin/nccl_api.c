@@ -297,8 +297,9 @@ static nsc_abi_result stop_event(void *eHandle) {
      * last one would be stopped again at each call. Only with a chained
      * plugin may NCCL still ask for CollApi we do not record. */
     uint64_t h = (uint64_t)(uintptr_t)eHandle;
-    if (__builtin_expect(!(nsc_ctl_recording() & NSC_ABI_COLL_API), 0) &&
-        ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) == NSC_ET_COLL_API && !nsc_chain_active())
+    /* the handle's type first: other stops read nothing more */
+    if (((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) == NSC_ET_COLL_API &&
+        __builtin_expect(!(nsc_ctl_recording() & NSC_ABI_COLL_API), 0) && !nsc_chain_active())
         return NSC_ABI_SUCCESS;
     uint64_t ticks = nsc_record_stop(eHandle);
     if (__builtin_expect(nsc_chain_active(), 0))
