@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """How the analyses scale with ranks: a synthetic job (bench/synth_job.py) of
 each size, analysed by `ncclscope stats --json` (C, one process), by
 `python3 -m ncclscope.analysis stats --json` in one process (pandas), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* bench_knee.c - the search for the highest rate kept with zero drops. */
 #include "bench_knee.h"
 

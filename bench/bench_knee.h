@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_knee.h - the knee of one (plugin, workload, writer threads): the
  * highest offered callback rate the plugin keeps with zero drops, found by

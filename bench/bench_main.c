@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_main.c - ncclscope-bench: the callback-latency benchmark.
  *

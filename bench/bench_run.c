@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* bench_run.c - running one configuration and reading back its trace. */
 #include "bench_run.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_run.h - one benchmark configuration (a plugin, a workload, a number
  * of writer threads) run end to end: load the plugin the way NCCL does,

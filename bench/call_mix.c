@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* call_mix.c - the synthetic operations and the two ways to run them. */
 #include "call_mix.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * call_mix.h - synthetic NCCL operations ("mixes") for the benchmark: the
  * events one operation makes on one rank, in NCCL 2.28's call order, with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * counting_plugin.c - the reference "counting" profiler plugin: it asks NCCL
  * for the same events ncclscope would (NCCLSCOPE_EVENTS, same syntax,

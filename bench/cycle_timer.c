@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cycle_timer.c - TSC calibration and the fenced read's overhead. */
 #include "cycle_timer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cycle_timer.h - the benchmark's clock: the TSC read two ways, and its
  * rate.

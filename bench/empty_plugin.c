@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * empty_plugin.c - the reference "empty" profiler plugin: it asks NCCL for
  * the same events ncclscope would (NCCLSCOPE_EVENTS, same syntax, default:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * floor_plugin.c - the reference "floor" profiler plugin: what keeping an
  * event costs at the very least. Each callback reads the TSC and writes one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job. On a machine with NVIDIA GPUs and NCCL: the plugin under a real
 # NCCL run (bench/gpu/run_gpu_check.sh). Without a GPU: the real NCCL traces
 # recorded on 2 x H200 and 4 x H200 (tests/data) replayed through the real

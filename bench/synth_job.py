@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A synthetic job of N ranks made from recorded ranks, as real trace files.
 
     bench/synth_job.py --from tests/data/h200x4_procs --ranks 1024 --out /tmp/job1024

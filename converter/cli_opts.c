@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* cli_opts.c - option values parsed strictly (cli_opts.h). */
 #include "cli_opts.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cli_opts.h - option values parsed strictly for every command: a number is
  * all digits of one number, finite and in range, or a usage error naming the

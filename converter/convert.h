@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * convert.h - ncclscope traces to Chrome trace JSON (Perfetto loads it).
  *

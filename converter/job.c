@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * job.c - `ncclscope convert`: one pass per file, its records fanned out to
  * the model (events, operations, Python calls) and from there to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * main.c - the ncclscope command: convert, info, replay.
  * Exit codes: 0 ok, 1 usage, 2 damaged input (everything intact was still

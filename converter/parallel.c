@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* parallel.c - files several at a time, results in file order (parallel.h). */
 #include "parallel.h"
 

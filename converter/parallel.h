@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * parallel.h - the files of a multi-file command, several at a time
  * (`-j N`), with results taken in file order so the output is the same as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * read_trace.c - prints an ncclscope trace's records with the reader
  * library, as a user's program would: only <ncclscope/reader.h> and

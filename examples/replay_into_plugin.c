@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay_into_plugin.c - plays a recorded trace into any NCCL profiler
  * plugin through the harness (harness/replay.h, nccl/host.h): the plugin is

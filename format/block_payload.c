@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* block_payload.c - encoders and decoders of the small blocks' payloads. */
 #include "block_payload.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * block_payload.h - the payloads of the small blocks (docs/format.md):
  * each encoder beside its decoder, so the writer (plugin/flusher.c) and the

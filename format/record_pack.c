@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* record_pack.c - decoding packed records (the encoder is inline in the
  * header: the flusher runs it once per record). */
 #include "record_pack.h"

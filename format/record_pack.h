@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * record_pack.h - the packed record encoding of PACKED chunks (format
  * version 2; docs/format.md, "Packed records", is the specification).

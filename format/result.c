@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* result.c - names of results. */
 #include "result.h"
 

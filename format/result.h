@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * result.h - one result enum for the readers and the CLI, with one string
  * table (result.c), so every error message names its kind the same way.

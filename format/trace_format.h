@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_format.h - the ncclscope trace file, format version 3.
  * docs/format.md is the written specification with byte tables and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* replay.c - scripts and the multi-threaded, order-exact replay engine. */
 #include "replay.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay.h - a recorded NCCL callback stream ("script") and the engine that
  * plays it into a plugin through nsc_host: one thread per recorded thread,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* tsv_recording.c - NCCL callback recordings (one line per call) to scripts. */
 #include "tsv_recording.h"
 

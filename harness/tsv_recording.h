@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tsv_recording.h - reads the NCCL callback recordings of ../shared/recordings
  * (one line per callback, tab-separated; format in that folder's README)

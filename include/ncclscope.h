@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ncclscope.h - run-time control of the ncclscope NCCL profiler plugin.
  *

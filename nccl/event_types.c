@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* event_types.c - names of event types and states; mask parsing. */
 #include "event_types.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * event_types.h - ncclscope's internal event model: the 16 NCCL event types
  * as small dense indices, their names, the names of states, and the parser

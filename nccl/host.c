@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* host.c - an NCCL stand-in for loading and driving profiler plugins. */
 #include "host.h"
 

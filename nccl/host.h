@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * host.h - loads a profiler plugin the way NCCL does and calls it through
  * any API version, translating NCCL's internal (v7-layout, NCCL 2.31)

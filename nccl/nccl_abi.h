@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nccl_abi.h - the NCCL profiler plugin ABI, versions 1 to 7, as ncclscope sees it.
  *

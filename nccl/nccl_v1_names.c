@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* nccl_v1_names.c - v1 enum values <-> names. */
 #include "nccl_v1_names.h"
 

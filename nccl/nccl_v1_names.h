@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nccl_v1_names.h - API v1 passes func, datatype, algo and proto as enum
  * values (ncclFunc_t, ncclDataType_t, NCCL_ALGO_*, NCCL_PROTO_*); later

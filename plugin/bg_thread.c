@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* bg_thread.c - background thread start (see bg_thread.h). */
 #include "bg_thread.h"
 

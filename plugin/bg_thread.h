@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bg_thread.h - starting ncclscope's background threads (drainers,
  * compressors, the ops thread, the hang watchdog) the one way they must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* chain.c - forwarding to a chained profiler plugin (see chain.h). */
 #include "chain.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * chain.h - a second profiler plugin behind ncclscope (NCCLSCOPE_CHAIN):
  * NCCL has one profiler slot (NVIDIA/nccl #1981), so ncclscope loads the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* clock.c - record clock selection, TSC calibration and anchors. */
 #include "clock.h"
 

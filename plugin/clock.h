@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * clock.h - the record clock: what every record's `ticks` field holds.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* comm_table.c - communicator slots, their contexts, and their descriptions
  * for the trace (slow path; comm_table.h has the contract). */
 #include "comm_table.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * comm_table.h - the communicators ncclscope profiles: one slot per live
  * communicator in a static array, and the contexts handed to NCCL for them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* config.c - NCCLSCOPE_* environment variables.
  *
  * Parsing is strict, because a value read differently from what the user

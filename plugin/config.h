@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * config.h - ncclscope's settings, read from NCCLSCOPE_* environment
  * variables once per session (docs/config.md has the table).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* control.c - start/stop, masks, marks; the exported control API and the
  * control files (see control.h and include/ncclscope.h). */
 #include "control.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * control.h - run-time control: what ncclscope records now, the event mask
  * NCCL re-reads, and the commands that change them (the exported C API of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * counters.h - process-wide event counters that no single writer thread
  * owns (per-thread drops live in thread_state.h). Callbacks increment them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* flight.c - the flight recorder's window of kept chunks (see flight.h). */
 #include "flight.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flight.h - the flight recorder's window (NCCLSCOPE_MODE=flight): the
  * newest compressed chunks, kept in memory instead of written, until a

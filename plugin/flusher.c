@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* flusher.c - drainer, compressors and I/O thread (see flusher.h). */
 #include "flusher.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flusher.h - the background threads that empty the rings into the trace.
  *

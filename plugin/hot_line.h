@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hot_line.h - the process-wide words that every callback reads, together
  * on one cache line of their own: the record clock's choice (clock.h), the

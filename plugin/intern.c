@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* intern.c - the process-wide string table (slow path).
  *
  * Lookup by content goes through an open-addressing index (FNV-1a of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * intern.h - strings (func, datatype, algo, proto, syncStrategy) become
  * 16-bit ids, so records stay fixed-size and a string is written to the

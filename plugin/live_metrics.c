@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* live_metrics.c - operations, latencies and bandwidth from the drained
  * records, and the Prometheus text file (see live_metrics.h). */
 #include "live_metrics.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * live_metrics.h - Prometheus numbers from the records the drainer sees
  * (NCCLSCOPE_METRICS_DIR), written for node-exporter's textfile collector.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* log.c - logging through NCCL's logger. */
 #include "log.h"
 

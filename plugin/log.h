@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * log.h - messages go through NCCL's logger (NCCL_DEBUG=INFO shows them),
  * or to stderr with NCCLSCOPE_DEBUG=1 when NCCL gave us no logger (API v1-v3).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nccl_api.c - the seven exported ncclProfiler_vN tables, each a thin adapter
  * from its version's descriptor into the one internal event model.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ncclscope_python.h - the ABI between the plugin and the ncclscope Python
  * extension (python/ncclscope/_native.c). The plugin exports one table,

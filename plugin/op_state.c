@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* op_state.c - per-operation and per-communicator state in slab slots
  * (op_state.h has the contract; slab.h the slot layout and reuse rule). */
 #include "op_state.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * op_state.h - what every collective and point-to-point operation of the
  * process is doing now, kept in slab slots (slab.h) for the hang watchdog

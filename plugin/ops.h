@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ops.h - the ops thread: the slow, periodic work that must not run on the
  * callback path nor hold up the drainer or the disk writer:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* page_pool.c - the budgeted page pool (see page_pool.h). */
 #include "page_pool.h"
 

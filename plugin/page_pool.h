@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * page_pool.h - the process's record memory: one budget (NCCLSCOPE_MEMORY_MB)
  * cut into fixed pages that every writer thread's ring borrows and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * prefetch.h - asking for a line this thread is about to write, before it
  * writes it: the ring's records (ring.h) and the slab's next slot (slab.c),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * python_api.c - the entry points of the ncclscope Python extension
  * (ncclscope_python.h): strings for code locations and caller stacks, the

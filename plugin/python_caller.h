@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * python_caller.h - the Python caller of the NCCL API calls a thread makes:
  * the only thing NCCL's callbacks read of the Python package.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * recorder.h - the fast path shared by every API version's callbacks:
  * turning a start, stop or state call into records in the calling thread's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ring.c - the ring's slow paths: page tables, growing, draining pages. */
 #include "ring.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ring.h - a writer thread's single-producer single-consumer queue of
  * 64-byte records, made of pages borrowed from the process's page pool

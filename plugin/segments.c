@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* segments.c - which segment files are kept (see segments.h). */
 #include "segments.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * segments.h - bounded disk (NCCLSCOPE_MAX_MB): a streaming session's trace
  * as a series of segment files, each standalone (file header, SESSION, the

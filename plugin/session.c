@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* session.c - init/finalize bookkeeping, fork and unload handling. */
 #include "session.h"
 #include "op_state.h"

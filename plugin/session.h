@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * session.h - from the first init to the last finalize: the configuration,
  * the trace file and the flusher thread. All functions here are slow paths

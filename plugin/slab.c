@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* slab.c - the slot allocator (slab.h has the contract and the layout). */
 #include "slab.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * slab.h - fixed-size slots for per-operation state (op_state.h), and the
  * handles that name them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* thread_state.c - attaching writer threads (slow path). */
 #include "thread_state.h"
 

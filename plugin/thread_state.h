@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * thread_state.h - per-writer-thread state: its ring, its block of event
  * ids, its string cache and its drop counters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trace_writer.c - the trace file (see trace_writer.h). */
 #include "trace_writer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_writer.h - the trace file: creating it and appending blocks
  * (docs/format.md).

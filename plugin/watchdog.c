@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* watchdog.c - the hang watchdog's thread (watchdog.h has the contract). */
 #include "watchdog.h"
 

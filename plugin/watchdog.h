@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * watchdog.h - the hang watchdog (both modes; NCCLSCOPE_HANG_SECONDS, 0 = off).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lists the Python interpreters (3.11 or newer, with headers) to build
 ncclscope's extension for: the one running this first, then Debian's
 /usr/bin/python3, then pyenv's versions (PYENV_ROOT or ~/.pyenv), or the

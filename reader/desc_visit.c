@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* desc_visit.c - nccl/event_schema.def read back from records. */
 #include "desc_visit.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * desc_visit.h - a START record's NCCL descriptor fields, typed, in the
  * order tools show them: what nccl/event_schema.def declares, read back

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ncclscope_reader.c - libncclscope: the public reader API
  * (include/ncclscope/reader.h) over trace_decode.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trace_decode.c - block payloads to records. */
 #include "trace_decode.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_decode.h - turns a trace file's blocks into meaning: the session,
  * strings, comms, writer threads, clock mapping, and a stream of records

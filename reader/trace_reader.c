@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* trace_reader.c - block iteration, validation and resynchronisation. */
 #include "trace_reader.h"
 

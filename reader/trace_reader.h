@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trace_reader.h - reads a trace file block by block (docs/format.md).
  *

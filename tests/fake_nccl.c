@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_nccl.c - an NCCL stand-in for tests: loads a profiler plugin the way
  * NCCL does (nccl/host.c) and either replays a recording or generates a

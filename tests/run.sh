@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The test command: installs what is missing (Debian), builds, runs every
 # suite, then again under ASan+UBSan, and the stress suite under TSan.
 # GPU tests are not part of it: they run on a GPU machine through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hash.h - the two hashes the tools use: FNV-1a over bytes (names, keys)
  * and a 64-bit finalizer (murmur3's fmix64) to spread ids and combine keys.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* id_map.c - open addressing, linear probing, backward-shift deletion.
  * See id_map.h for the contract. */
 #include "id_map.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * id_map.h - the project's one id map: u64 key -> fixed-size value.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* latency_hist.c - merging and quantiles. */
 #include "latency_hist.h"
 

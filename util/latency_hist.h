@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * latency_hist.h - a bounded log-linear histogram of non-negative integers
  * (the benchmark stores latencies in units of 1/16 ns): exact below 128,

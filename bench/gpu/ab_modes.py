@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NCCL's two speeds at 64 B, per block of an in-process A/B (nccl-bench --ab with NB_TASKS).
 
 With KernelCh in the mask, NCCL 2.28 gives every collective a profiler proxy op per channel,

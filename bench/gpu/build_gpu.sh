@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the GPU scripts: builds the tree with bench/gpu into build-gpu.
 #   NCCL_HOME  prefix with include/nccl.h and lib/libnccl.so* (default: the
 #              PyTorch wheel's copy on the device machines)

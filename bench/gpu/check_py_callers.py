@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks a Python run's traces: every CollApi/P2pApi event should carry the
 Python caller that issued it (py_caller). Prints the share, the callers,
 and, when the script marks its lines with "# LINE:<name>", whether the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Medians and ratios of bench/gpu/run_cost.sh's cost.tsv (kind, config, round, µs per op).
 
     python3 cost_report.py COST.TSV [COST.TSV ...]     # several device calls: pooled

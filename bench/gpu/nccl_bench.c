@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * nccl_bench.c - NCCL latency and bus bandwidth, for measuring what a
  * profiler plugin costs inside NCCL (bench/gpu/run_overhead.sh runs it with

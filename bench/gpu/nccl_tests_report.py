@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Offered vs kept, per run and per event type, from bench/gpu/run_nccl_tests.sh.
 
     nccl_tests_report.py RUNS_DIR [-o report.md]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Ratios from nccl-bench runs (bench/gpu/run_overhead.sh).
 
 Input: TSV lines "tag op bytes repeat iters us algbw busbw", one measurement

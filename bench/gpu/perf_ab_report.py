@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Medians of bench/gpu/run_perf_ab.sh's results, as markdown tables.
 
     perf_ab_report.py DIR      (DIR holds cost.tsv, cold.json, rate.json)

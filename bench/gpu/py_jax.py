@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """JAX on every local GPU from one process: pmap with psum and all_gather,
 and shard_map (under jit) with psum. XLA issues the NCCL calls from its own
 threads after the Python call returned (asynchronous dispatch): the caller

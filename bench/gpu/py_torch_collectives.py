@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch.distributed collectives called directly, each on a marked line, so
 the check can tell that every NCCL call's py_caller is that line:
 

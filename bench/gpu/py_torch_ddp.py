@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A 4-process PyTorch DDP training loop (issue 12's GPU check). Run under
 torchrun with the ncclscope package active (run_python.sh):
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What ncclscope costs inside NCCL at 64 B (issue 8, item 4), in one device call:
 #   T. nccl-tests all_reduce_perf -b 64 -e 64 -t NG -g 1 (one process driving every GPU),
 #      ROUNDS interleaved rounds of: no plugin, the empty plugin with every event, ncclscope

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Offered vs kept on real NCCL workloads (issue 8, item 1): every nccl-tests
 # binary, 64 B to 256 MiB, NCCLSCOPE_EVENTS=all and every other ncclscope
 # setting at its default, once under the counting reference plugin (what

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What ncclscope costs inside real NCCL (issue 3), in one device call:
 #   A. NVLink, 64 B .. 256 MiB, 5 operations, configurations interleaved,
 #      REPEATS rounds: no plugin; the empty plugin with the default mask, the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 8's cost and rate targets, measured as an A/B in one device call:
 # this tree's ncclscope against a baseline build of ncclscope, beside the
 # empty and floor reference plugins, on the same machine, interleaved.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 12 on a GPU machine: PyTorch DDP (4 processes), torch.distributed
 # collectives called directly, and JAX (pmap, shard_map; one process, every
 # GPU), each under the NCCL profiler plugin with the Python package in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What ncclscope's Python modes cost (docs/benchmarks.md, "Python").
 
     python bench/python/overhead.py [--build build] [--repeat 5] [--json out.json]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* clock_align.c - placing hosts on one timeline. */
 #include "clock_align.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * clock_align.h - one timeline for the files of a job.
  *

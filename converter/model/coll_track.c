@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* coll_track.c - joining collectives with their children. */
 #include "coll_track.h"
 

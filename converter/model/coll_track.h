@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * coll_track.h - one collective (or point-to-point operation) per rank,
  * from its enqueue to its completion, out of one file's record stream.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * decoded.h - what the converter reads of a decoder, through the reader's
  * accessors (reader/trace_decode.h), with zeros where the file has none

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* events.c - pairing records into events (events.h). */
 #include "events.h"
 

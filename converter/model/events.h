@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * events.h - NCCL's events of one file, from their records: a START, the
  * STATE records in between, a STOP, joined by event id.

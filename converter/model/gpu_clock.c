@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* gpu_clock.c - the per-rank GPU clock offset, from one pass over a file. */
 #include "gpu_clock.h"
 

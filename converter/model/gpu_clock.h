@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gpu_clock.h - mapping KernelCh %globaltimer values (GPU ns, which NCCL
  * never converts) to the host clock of the process that recorded them.

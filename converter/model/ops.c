@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ops.c - one pass per file through the operation tracker (ops.h). */
 #include "ops.h"
 

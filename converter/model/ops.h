@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ops.h - a file's NCCL operations, from the model alone (no output
  * format): the one wiring of a decoder to the operation tracker

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* ops_table.c - a trace file's operations, channels, steps, comms and losses as columns. */
 #include "ops_table.h"
 

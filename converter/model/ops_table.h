@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ops_table.h - one trace file as column tables: the operations exactly as
  * `ncclscope stats` derives them (coll_track.h, gpu_clock.h, the file's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* python_view.c - Python slices and callers in the converter's output. */
 #include "python_view.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * python_view.h - the converter's Python parts (records of the ncclscope
  * Python package, docs/python.md; format: docs/format.md "Python records").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* export.c - a job's tables as CSV files for SQL engines (export.h). */
 #include "export.h"
 

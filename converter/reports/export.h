@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * export.h - `ncclscope export`: a job's tables (ops_table.h) as CSV files
  * with a header that DuckDB, ClickHouse and Spark read without help:

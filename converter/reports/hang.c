@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* hang.c - stuck operations of every rank, joined by commHash (hang.h). */
 #include "hang.h"
 

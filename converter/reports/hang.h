@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hang.h - `ncclscope hang`: where a job hangs, from the traces of all its
  * ranks alone (dumps, streaming traces of killed jobs, files cut by SIGKILL).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* info.h - `ncclscope info`: what a trace file holds, in text. */
 #ifndef NSC_INFO_H
 #define NSC_INFO_H

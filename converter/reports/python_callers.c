@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* python_callers.c - operations by Python call site (stats --by-caller). */
 #include "python_callers.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * python_callers.h - `ncclscope stats --by-caller`: operations grouped by
  * the Python code that issued them (py_caller, python_view.h), with their

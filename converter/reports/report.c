@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* report.c - the HTML report: the numbers of `ncclscope stats` (one pass,
  * nsc_stats_collect) drawn on one self-contained page.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * report.h - `ncclscope report`: one self-contained HTML file (inline CSS
  * and SVG, nothing fetched; a small inline script only zooms) for a look

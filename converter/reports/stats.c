@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* stats.c - aggregating completed operations into tables. */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stats.h - `ncclscope stats`: per (communicator, operation, datatype, size
  * bucket) counts, latency percentiles and nccl-tests bandwidths, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* args.c - typed event arguments (args.h). */
 #include "args.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * args.h - an event's arguments, typed: what a sink writes as the event's
  * "args" (JSON) or as its debug annotations (Perfetto protobuf), each in its

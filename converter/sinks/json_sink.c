@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* json_sink.c - Chrome trace JSON (json_sink.h). */
 #include "json_sink.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * json_sink.h - the Chrome trace JSON encoder behind sink.h: one document
  * {"displayTimeUnit":"ns","traceEvents":[...],"metadata":{"ncclscope":...}}

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* json_writer.c - buffered JSON output. */
 #include "json_writer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * json_writer.h - a small buffered writer for Chrome trace JSON: escaping,
  * integers and microsecond timestamps without printf on the hot path.

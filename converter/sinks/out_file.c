@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* out_file.c - outputs through a temporary file, renamed when complete. */
 #include "out_file.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * out_file.h - every file the command writes goes through a temporary file
  * in the destination's directory, renamed over the destination once it is

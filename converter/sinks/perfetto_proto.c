@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * perfetto_proto.c - protobuf encoding of the Perfetto trace.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * perfetto_proto.h - the second trace writer: Perfetto's native protobuf
  * format (a `Trace` of `TracePacket`s with TrackDescriptor and TrackEvent),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* sink.c - the sink interface (sink.h): parts of one byte stream, and the
  * dispatch to the JSON and protobuf encoders. */
 #include "sink.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * sink.h - where the timeline's events go: one interface, two formats
  * (Chrome trace JSON, Perfetto protobuf), over one byte stream that is a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* spool.c - events kept aside and read back (spool.h). The format is this
  * process's own (native byte order, never kept past the run). */
 #include "spool.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * spool.h - a file's events kept aside (a temporary file, not memory) to
  * be written later, in file order, by the one real sink: what lets

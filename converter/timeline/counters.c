@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* counters.c - NCCL operations and bytes in flight per rank, as counter
  * tracks of the rank's process. */
 #include "timeline_int.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* event_args.c - what an event's slice carries as arguments: its
  * descriptor (per event type, NCCL's field names), parent, rank, recorded
  * states; and the plugin's loss counts and the run's metadata. */

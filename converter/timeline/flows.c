@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* flows.c - flow arrows: parent -> child inside a file, and one chain per
  * collective across the ranks, in the order the files are read. */
 #include "timeline_int.h"

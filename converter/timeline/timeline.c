@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* timeline.c - processes, tracks, nesting and the GPU tracks (timeline.h). */
 #include "timeline_int.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * timeline.h - the model's events and operations laid out for a trace
  * viewer: a process per (file, communicator), a track per recorded thread,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * timeline_int.h - the timeline's state, shared by its files (timeline.c:
  * tracks, events, operations; flows.c; counters.c; event_args.c).

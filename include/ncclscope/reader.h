@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ncclscope/reader.h - read ncclscope trace files (.nsc) from C, or from
  * any language that can call C (the Python package binds this library).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope: Python calls in the same trace as NCCL's events.
 
     import ncclscope

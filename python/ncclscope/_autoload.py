@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Imported by ncclscope-autoload.pth at interpreter start when
 NCCLSCOPE_PYTHON is set: starts tracing with the environment's settings.
 A failure is reported on stderr and never stops the program."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Settings from the environment (the .pth hook and ncclscope.run use them):
 
     NCCLSCOPE_PYTHON          caller | functions (| 0, off: nothing)

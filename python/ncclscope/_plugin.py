@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Which ncclscope plugin the Python package records through.
 
 The one NCCL will load when NCCL_PROFILER_PLUGIN names an ncclscope plugin

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Traces as DataFrames: a job's operations, kernel channels, proxy steps,
 comms and losses, read in C (converter/ops_table.h through ncclscope._analysis:
 column buffers straight into NumPy, no text in between), in pandas in this

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """python -m ncclscope.run [options] script.py [args...]
 python -m ncclscope.run [options] -m module [args...]
 

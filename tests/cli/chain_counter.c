@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * chain_counter.c - a small counting profiler plugin for the chaining test
  * (test_chain.py): what a plugin chained behind ncclscope receives.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * comm_churn.c - communicators created and destroyed the way long jobs
  * and elastic restarts do, through a profiler plugin loaded as NCCL loads

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * control_driver.c - an NCCL stand-in that uses ncclscope's run-time control
  * the way a program would (include/ncclscope.h: dlsym on the loaded plugin)

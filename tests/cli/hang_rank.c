@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hang_rank.c - one rank of a job that hangs, through a profiler plugin
  * loaded as NCCL loads it (nccl/host.c). Run one process per rank, then

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers for ncclscope's command-line tests: run the tools, read traces back
 as JSON, and compare them with NCCL callback recordings."""
 import atexit

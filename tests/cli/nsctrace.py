@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reading and writing ncclscope trace files at the block level (docs/format.md),
 for tests that need crafted or damaged traces: where each block is, its
 payload (decompressed through libzstd when it is a zstd frame), and a new

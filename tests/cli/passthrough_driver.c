@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * passthrough_driver.c - ncclscope_bench_passthrough (include/ncclscope.h),
  * the switch nccl-bench --ab flips between blocks: while it is on, a start

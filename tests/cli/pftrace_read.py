@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small reader of Perfetto protobuf traces, for the tests: decodes the
 wire format and the fields ncclscope writes (perfetto_proto.c lists them),
 resolving interned names, so a .pftrace can be compared with the JSON."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/gpu/ab_modes.py on one real A/B/C/D process (tests/bench_data/ab_modes: 2 x H200,
 NCCL 2.28.9, every event, nccl-bench --arms scope,pass,floor,noslab with NB_TASKS).
 The blocks' modes and medians are recomputed here from the raw files, independently

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input to the CLI: clear errors naming the file and offset, non-zero
 exits, no crash, and what is intact is still converted."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smoke run of the callback-latency harness (a benchmark, not a timed test):
 it loads the plugins the way NCCL does, drives every mix, writes the JSON
 the issue asks for, reads ncclscope's own drop counters back from its

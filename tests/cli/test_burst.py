@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A burst on one thread fits at default settings: 360,000 records from one
 thread as fast as it can call (alltoall's KernelCh bursts are ~200,000), no
 record dropped, and the process's memory stays under the default budget."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Chaining (NCCLSCOPE_CHAIN): a counting plugin behind ncclscope receives
 exactly what ncclscope records (per type: starts, stops, states) when both
 ask for the same events, with its own handles (never one of ours, every

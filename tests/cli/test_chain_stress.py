@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Chaining, metrics and the ops thread under many threads (suite stress,
 run under TSan by tests/run.sh): 8 threads, each its own communicator, run
 fake_nccl's synthetic operations through ncclscope with a chained counting

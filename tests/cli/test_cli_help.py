@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope's usage texts, compared exactly with golden files (as zstd's
 tests/cli-tests do): `ncclscope <command> --help`, `-h` and `ncclscope help
 <command>` print tests/cli/expected/<command>.help on standard output and exit

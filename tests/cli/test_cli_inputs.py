@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The command line's inputs and option values: duplicates read once, info
 of several files, strict numbers, filters that match nothing, exit codes of
 entries a directory lists (docs/converter.md)."""

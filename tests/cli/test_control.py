@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Run-time control (include/ncclscope.h, the control files): stop records
 nothing until start, even a call NCCL makes just after the stop; set_mask
 and "mask" change what NCCL is asked for through the pointer it gave init;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The counting reference plugin against ncclscope on every replay source the
 other replay tests use (tests/data/*.nsc, tests/data/h200x4_procs/*.nsc and,
 when present, ../shared/recordings): each source is replayed once into the

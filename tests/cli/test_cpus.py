@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NCCLSCOPE_CPUS: ncclscope's background threads (drainers, compressors,
 the ops thread, the hang watchdog) start on the listed CPUs with the
 application's signals blocked, and the application's threads keep theirs. A list the kernel refuses (no CPU of it

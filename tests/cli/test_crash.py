@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """kill -9 in the middle of a run: every flushed block converts, and a torn
 tail gives a clear error (file, offset) and a non-zero exit."""
 import os

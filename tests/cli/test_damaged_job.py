@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """convert, stats and report on damaged job traces: blocks lost in the
 middle (flipped bytes), files cut short, a non-trace among the files. Every
 run must end with exit 0 or 2 (never a crash, never a sanitizer report),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The disk never holds the job up, and a full disk never loses data
 silently (issue: frozen and full filesystems). Needs root for mount and
 fsfreeze: skips with a message otherwise.

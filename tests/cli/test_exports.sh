@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The plugin exports only the ncclProfiler_vN tables, the control API of
 # include/ncclscope.h (with the benchmarks' passthrough switch) and the Python package's table ncclscope_py_v1 (hidden
 # visibility): anything else fails.

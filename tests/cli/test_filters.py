@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """convert's filters, --split and gzip output on the 4-process H200 trace."""
 import glob
 import gzip

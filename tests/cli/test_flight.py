@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Flight mode (NCCLSCOPE_MODE=flight): nothing is written until a trigger;
 every trigger dumps the window as a standalone trace that converts:
 NCCLSCOPE_DUMP_SIGNAL, $NCCLSCOPE_DIR/dump-now, the control file's "dump",

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Golden outputs: every command's output on the traces in tests/data, compared
 byte for byte with files recorded in tests/cli/golden/ (zstd's tests/cli-tests
 model). A change of output must be deliberate: rerun with --update, look at the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope stats on GPU time, on the real 4-process H200 trace with KernelCh
 (tests/data/h200x4_procs). Every number is recomputed here from the converted
 JSON, not from stats' code path: convert draws each KernelCh at GPU time on

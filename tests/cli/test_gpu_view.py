@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GPU time and completion in the converted trace.
 
 Real 4-process H200 trace: every collective and p2p operation gets an

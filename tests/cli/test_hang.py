@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ncclscope hang` (issue 11) on the cut traces of killed jobs.
 
 coll: 4 ranks (one process each, tests/cli/hang_rank.c) run AllReduce

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope info's record counts add up. The threads' "records in file"
 count every record of the file, the "records" line counts them as read (a
 START and its EXT are one record): on h200x2_mixed_64KiB they were 8,220

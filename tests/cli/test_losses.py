@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Everything the plugin could not keep is shown: a version-3 STATS block's
 write losses (with the errno's name), records abandoned at exit, lost comm
 descriptions, the string table's overflow and record memory reach `info`,

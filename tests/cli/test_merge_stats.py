@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope stats and multi-host merging, on the real 4-process H200 trace
 (tests/data/h200x4_procs: 4 processes, one per GPU, one host).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Live metrics with the real thing: the 4-process H200 job (tests/data/
 h200x4_procs) is replayed through ncclscope with NCCLSCOPE_METRICS_DIR set,
 one process per rank; Debian's prometheus-node-exporter serves the files

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where the commands write: an output that is an input is refused and the
 input stays intact (convert, --split parts, stats -o, report -o, a directory
 input holding the output, a hard link, a symlink); outputs appear complete

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A stalled flusher: rings fill, records are dropped and counted, memory stays
 bounded, and the drop counts reach `ncclscope info` and the JSON."""
 import os

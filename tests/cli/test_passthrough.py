@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope_bench_passthrough: the switch nccl-bench --ab flips. While it is
 on (1: the empty plugin's behaviour; 2: the floor plugin's, a timestamp and
 a private line per call), starts record nothing and their token's stop/state

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Perfetto protobuf writer against the JSON writer, on the real
 4-process H200 trace: the same slices (names, times, durations, tracks'
 processes and threads), instants, counters and flows, with typed arguments;

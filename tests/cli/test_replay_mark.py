@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A replayed trace says it is one. `ncclscope replay` re-times the host
 calls and keeps the recorded GPU timers, so host and GPU times of its trace
 do not relate: the replay host marks the SESSION block of what the plugin

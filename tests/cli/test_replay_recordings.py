@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Replays NCCL callback recordings (../shared/recordings) through the built
 plugin with the fake NCCL host, converts the trace and checks that every
 started event is there exactly once with the recorded type, fields, parent,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope report: one self-contained HTML page drawn from the numbers of
 `ncclscope stats`.
 

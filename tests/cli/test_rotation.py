@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bounded disk (NCCLSCOPE_MAX_MB): a long run with a 1 MiB cap rotates
 through dozens of segment files; sampled all along, the files together never
 exceed the cap; every segment left converts on its own (strings, comms and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Round trip: tracing a replay of a trace gives the same events, types,
 fields, threads and parent links. Uses the real NCCL traces shipped in
 tests/data (and a recording from ../shared when present)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """convert --split for every output: each part stands alone in its format.
 JSON parts (.json, .json.gz) are complete documents; protobuf parts (.pftrace,
 .pftrace.gz) are complete traces (gzip where asked) holding no JSON text,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope stats' count and bandwidth columns where a review found them
 wrong. count is the number of distinct collectives (comm, op, seqNumber) in
 the files given, not rank-operations / ranks (0 or a fraction of the truth

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Profiler API v7 (NCCL 2.31) end to end, without a GPU.
 
 The fake host's --nccl231 mode follows NCCL 2.31: per device an application

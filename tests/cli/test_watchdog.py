@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The in-process hang watchdog (issue 11), NCCLSCOPE_HANG_SECONDS=1.
 
 Hung jobs of the fake host (tests/cli/hang_rank.c): one rank skips

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * watchdog_driver.c - drives the plugin (loaded as NCCL loads it) through
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The examples against real outcomes (examples/meson.build registers it):
 
 - read_trace (libncclscope only) counts the records, STARTs, STOPs, STATEs

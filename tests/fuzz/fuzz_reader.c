@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_reader.c - the trace reader and decoder on arbitrary bytes.
  * Built two ways: with -Dfuzz=true (clang) as a libFuzzer target, and always

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mutation fuzzer of the command line: mutants of the traces in tests/data
 (bit flips, flips inside compressed payloads, truncations, duplicated and
 zeroed ranges, huge length fields in block headers, edited header fields

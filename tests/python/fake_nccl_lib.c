@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fake_nccl_lib.c - a tiny NCCL stand-in as a shared library, for Python
  * tests through ctypes: it loads a profiler plugin the way NCCL does

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * py_api_driver.c - the plugin's Python entry points (ncclscope_python.h)
  * through the plugin itself, without Python: what the extension does,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ncclscope.analysis on a real Dask cluster and in pandas, against the C tools.
 
 A dask-scheduler and two dask-worker processes are started on 127.0.0.1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`ncclscope export` without Python packages (runs under the sanitizers too).
 
 The 4-process trace: one CSV per rank under ops/, kernel_channels/ and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The ncclscope Python package under one interpreter (this one):
 
     test_python.py                      (env: PYTHONPATH=build/python, NSC_CLI,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stress_comm_state.c - 100,000 communicator lifetimes while readers walk
  * their state (issue 11), through the plugin's own code: comm_table.c

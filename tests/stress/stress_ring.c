@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * stress_ring.c - one producer and one consumer hammer a small paged ring
  * through exactly the consumer API the flusher uses (ring_readable,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * thread_churn.c - writer threads that come and go, through the real plugin
  * loaded the way NCCL loads it (nccl/host.h).

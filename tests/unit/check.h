@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * check.h - the unit tests' CHECK: counts, prints the failed condition
  * with its line, and lets the test go on; main returns check_summary().

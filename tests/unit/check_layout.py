@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_layout.py - the dependency rule of the source layout, checked on
 the #include "..." lines (docs/design.md, "Source map"):
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_comm_table.c - contexts and their generations (stale and garbage
  * contexts rejected, a second finalize harmless after the slot's reuse),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_config.c - NCCLSCOPE_* parsing: defaults, every accepted form, every
  * malformed form refused with a message naming the setting, its value and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_decode.c - the read side on crafted traces: the decoder (blocks ->
  * records, a START joined with its EXT), the schema's field visitor, the
  * public reader API (libncclscope's ncclscope_* calls), and damage: a bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_id_map.c - util/id_map against a naive reference (a flat array
  * searched linearly), under insert/remove churn, in both modes; a fixed
  * map filled to its limit; iteration with removal. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_intern.c - the string table: equal texts share an id, texts are
  * kept to 255 bytes, the table holds every id a 16-bit field can carry,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_segments.c - which segment files rotation keeps (plugin/segments.h):
  * the oldest go first, only as many as the cap needs, never the current

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_slab.c - plugin/slab.c's allocator: slots handed out once until
  * freed, batches moved between threads' caches through the shared lists
  * (a batch's head names its other slots), the path of a thread without a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_units.c - unit tests of the ring, the mask parser, handles and the
  * JSON-independent pieces. Prints "N passed, N failed".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ncclscope._analysis - a trace file's tables (converter/ops_table.h) as
  * buffers for NumPy: each column comes back as one bytes object that

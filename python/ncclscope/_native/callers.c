@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * callers.c - caller mode: which Python code called into torch.distributed
  * (or another target), as a stack id the plugin copies into the next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* codeinfo.c - decisions about code objects and C callables, made once. */
 #include "native.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * events.c - functions mode: enters and exits as PY records, paired on a
  * per-thread shadow stack.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * module.c - ncclscope._native: what the Python package (ncclscope/__init__.py)
  * calls. The policy (which plugin, which session, defaults, filters) is

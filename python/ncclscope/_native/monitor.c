@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * monitor.c - backend: sys.monitoring (PEP 669, Python 3.12+).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * native.h - the ncclscope Python extension's shared state.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * profile.c - backend: a C profile function (what sys.setprofile installs),
  * for Pythons without sys.monitoring (3.11 and older) or on request.

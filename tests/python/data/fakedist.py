@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A stand-in for torch.distributed: Python functions that issue NCCL calls
 through the fake NCCL library (fake_nccl_lib.c), as torch's do through
 ProcessGroupNCCL. Tests name it as the caller-mode target."""

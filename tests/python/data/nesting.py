@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """functions mode: Python and C calls on 4 threads at once, exceptions,
 generators; prints what each thread did so the test can count."""
 import math

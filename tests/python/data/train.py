@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A training loop over fakedist (caller-mode test); the lines the test
 expects are marked LINE:<name>."""
 import os

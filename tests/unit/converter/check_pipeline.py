@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_pipeline.py - the converter's dependency rule, checked on the
 #include "..." lines (docs/converter.md, "Pipeline"):
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * conv_trace.h - small traces built in memory (or written to a temporary
  * file) for the converter's unit tests: a session, strings, comms, records

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_conv_clock_align.c - one timeline for the files of several hosts
  * (converter/model/clock_align.h): files of one host are not moved; another
  * host is placed by CLOCK_REALTIME, then by the collectives both completed

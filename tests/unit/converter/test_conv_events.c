@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_conv_events.c - pairing records into events (converter/model/events.h):
  * START then STOP, STOP before START, STATEs before their START, a second
  * START for an id, a STOP of another type, what is open at the end (in id

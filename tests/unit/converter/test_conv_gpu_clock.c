@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_conv_gpu_clock.c - the GPU clock mapping (converter/model/gpu_clock.h):
  * the offset is the smallest (host STOP - GPU end) over a rank's KernelCh,
  * the median notice delay is measured from it, impossible intervals are

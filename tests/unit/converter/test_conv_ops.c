@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* test_conv_ops.c - operations from a file (converter/model/coll_track.h
  * through model/ops.h): a collective joined with its KernelCh children on
  * another thread (GPU interval = first start to last end across channels,
