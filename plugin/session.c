@@ -18,7 +18,7 @@
 #include "intern.h"
 #include "live_metrics.h"
 #include "log.h"
-#include "ops.h"
+#include "ops_thread.h"
 #include "recorder.h"
 #include "thread_state.h"
 #include "version.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * ops.h - the ops thread: the slow, periodic work that must not run on the
+ * ops_thread.h - the ops thread: the slow, periodic work that must not run on the
  * callback path nor hold up the drainer or the disk writer:
  *   - every 100 ms: the control files and chained plugins' masks (control.h);
  *   - every NCCLSCOPE_METRICS_SECONDS: the Prometheus text file

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/* ops.c - the ops thread (see ops.h). */
-#include "ops.h"
+/* ops_thread.c - the ops thread (see ops_thread.h). */
+#include "ops_thread.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  *     records and comm finalizes go further);
  *   - whoever takes comm descriptions for the file (the drainer at a seal,
  *     or a compressor): nsc_live_comms();
- *   - the ops thread (plugin/ops.h): nsc_live_write() every
+ *   - the ops thread (services/ops_thread.h): nsc_live_write() every
  *     NCCLSCOPE_METRICS_SECONDS and at the end, nsc_live_remove();
  *   - the session (its mutex): nsc_live_create() before the flusher starts,
  *     nsc_live_destroy() after the flusher and the ops thread stopped.
