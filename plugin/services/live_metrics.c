@@ -17,6 +17,7 @@
 #include "id_map.h"
 #include "nccl_abi.h"
 #include "intern.h"
+#include "engine.h"
 #include "log.h"
 #include "thread_state.h"
 
@@ -271,6 +272,17 @@ static void free_live(struct nsc_live *m) {
     free(m);
 }
 
+/* The engine's observer hooks (engine.h): the drainers show us the records
+ * of the types we follow, and the writing compressor the comm descriptions. */
+static void live_record(const struct nsc_rec *r);
+static const struct nsc_engine_hooks live_hooks = {
+    .record_types = NSC_LIVE_TYPES,
+    .pass_begin = nsc_live_pass_begin,
+    .record = live_record,
+    .pass_end = nsc_live_pass_end,
+    .comms = nsc_live_comms,
+};
+
 int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, char *err,
                     unsigned errlen) {
     if (!cfg->metrics_dir[0])
@@ -311,6 +323,7 @@ int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, c
     pthread_mutex_init(&m->mu, NULL);
     L = m;
     atomic_store_explicit(&nsc_live_on, m, memory_order_relaxed);
+    nsc_engine_observe(&live_hooks); /* before the engine's threads start */
     return 0;
 }
 
@@ -319,6 +332,7 @@ void nsc_live_destroy(void) {
     if (!m)
         return;
     L = NULL;
+    nsc_engine_unobserve(&live_hooks); /* the engine's threads were joined */
     atomic_store_explicit(&nsc_live_on, NULL, memory_order_relaxed);
     pthread_mutex_destroy(&m->mu);
     free_live(m);
@@ -468,7 +482,7 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     o->touched_ns = m->now_ns;
 }
 
-void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r) {
+static void live_record_in(struct nsc_live *m, const struct nsc_rec *r) {
     unsigned et = r->h.etype;
     int is_op = et == NSC_ET_COLL || et == NSC_ET_P2P || et == NSC_ET_CE_COLL;
     switch (r->h.kind) {
@@ -594,6 +608,14 @@ static void settle(struct nsc_live *m, uint64_t grace_ns) {
         m->fifo_head = (m->fifo_head + 1) % NSC_LIVE_OPS;
         m->fifo_len--;
     }
+}
+
+/* RELAXED: nsc_live_on is set before the engine's threads start and
+ * cleared after they are joined. */
+static void live_record(const struct nsc_rec *r) {
+    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
+    if (m)
+        live_record_in(m, r);
 }
 
 void nsc_live_pass_begin(void) {
