@@ -73,7 +73,9 @@ static int open_session(int api_version) {
      * earlier in the process (control.h). */
     char stem[160];
     snprintf(stem, sizeof(stem), "%s-%u", s.host, s.pid);
-    s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version, cfg.dir, stem);
+    s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version);
+    nsc_ctl_set_dump(nsc_session_request_dump);
+    nsc_ctl_files_open(cfg.dir, stem);
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);
     nsc_comm_reset_pending();
     nsc_session_pid = (int)s.pid;
