@@ -221,7 +221,7 @@ EXPORT int ncclscope_control_set_events(const char *names) {
 
 EXPORT uint32_t ncclscope_control_mask(void) { return nsc_ctl_recording(); }
 
-/* Flight mode does not exist yet (issue 11): every process streams. */
+/* A dump exists only in flight mode: a streaming process has nothing kept in memory to write. */
 EXPORT int ncclscope_control_dump(void) {
     return nsc_session_request_dump() == 0 ? NCCLSCOPE_OK : NCCLSCOPE_NOT_FLIGHT_MODE;
 }
