@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# What ncclscope costs inside NCCL at 64 B (issue 8, item 4), in one device call:
+# What ncclscope costs inside NCCL at 64 B, in one run on one machine:
 #   T. nccl-tests all_reduce_perf -b 64 -e 64 -t NG -g 1 (one process driving every GPU),
 #      ROUNDS interleaved rounds of: no plugin, the empty plugin with every event, ncclscope
 #      default, ncclscope with every event, ncclscope with every event and the id/time only
@@ -45,7 +45,7 @@ ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
 export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
 # CONFIGS picks among these (default: none empty_all scope_default scope_all);
 # floor_all is the floor plugin (bench/floor_plugin.c: one timestamp and one
-# record line per callback); the last three price issue 11's features on top
+# record line per callback); the last three price the hang and flight features on top
 # of every event: flight mode, the hang watchdog off (slab and watchdog are on
 # by default), live metrics on; scope_lazy keeps ncclscope's background threads
 # as quiet as they go (drain every 20 ms, no watchdog thread).

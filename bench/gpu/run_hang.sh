@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Issue 11 on a GPU machine: a real NCCL job that hangs. PyTorch
+# The hang watchdog on a GPU machine: a real NCCL job that hangs. PyTorch
 # (torch.distributed, NCCL), 2 ranks on 2 GPUs; rank 1 skips its SKIP-th
 # all_reduce. ncclscope's hang watchdog (NCCLSCOPE_HANG_SECONDS) must fire
 # in rank 0 (HANG block, one NCCL WARN line); then the job is killed
