@@ -25,7 +25,7 @@
 # STEPS=build leaves it under .nccl-tests/work). Writes $OUT/cost.tsv, $OUT/knee.json and
 # prints the medians and ratios (bench/gpu/cost_report.py).
 #   OUT (/tmp/ncclscope-cost), ROUNDS (12: a multiple of the default 4 configurations; with every
-#   event 6 rounds are too few to carry a median, docs/benchmarks.md §5e), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
+#   event 6 rounds are too few to carry a median, docs/benchmarks.md §3.2), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
 #   PIN (a command prefix for every NCCL run, e.g. "taskset -c 0-15": the rounds' spread is
 #   mostly where the kernel puts NCCL's threads)
 set -euo pipefail
@@ -55,7 +55,7 @@ CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
 # configurations, so that the place stays out of the comparisons. (With a
 # fixed order one 2 x H200 call drew NCCL's slow mode in 10, 15, 15 and 19 of
 # 25 rounds in places 1 to 4; a rotated one in 13, 9 and 11 of 36 in places
-# 1 to 3: docs/benchmarks.md §5e.)
+# 1 to 3: docs/benchmarks.md §3.2.)
 rotated() {
     local r=$1 i; shift
     local -a c=("$@")
