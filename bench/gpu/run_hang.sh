@@ -9,7 +9,7 @@
 # From the repository root; builds with meson into build-hang (no GPU code:
 # the plugin only needs NCCL's headers' layout, which it carries).
 #   OUT    where the logs, hang reports and traces go (default /tmp/ncclscope-hang)
-#   DEPS   prefix with zstd headers/library when the machine lacks -dev packages (.devdeps)
+#   DEPS   prefix with zstd headers/library when the machine lacks -dev packages
 #   SKIP   the all_reduce rank 1 skips (default 1000)
 #   HANG_SECONDS  the watchdog's limit (default 5)   WAIT  seconds to wait for it (default 120)
 #   PY     python with torch (default /opt/torch/.venv/bin/python)
