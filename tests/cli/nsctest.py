@@ -98,6 +98,7 @@ def recordings():
     """The NCCL callback recordings shipped in tests/data/recordings (*.tsv,
     one process each; their README says what each run was)."""
     root = os.path.join(data_dir(), "recordings")
+    check(os.path.isdir(root), "no directory " + root + " (the NCCL recordings ship with the repository)")
     out = []
     for d in sorted(os.listdir(root)):
         p = os.path.join(root, d)
