@@ -35,7 +35,7 @@
  * ProxyOp that starts later than the short grace finds its operation gone
  * and is counted as an orphan: on 4 x H200's socket path ProxyOps started
  * 0.25 ms (median) and 4.3 ms (the latest of 240) after their Coll's stop
- * (shared/recordings/net_allreduce_1MiB). */
+ * (tests/data/recordings/net_allreduce_1MiB). */
 #define SCAN_MS 100
 #define PRESSED_SCAN_MS 5
 #define PRESSED_GRACE_MS 10
