@@ -757,11 +757,11 @@ static int cause_ranks(struct nsc_hm_cause *c, size_t e, size_t root, const stru
         return -1;
     c->nranks = 0;
     for (size_t k = 0; k < ni; k++) {
-        if (in[k].entry != root)
-            continue;
+        if (in[k].entry != root || !in[k].enq_ns)
+            continue; /* rows without a time count nowhere (nsc_hm_causes) */
         int shared = 0, seen = 0;
         for (size_t q = 0; q < ni && !shared; q++)
-            shared = in[q].entry == e && in[q].proc == in[k].proc;
+            shared = in[q].entry == e && in[q].enq_ns && in[q].proc == in[k].proc;
         for (int q = 0; q < c->nranks && !seen; q++)
             seen = c->ranks[q] == rank[k];
         if (shared && !seen)
@@ -776,11 +776,7 @@ static int cause_ranks(struct nsc_hm_cause *c, size_t e, size_t root, const stru
     return 0;
 }
 
-/* The causes of n entries (their rows in, with each row's rank of its
- * entry's comm), and the order that puts roots first, each group in the
- * entries' order: order[k] is the entry shown k-th, causes[] by entry,
- * their `behind` already the shown index of the root. */
-static int order_by_cause(size_t n, const struct nsc_hm_inst *in, const int *rank, size_t ni,
+int nsc_hm_order(size_t n, const struct nsc_hm_inst *in, const int *rank, size_t ni,
                           struct nsc_hm_cause *causes, size_t *order) {
     long *root = malloc((n ? n : 1) * sizeof(*root));
     size_t *shown = malloc((n ? n : 1) * sizeof(*shown));
@@ -974,7 +970,7 @@ int nsc_hm_entries(const struct nsc_hm_job *j, struct nsc_hm_entry **out, size_t
                 in[ni] = (struct nsc_hm_inst){k, j->stuck.v[i].proc, j->stuck.v[i].start_ns};
                 rank[ni++] = j->stuck.v[i].rank;
             }
-    if (order_by_cause(nc, in, rank, ni, causes, order) != 0) {
+    if (nsc_hm_order(nc, in, rank, ni, causes, order) != 0) {
         for (size_t k = 0; k < nc; k++)
             free(causes[k].ranks);
         goto out;
@@ -1156,7 +1152,7 @@ int nsc_hm_divergences(const struct nsc_hm_job *j, struct nsc_hm_div **outp, siz
     }
     causes = calloc(dv.n + 1, sizeof(*causes));
     order = calloc(dv.n + 1, sizeof(*order));
-    if (!causes || !order || order_by_cause(dv.n, iv.v, rv.v, iv.n, causes, order) != 0) {
+    if (!causes || !order || nsc_hm_order(dv.n, iv.v, rv.v, iv.n, causes, order) != 0) {
         for (size_t k = 0; causes && k < dv.n; k++)
             free(causes[k].ranks);
         goto done;

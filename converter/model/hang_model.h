@@ -208,4 +208,12 @@ struct nsc_hm_inst {
  * orders) are roots. 0, or -1 without memory. */
 int nsc_hm_causes(size_t nentries, const struct nsc_hm_inst *in, size_t ninst, long *root_of);
 
+/* The causes of n entries (their rows in, rank[k]: row k's rank in its
+ * entry's comm) and the order that shows roots first, each group in the
+ * entries' order: order[k] is the entry shown k-th; causes[] by entry, each
+ * `behind` the shown index of its root, `ranks` (to free) the root's ranks
+ * on the processes both hold. 0, or -1 without memory. */
+int nsc_hm_order(size_t n, const struct nsc_hm_inst *in, const int *rank, size_t ni,
+                 struct nsc_hm_cause *causes, size_t *order);
+
 #endif /* NSC_HANG_MODEL_H */
