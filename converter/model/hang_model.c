@@ -230,7 +230,7 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
         snprintf(s.func, sizeof(s.func), "%s", o.func[0] ? o.func : "?");
         s.seq = o.seq;
         /* on the records' clock: the earliest stuck point-to-point
-         * operation is chosen by it (report_comm) */
+         * operation is chosen by it (comm_entry) */
         s.start_ns = nsc_decoder_mono_ns(d, o.start_ticks);
         s.kch_done = (uint32_t)__builtin_popcountll(o.ch_done);
         s.stopped = o.stopped;

@@ -781,10 +781,13 @@ def _hang_stuck(o):
 
 def hangs(ops, comms, kernel_channels=None):
     """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
-    `ncclscope hang --json` (converter/reports/hang.c). Per communicator with
-    a stuck operation (in flight when its file ended and never completed:
-    the `stuck` column):
-    - with a stuck collective, the one with the lowest seqNumber: the ranks
+    `ncclscope hang --json` (converter/model/hang_model.c). Per communicator
+    with a stuck operation (in flight when its file ended and never
+    completed: the `stuck` column):
+    - with a stuck collective, the one its stuck ranks enqueued first (NCCL
+      counts seqNumbers per function: AllReduce 9 and AllGather 9 of one
+      comm coexist, the second queued behind the first), chosen by the
+      command's C rule (ncclscope._analysis.hang_pick): the ranks
       that never entered it (missing, with the last seqNumber they entered of
       that function, None for none), whether every traced rank is inside it,
       those stuck inside it (with their channels done and, given
@@ -794,8 +797,12 @@ def hangs(ops, comms, kernel_channels=None):
       it waits for ("waits") and whether that peer posted the matching
       operation; a traced peer with fewer matching operations toward the
       rank than the rank has toward it never posted it (missing);
-    and the ranks that left no trace. Lists keep hang's order: stuck
-    operations as the files come (file, then row), one per (comm, rank,
+    and the ranks that left no trace; "cause": "root", or "behind" with
+    "behind" naming the root (comm, name, op, seq, its ranks on the
+    processes both hold) that a process holding both enqueued first (the
+    command's C rule, ncclscope._analysis.hang_order). Lists keep hang's
+    order: roots first, then what waits behind them, each group as the
+    stuck operations come in the files (file, then row), one per (comm, rank,
     event id) where several files of a process hold the same one (a later
     file's view replaces an earlier one's in place). Where nothing is stuck,
     divergences() gives hang's other answer. Not here: the ProxyOp details
@@ -885,8 +892,8 @@ def hangs(ops, comms, kernel_channels=None):
 
 
 def divergences(ops, comms):
-    """The "divergences" of `ncclscope hang --json` (converter/reports/hang.c,
-    report_divergences): where no operation is seen stuck but a file records
+    """The "divergences" of `ncclscope hang --json` (converter/model/hang_model.c,
+    nsc_hm_divergences): where no operation is seen stuck but a file records
     no KernelCh (an intra-node collective then counts as completed once
     enqueued), per communicator and function the first seqNumber some traced
     ranks entered and others never did. Not reported when a rank that
@@ -895,7 +902,9 @@ def divergences(ops, comms):
     none of the function is behind only when the ranks that entered it hold
     it from seqNumber 0 (a whole history: a flight window or deleted
     segments may have lost the first ones). missing_last_seq is None for a
-    rank with none of it. As hangs(), from the records alone: with a HANG
+    rank with none of it. Each has "cause" and "behind" as hangs() (by when
+    the ranks that entered it enqueued it), roots first, each group by
+    communicator and function. As hangs(), from the records alone: with a HANG
     block in a file (the watchdog fired, or a flight dump), `ncclscope hang`
     and hang() also count the watchdog's operations in flight and each
     comm's last enqueued collective, and may answer otherwise."""
