@@ -749,30 +749,43 @@ out:
     return rc;
 }
 
-/* The root's ranks on the processes that hold e's rows (ascending, once). */
+static int cmp_int(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The root's ranks on the processes that hold e's rows (ascending, once);
+ * rows without a time count nowhere (nsc_hm_causes). Sorted, then
+ * searched: a job of thousands of ranks has as many rows per entry. */
 static int cause_ranks(struct nsc_hm_cause *c, size_t e, size_t root, const struct nsc_hm_inst *in,
                        const int *rank, size_t ni) {
+    uint64_t *procs = malloc((ni ? ni : 1) * sizeof(*procs));
     c->ranks = malloc((ni ? ni : 1) * sizeof(int));
-    if (!c->ranks)
-        return -1;
     c->nranks = 0;
-    for (size_t k = 0; k < ni; k++) {
-        if (in[k].entry != root || !in[k].enq_ns)
-            continue; /* rows without a time count nowhere (nsc_hm_causes) */
-        int shared = 0, seen = 0;
-        for (size_t q = 0; q < ni && !shared; q++)
-            shared = in[q].entry == e && in[q].enq_ns && in[q].proc == in[k].proc;
-        for (int q = 0; q < c->nranks && !seen; q++)
-            seen = c->ranks[q] == rank[k];
-        if (shared && !seen)
-            c->ranks[c->nranks++] = rank[k];
+    if (!procs || !c->ranks) {
+        free(procs);
+        return -1;
     }
-    for (int a = 1; a < c->nranks; a++) /* insertion sort: few ranks */
-        for (int b = a; b > 0 && c->ranks[b - 1] > c->ranks[b]; b--) {
-            int t = c->ranks[b];
-            c->ranks[b] = c->ranks[b - 1];
-            c->ranks[b - 1] = t;
-        }
+    size_t np = 0;
+    for (size_t k = 0; k < ni; k++)
+        if (in[k].entry == e && in[k].enq_ns)
+            procs[np++] = in[k].proc;
+    qsort(procs, np, sizeof(*procs), cmp_u64);
+    for (size_t k = 0; k < ni; k++)
+        if (in[k].entry == root && in[k].enq_ns &&
+            bsearch(&in[k].proc, procs, np, sizeof(*procs), cmp_u64))
+            c->ranks[c->nranks++] = rank[k];
+    qsort(c->ranks, (size_t)c->nranks, sizeof(int), cmp_int);
+    int n = 0;
+    for (int q = 0; q < c->nranks; q++)
+        if (!n || c->ranks[n - 1] != c->ranks[q])
+            c->ranks[n++] = c->ranks[q];
+    c->nranks = n;
+    free(procs);
     return 0;
 }
 
@@ -817,10 +830,6 @@ void nsc_hm_entries_free(struct nsc_hm_entry *e, size_t n) {
     for (size_t i = 0; e && i < n; i++)
         entry_free(&e[i]);
     free(e);
-}
-
-static int cmp_int(const void *a, const void *b) {
-    return *(const int *)a - *(const int *)b;
 }
 
 static const char *matching(const char *func) {
