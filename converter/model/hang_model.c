@@ -1128,8 +1128,9 @@ int nsc_hm_divergences(const struct nsc_hm_job *j, struct nsc_hm_div **outp, siz
         }
         if (!nin || !nout)
             continue;
-        struct nsc_hm_div d = {.comm = comm, .name = name, .func = S[g]->func, .nranks = nranks,
-                               .seq = point, .cause = {.behind = -1}};
+        struct nsc_hm_div d = {.comm = comm, .func = S[g]->func, .nranks = nranks, .seq = point,
+                               .cause = {.behind = -1}};
+        snprintf(d.name, sizeof(d.name), "%s", name);
         d.in = malloc((size_t)nin * sizeof(int));
         d.out = malloc((size_t)nout * sizeof(int));
         d.out_last = malloc((size_t)nout * sizeof(long long));

@@ -161,7 +161,8 @@ void nsc_hm_entries_free(struct nsc_hm_entry *e, size_t n);
  * recorded no completion (hang.h). */
 struct nsc_hm_div {
     uint64_t comm;
-    const char *name, *func;
+    char name[96];            /* a member's (copied: the members are sorted in a copy) */
+    const char *func;         /* the job's seqs entry's: valid while the job is */
     int nranks;
     long long seq;
     int *in, nin;             /* entered it */
