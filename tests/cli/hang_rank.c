@@ -4,8 +4,9 @@
  * loaded as NCCL loads it (nccl/host.c). Run one process per rank, then
  * kill them all with SIGKILL:
  *
- *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p [--gate]
- *             [--first S] [--lose Q] [--version V] [--nch N]
+ *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p|job [--gate]
+ *             [--first S] [--lose Q] [--version V] [--nch N] [--queued]
+ *             [--skip R] [--intra]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -64,10 +65,10 @@ static void *start(nsc_abi_descr_v7 *d) {
     return h;
 }
 
-/* A channel's GPU work and its proxy; `stuck`: it never finishes; `lost`:
- * it finishes, but its KernelCh stop is not recorded. */
 static int intra; /* --intra: no ProxyOp */
 
+/* A channel's GPU work and its proxy; `stuck`: it never finishes; `lost`:
+ * it finishes, but its KernelCh stop is not recorded. */
 static void channel(void *op, int ch, int peer, int is_send, long i, int stuck, int lost) {
     uint64_t g = 1000000000ull + 1000000ull * (uint64_t)i + 1000ull * (uint64_t)ch;
     nsc_abi_descr_v7 d;
