@@ -1,396 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-/* hang.c - stuck operations of every rank, joined by commHash (hang.h). */
+/* hang.c - `ncclscope hang`'s text and JSON (hang.h): what hang_model.h
+ * found, printed. */
 #include "hang.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "block_payload.h"
-#include "json_writer.h"
-#include "coll_track.h"
-#include "ops.h"
-#include "parallel.h"
 #include "event_types.h"
-
-#define HANG_MAX_RANKS (1 << 20)
-
-/* A rank of a communicator, as one file described it. */
-struct member {
-    uint64_t comm;
-    int rank, nranks;
-    char name[96];
-};
-
-/* Collectives a rank enqueued, per (comm, rank, function). */
-struct seqs {
-    uint64_t comm;
-    int rank;
-    char func[32];
-    uint64_t min, max, n;
-    int unrecorded; /* a file of this rank records no KernelCh: completion unseen */
-    /* The highest seqNumber whose every channel's kernel was seen to stop:
-     * the ones before it completed too (a comm's collectives run in order
-     * on one stream), whatever their own records lack. */
-    uint64_t done_max;
-    int has_done;
-};
-
-/* Point-to-point operations a rank enqueued, per (comm, rank, function, peer). */
-struct pairs {
-    uint64_t comm;
-    int rank, peer;
-    char func[32];
-    uint64_t n;
-};
-
-/* A ProxyOp of a stuck operation as the watchdog saw it in the process
- * (a HANG block). */
-struct wd_proxy {
-    int peer, nsteps;
-    unsigned ch, is_send, done;
-    uint32_t steps_open;
-    int lowest_open;
-    uint16_t waiting[5];
-};
-
-struct stuck {
-    uint64_t comm, id;
-    int rank, is_p2p, peer, nch;
-    char func[32];
-    uint64_t seq, start_ns;
-    uint32_t kch_done, stopped;
-    struct nsc_track_child *open;
-    uint32_t nopen;
-    /* From a HANG block (watchdog = 1): channels by bitmask, ProxyOps with
-     * their steps by what they wait for, instead of `open`. */
-    int watchdog;
-    uint64_t ch_started, ch_done;
-    int kernel_tracked;
-    struct wd_proxy *proxies;
-    uint32_t nproxies;
-};
-
-#define VEC(T) struct { T *v; size_t n, cap; }
-#define PUSH(vec, x)                                                                            \
-    do {                                                                                        \
-        if ((vec).n == (vec).cap) {                                                             \
-            size_t c_ = (vec).cap ? (vec).cap * 2 : 16;                                         \
-            void *p_ = realloc((vec).v, c_ * sizeof(*(vec).v));                                 \
-            if (!p_)                                                                            \
-                break;                                                                          \
-            (vec).v = p_;                                                                       \
-            (vec).cap = c_;                                                                     \
-        }                                                                                       \
-        (vec).v[(vec).n++] = (x);                                                               \
-    } while (0)
-
-struct job {
-    size_t seqs_last, pairs_last; /* the last entries found: ops of one comm come in runs */
-    VEC(struct member) members;
-    VEC(struct seqs) seqs;
-    VEC(struct pairs) pairs;
-    VEC(struct stuck) stuck;
-    int damaged;
-    uint64_t ops;
-    uint64_t overtaken; /* left open below a completed seqNumber: not stuck */
-    /* From the files' latest HANG blocks: how many had one, and what their
-     * watchdogs could not watch (a full slab) or attach (orphans). */
-    int hang_files;
-    uint64_t unwatched, orphans;
-    /* Files whose session records no KernelCh: there an operation without
-     * an open ProxyOp counts as completed once enqueued. */
-    int unrecorded_files;
-};
-
-/* The ops the file's latest HANG block says were in flight; `stale` once
- * the records show one completed. */
-#define RECENT 4096
-struct file_run {
-    struct job *j;
-    FILE *err;               /* its messages (stderr, or a buffer under -j) */
-    const char *path;
-    uint32_t mask;
-    int done;                /* on_done ran: the file was opened and read */
-    VEC(struct stuck) wd;
-    unsigned char *wd_stale;
-    uint64_t recent[RECENT]; /* ids of the latest completed operations (a ring) */
-    uint64_t nrecent;
-    int wd_seen;             /* a HANG block was read; its counts: */
-    uint64_t wd_full, wd_orphans;
-};
-
-static void free_stuck(struct stuck *s) {
-    free(s->open);
-    free(s->proxies);
-}
-
-static struct seqs *seqs_of(struct job *j, uint64_t comm, int rank, const char *func) {
-    for (size_t k = 0; k <= j->seqs.n; k++) {
-        size_t i = k ? k - 1 : j->seqs_last;
-        if (i < j->seqs.n && j->seqs.v[i].comm == comm && j->seqs.v[i].rank == rank &&
-            !strcmp(j->seqs.v[i].func, func)) {
-            j->seqs_last = i;
-            return &j->seqs.v[i];
-        }
-    }
-    struct seqs s = {.comm = comm, .rank = rank};
-    snprintf(s.func, sizeof(s.func), "%s", func);
-    size_t n = j->seqs.n;
-    PUSH(j->seqs, s);
-    return j->seqs.n > n ? &j->seqs.v[n] : NULL;
-}
-
-static struct pairs *pairs_of(struct job *j, uint64_t comm, int rank, const char *func, int peer) {
-    for (size_t k = 0; k <= j->pairs.n; k++) {
-        size_t i = k ? k - 1 : j->pairs_last;
-        struct pairs *p = i < j->pairs.n ? &j->pairs.v[i] : NULL;
-        if (p && p->comm == comm && p->rank == rank && p->peer == peer && !strcmp(p->func, func)) {
-            j->pairs_last = i;
-            return p;
-        }
-    }
-    struct pairs s = {.comm = comm, .rank = rank, .peer = peer};
-    snprintf(s.func, sizeof(s.func), "%s", func);
-    size_t n = j->pairs.n;
-    PUSH(j->pairs, s);
-    return j->pairs.n > n ? &j->pairs.v[n] : NULL;
-}
-
-/* Did this operation, still in flight at the file's end, never complete?
- * coll_track.h's rule (on 2 x H200, NCCL 2.28.9, counting channels made
- * alltoall's self Send/Recv and the last Recv of sendrecv read as stuck in
- * complete traces). */
-static int is_stuck(const struct nsc_op_done *op, uint32_t mask) {
-    return nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1);
-}
-
-static void on_op(void *ud, const struct nsc_op_done *op) {
-    struct file_run *fr = ud;
-    struct job *j = fr->j;
-    j->ops++;
-    const char *func = op->func ? op->func : "?";
-    if (op->is_p2p) {
-        struct pairs *p = pairs_of(j, op->comm_id, op->rank, func, op->peer);
-        if (p)
-            p->n++;
-    } else {
-        struct seqs *s = seqs_of(j, op->comm_id, op->rank, func);
-        if (s) {
-            s->unrecorded |= !(fr->mask & (1u << NSC_ET_KERNEL_CH));
-            if (!s->n || op->seq < s->min)
-                s->min = op->seq;
-            if (!s->n || op->seq > s->max)
-                s->max = op->seq;
-            s->n++;
-        }
-    }
-    if (!op->at_end || !is_stuck(op, fr->mask)) {
-        /* Completed: a HANG block's operation with this id was not stuck
-         * after all (the watchdog fired, then it went on). */
-        if (!op->is_p2p && (fr->mask & (1u << NSC_ET_KERNEL_CH)) && op->nch &&
-            op->kernel_channels_done >= (uint32_t)op->nch) {
-            struct seqs *s = seqs_of(j, op->comm_id, op->rank, func);
-            if (s && (!s->has_done || op->seq > s->done_max)) {
-                s->done_max = op->seq;
-                s->has_done = 1;
-            }
-        }
-        /* Only a completion the records saw (the tracker reported it
-         * before the end) outdates the watchdog's view: one in flight at the
-         * end and not judged stuck (no child open, no KernelCh at all in a
-         * cleanly closed file) proves nothing against a HANG block. */
-        if (op->at_end)
-            return;
-        fr->recent[fr->nrecent++ % RECENT] = op->id;
-        for (size_t i = 0; i < fr->wd.n; i++)
-            if (fr->wd.v[i].id == op->id)
-                fr->wd_stale[i] = 1;
-        return;
-    }
-    struct stuck s = {.comm = op->comm_id, .id = op->id, .rank = op->rank, .is_p2p = op->is_p2p,
-                      .peer = op->peer, .nch = op->nch, .seq = op->seq,
-                      .start_ns = op->start_ns, .kch_done = op->kernel_channels_done,
-                      .stopped = op->stop_ns != 0, .nopen = op->nopen};
-    snprintf(s.func, sizeof(s.func), "%s", func);
-    if (op->nopen && (s.open = malloc(op->nopen * sizeof(*s.open))))
-        memcpy(s.open, op->open, op->nopen * sizeof(*s.open));
-    else
-        s.nopen = 0;
-    size_t n = j->stuck.n;
-    PUSH(j->stuck, s);
-    if (j->stuck.n == n)
-        free(s.open);
-}
-
-/* The SESSION block came first: what was recorded decides what "stuck" means. */
-static void on_session(void *ud, const struct nsc_decoder *d) {
-    struct file_run *fr = ud;
-    const struct nsc_session *ses = nsc_decoder_session(d);
-    fr->mask = ses ? ses->event_mask : 0;
-}
-
-/* A HANG block: the in-process view of the operations in flight when the
- * watchdog fired. The latest block of a file replaces earlier ones. */
-static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, size_t len) {
-    struct file_run *fr = ud;
-    struct nsc_hang_view v;
-    const char *why;
-    if (nsc_hang_decode(data, len, &v, &why) != 0) {
-        fr->j->damaged = 1;
-        fprintf(fr->err, "ncclscope hang: %s: %s\n", nsc_decoder_path(d), why);
-        return;
-    }
-    fr->wd_seen = 1;
-    fr->wd_full = v.h.slab_full;
-    fr->wd_orphans = v.h.slab_orphans;
-    for (size_t i = 0; i < fr->wd.n; i++)
-        free_stuck(&fr->wd.v[i]);
-    fr->wd.n = 0;
-    free(fr->wd_stale);
-    fr->wd_stale = calloc(v.h.nops + 1, 1);
-    if (!fr->wd_stale)
-        return;
-    for (uint32_t k = 0; k < v.h.nops; k++) {
-        struct nsc_hang_op o;
-        nsc_hang_op_at(&v, k, &o);
-        struct stuck s;
-        memset(&s, 0, sizeof(s));
-        s.rank = -1;
-        for (uint32_t c = 0; c < v.h.ncomms; c++) {
-            struct nsc_hang_comm hc;
-            nsc_hang_comm_at(&v, c, &hc);
-            if (hc.serial == o.serial) {
-                s.comm = hc.comm_id;
-                s.rank = hc.rank;
-            }
-        }
-        if (!s.comm)
-            continue; /* a comm the block does not describe: damage */
-        s.id = o.id;
-        s.is_p2p = o.etype == NSC_ET_P2P;
-        s.peer = o.peer;
-        s.nch = o.nch;
-        snprintf(s.func, sizeof(s.func), "%s", o.func[0] ? o.func : "?");
-        s.seq = o.seq;
-        /* on the records' clock: the earliest stuck point-to-point
-         * operation is chosen by it (report_comm) */
-        s.start_ns = nsc_decoder_mono_ns(d, o.start_ticks);
-        s.kch_done = (uint32_t)__builtin_popcountll(o.ch_done);
-        s.stopped = o.stopped;
-        s.watchdog = 1;
-        s.ch_started = o.ch_started;
-        s.ch_done = o.ch_done;
-        s.kernel_tracked = o.kernel_tracked;
-        uint32_t np = 0;
-        for (uint32_t q = 0; q < v.h.nproxies; q++) {
-            struct nsc_hang_proxy hp;
-            nsc_hang_proxy_at(&v, q, &hp);
-            np += hp.op_id == o.id;
-        }
-        if (np && (s.proxies = calloc(np, sizeof(*s.proxies)))) {
-            for (uint32_t q = 0; q < v.h.nproxies; q++) {
-                struct nsc_hang_proxy hp;
-                nsc_hang_proxy_at(&v, q, &hp);
-                if (hp.op_id != o.id)
-                    continue;
-                struct wd_proxy *w = &s.proxies[s.nproxies++];
-                w->peer = hp.peer;
-                w->nsteps = hp.nsteps;
-                w->ch = hp.ch;
-                w->is_send = hp.is_send;
-                w->done = hp.done;
-                w->steps_open = hp.steps_open;
-                w->lowest_open = hp.lowest_open_step;
-                memcpy(w->waiting, hp.waiting, sizeof(w->waiting));
-            }
-        }
-        int stale = 0;
-        for (uint64_t r = 0; r < fr->nrecent && r < RECENT; r++)
-            stale |= fr->recent[r] == o.id;
-        size_t n = fr->wd.n;
-        PUSH(fr->wd, s);
-        if (fr->wd.n == n)
-            free_stuck(&s);
-        else
-            fr->wd_stale[n] = (unsigned char)stale;
-    }
-    /* The comms' last enqueued collective counts as entered (a flight dump
-     * may hold only the end of the run). */
-    for (uint32_t c = 0; c < v.h.ncomms; c++) {
-        struct nsc_hang_comm hc;
-        nsc_hang_comm_at(&v, c, &hc);
-        if (hc.enq_etype != NSC_ET_COLL || !hc.comm_id || !hc.enq_func[0])
-            continue;
-        struct seqs *q = seqs_of(fr->j, hc.comm_id, hc.rank, hc.enq_func);
-        if (q && (!q->n || hc.enq_seq > q->max)) {
-            if (!q->n)
-                q->min = hc.enq_seq;
-            q->max = hc.enq_seq;
-            q->n++;
-        }
-    }
-}
-
-/* After a file: its HANG block's operations still in flight join the job's
- * stuck list; dedupe_stuck lets them replace what the records (of this or
- * another file of the process) say about the same operations: the
- * in-process view has the channels and steps even when the window lost the
- * operation's records. */
-static void merge_watchdog(struct file_run *fr) {
-    struct job *j = fr->j;
-    if (fr->wd_seen) {
-        j->hang_files++;
-        j->unwatched += fr->wd_full;
-        j->orphans += fr->wd_orphans;
-    }
-    for (size_t k = 0; k < fr->wd.n; k++) {
-        struct stuck *w = &fr->wd.v[k];
-        if (fr->wd_stale[k]) {
-            free_stuck(w);
-            continue;
-        }
-        size_t n = j->stuck.n;
-        PUSH(j->stuck, *w);
-        if (j->stuck.n == n)
-            free_stuck(w);
-    }
-    free(fr->wd.v);
-    free(fr->wd_stale);
-}
-
-static void on_error(void *ud, const char *msg) {
-    struct file_run *fr = ud;
-    fr->j->damaged = 1;
-    fprintf(fr->err, "ncclscope hang: %s\n", msg);
-}
-
-/* The file was read (its operations still in flight reported at its end):
- * its HANG block's view replaces what the records say, and its comms join
- * the job's members. */
-static void on_done(void *ud, const struct nsc_decoder *d) {
-    struct file_run *fr = ud;
-    struct job *j = fr->j;
-    fr->done = 1;
-    merge_watchdog(fr);
-    j->unrecorded_files += !(fr->mask & (1u << NSC_ET_KERNEL_CH));
-    if (!nsc_decoder_ended(d))
-        fprintf(fr->err, "ncclscope hang: %s: no END block (a killed or running job)\n", fr->path);
-    struct nsc_decode_counts dc;
-    nsc_decoder_counts(d, &dc);
-    for (uint32_t c = 0; c < dc.comm_slots; c++) {
-        const struct nsc_comm_info *ci = nsc_decoder_comm(d, c);
-        if (!ci || !ci->comm_id)
-            continue;
-        /* A damaged count must not make the analysis walk billions of ranks. */
-        int nr = ci->nranks > 0 && ci->nranks <= HANG_MAX_RANKS ? ci->nranks : 0;
-        struct member mb = {.comm = ci->comm_id, .rank = ci->rank, .nranks = nr};
-        snprintf(mb.name, sizeof(mb.name), "%s", ci->name);
-        PUSH(j->members, mb);
-    }
-}
-
-/* ---- the analysis ---- */
+#include "hang_model.h"
+#include "json_writer.h"
 
 /* What a ProxyOp/ProxyStep state says the proxy waits for. */
 static const char *waiting_for(int state) {
@@ -404,44 +23,6 @@ static const char *waiting_for(int state) {
     default: return "no state recorded";
     }
 }
-
-static int entered(const struct job *j, uint64_t comm, int rank, const char *func, uint64_t seq) {
-    for (size_t i = 0; i < j->seqs.n; i++) {
-        const struct seqs *s = &j->seqs.v[i];
-        /* Within the range a rank enqueued: seqNumbers follow each other,
-         * so a gap there means lost records, not a skipped collective. */
-        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
-            return s->n && seq >= s->min && seq <= s->max;
-    }
-    return 0;
-}
-
-/* The last seqNumber of func a rank entered, or -1. */
-static long long last_entered(const struct job *j, uint64_t comm, int rank, const char *func) {
-    for (size_t i = 0; i < j->seqs.n; i++) {
-        const struct seqs *s = &j->seqs.v[i];
-        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
-            return s->n ? (long long)s->max : -1;
-    }
-    return -1;
-}
-
-static uint64_t pair_count(const struct job *j, uint64_t comm, int rank, const char *func, int peer) {
-    for (size_t i = 0; i < j->pairs.n; i++) {
-        const struct pairs *p = &j->pairs.v[i];
-        if (p->comm == comm && p->rank == rank && p->peer == peer && !strcmp(p->func, func))
-            return p->n;
-    }
-    return 0;
-}
-
-static int traced(const struct job *j, uint64_t comm, int rank) {
-    for (size_t i = 0; i < j->members.n; i++)
-        if (j->members.v[i].comm == comm && j->members.v[i].rank == rank)
-            return 1;
-    return 0;
-}
-
 
 static void print_ranks(FILE *f, const int *v, int n, int json) {
     if (json)
@@ -461,7 +42,7 @@ static const char *const wait_names[5] = {"posted", "waiting for GPU", "waiting 
 static const char *const wait_keys[5] = {"posted", "gpu", "peer", "network", "flush"};
 
 /* What most of a ProxyOp's open steps wait for ("done" when none is open). */
-static const char *wd_waiting(const struct wd_proxy *p) {
+static const char *wd_waiting(const struct nsc_hm_proxy *p) {
     int best = -1;
     for (int k = 0; k < 5; k++)
         if (p->waiting[k] && (best < 0 || p->waiting[k] > p->waiting[best]))
@@ -474,7 +55,7 @@ static const char *wd_waiting(const struct wd_proxy *p) {
 /* The same, from a HANG block: the watchdog's in-process view. */
 /* A stuck rank's first text line: where it is, its open channels and the
  * peers it waits on (source: " (watchdog)" for a HANG block's view). */
-static void print_rank_line(FILE *f, const struct stuck *s, const char *source, int show_channels,
+static void print_rank_line(FILE *f, const struct nsc_hm_stuck *s, const char *source, int show_channels,
                             const int *ch, int nch, const int *peers, int npeers) {
     fprintf(f, "    rank %d%s: %s", s->rank, source,
             s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
@@ -492,7 +73,7 @@ static void print_rank_line(FILE *f, const struct stuck *s, const char *source, 
     fputc('\n', f);
 }
 
-static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
+static void print_watchdog_rank(FILE *f, const struct nsc_hm_stuck *s, int json) {
     int ch[64], nch = 0, peers[256], npeers = 0;
     for (int c = 0; c < 64 && c < (s->nch ? s->nch : 64); c++)
         if (!((s->ch_done >> c) & 1) && (s->nch || ((s->ch_started >> c) & 1)))
@@ -516,7 +97,7 @@ static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
         print_ranks(f, peers, npeers, 1);
         fputs(",\"proxy_ops\":[", f);
         for (uint32_t i = 0; i < s->nproxies; i++) {
-            const struct wd_proxy *p = &s->proxies[i];
+            const struct nsc_hm_proxy *p = &s->proxies[i];
             fprintf(f, "%s{\"channel\":%u,\"peer\":%d,\"send\":%s,\"done\":%s,\"nsteps\":%d,"
                        "\"steps_open\":%u,\"lowest_open_step\":%d,\"steps_waiting\":{",
                     i ? "," : "", p->ch, p->peer, p->is_send ? "true" : "false",
@@ -532,7 +113,7 @@ static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
     }
     print_rank_line(f, s, " (watchdog)", s->nch && s->kernel_tracked, ch, nch, peers, npeers);
     for (uint32_t i = 0; i < s->nproxies; i++) {
-        const struct wd_proxy *p = &s->proxies[i];
+        const struct nsc_hm_proxy *p = &s->proxies[i];
         if (p->done)
             continue;
         fprintf(f, "      proxy ch %u %s peer %d: %s (%u step(s) open", p->ch,
@@ -544,7 +125,7 @@ static void print_watchdog_rank(FILE *f, const struct stuck *s, int json) {
 }
 
 /* One stuck rank inside a collective: its channels, peers and proxy. */
-static void print_stuck_rank(FILE *f, const struct stuck *s, int json) {
+static void print_stuck_rank(FILE *f, const struct nsc_hm_stuck *s, int json) {
     if (s->watchdog) {
         print_watchdog_rank(f, s, json);
         return;
@@ -613,104 +194,102 @@ static void print_stuck_rank(FILE *f, const struct stuck *s, int json) {
     }
 }
 
+
 static const char *matching(const char *func) {
     return !strcmp(func, "Send") ? "Recv" : !strcmp(func, "Recv") ? "Send" : func;
 }
 
-/* One stuck communicator: a JSON object (after a comma unless first) or text. */
-static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, int first) {
-    const struct member *m = NULL;
-    int nranks = 0, span = 0;
-    for (size_t i = 0; i < j->members.n; i++)
-        if (j->members.v[i].comm == comm) {
-            m = &j->members.v[i];
-            if (m->nranks > nranks)
-                nranks = m->nranks;
-            if (m->rank >= span && m->rank < HANG_MAX_RANKS)
-                span = m->rank + 1;
-        }
-    /* API v1-v3 (NCCL 2.23-2.26) do not tell a comm's size: the ranks are
-     * then those traced, and who left no trace cannot be known. */
-    if (nranks > 0)
-        span = nranks;
-    /* The divergence: the stuck collective with the lowest seqNumber. */
-    const struct stuck *target = NULL;
-    for (size_t i = 0; i < j->stuck.n; i++) {
-        const struct stuck *s = &j->stuck.v[i];
-        if (s->comm == comm && !s->is_p2p &&
-            (!target || s->seq < target->seq ||
-             (s->seq == target->seq && strcmp(s->func, target->func) < 0)))
-            target = s;
+/* What an entry waits behind (a root of the same list): JSON members after
+ * the entry's others, or the text's clause. */
+static void print_cause_json(FILE *f, const struct nsc_hm_cause *c, uint64_t comm, const char *name,
+                             const char *func, long long seq) {
+    if (c->behind < 0) {
+        fputs(",\"cause\":\"root\"", f);
+        return;
     }
-    int cap = span > 0 ? span : 1;
-    for (size_t i = 0; i < j->stuck.n; i++)
-        if (j->stuck.v[i].rank >= cap)
-            cap = j->stuck.v[i].rank + 1;
-    int *missing = calloc((size_t)cap, sizeof(int)), nmissing = 0;
-    int *done = calloc((size_t)cap, sizeof(int)), ndone = 0;
-    int *untraced = calloc((size_t)cap, sizeof(int)), nuntraced = 0;
-    if (!missing || !done || !untraced)
-        goto out;
-    for (int r = 0; r < nranks; r++)
-        if (!traced(j, comm, r))
-            untraced[nuntraced++] = r;
-    const char *name = m ? m->name : "";
+    fprintf(f, ",\"cause\":\"behind\",\"behind\":{\"comm\":\"0x%016llx\",\"name\":",
+            (unsigned long long)comm);
+    jw_print_string(f, name);
+    fputs(",\"op\":", f);
+    jw_print_string(f, func);
+    fprintf(f, seq < 0 ? ",\"seq\":null" : ",\"seq\":%lld", seq);
+    fputs(",\"ranks\":", f);
+    print_ranks(f, c->ranks, c->nranks, 1);
+    fputc('}', f);
+}
+
+static void print_cause_text(FILE *f, const struct nsc_hm_cause *c, uint64_t comm, const char *func,
+                             long long seq) {
+    fprintf(f, "waiting behind comm 0x%016llx %s", (unsigned long long)comm, func);
+    if (seq >= 0)
+        fprintf(f, " seqNumber %lld", seq);
+    fputs(c->nranks > 1 ? " on ranks " : " on rank ", f);
+    print_ranks(f, c->ranks, c->nranks, 0);
+}
+
+/* The root an entry names: its comm, operation and seqNumber (-1: p2p). */
+static void entry_op(const struct nsc_hm_entry *e, const char **func, long long *seq) {
+    *func = e->target ? e->target->func : e->first ? e->first->func : "?";
+    *seq = e->target ? (long long)e->target->seq : -1;
+}
+
+/* One stuck communicator: a JSON object (after a comma unless first) or text. */
+static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm_entry *list,
+                        size_t idx, int json) {
+    const struct nsc_hm_entry *e = &list[idx];
+    const struct nsc_hm_entry *root = e->cause.behind >= 0 ? &list[e->cause.behind] : NULL;
+    const char *rfunc = NULL;
+    long long rseq = -1;
+    if (root)
+        entry_op(root, &rfunc, &rseq);
+    uint64_t comm = e->comm;
+    int nranks = e->nranks;
     if (json)
-        fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", first ? "" : ",", (unsigned long long)comm);
+        fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", idx == 0 ? "" : ",", (unsigned long long)comm);
     else if (nranks > 0)
-        fprintf(f, "comm 0x%016llx \"%s\" (%d ranks): ", (unsigned long long)comm, name, nranks);
+        fprintf(f, "comm 0x%016llx \"%s\" (%d ranks): ", (unsigned long long)comm, e->name, nranks);
     else
-        fprintf(f, "comm 0x%016llx \"%s\" (size not recorded): ", (unsigned long long)comm, name);
+        fprintf(f, "comm 0x%016llx \"%s\" (size not recorded): ", (unsigned long long)comm, e->name);
     if (json)
-        jw_print_string(f, name);
+        jw_print_string(f, e->name);
+    const struct nsc_hm_stuck *target = e->target;
     if (target) {
-        for (int r = 0; r < span; r++) {
-            if (!traced(j, comm, r))
-                continue;
-            int in = 0;
-            for (size_t i = 0; i < j->stuck.n; i++) {
-                const struct stuck *s = &j->stuck.v[i];
-                in |= s->comm == comm && s->rank == r && !s->is_p2p && s->seq == target->seq &&
-                      !strcmp(s->func, target->func);
-            }
-            if (in)
-                continue;
-            if (entered(j, comm, r, target->func, target->seq))
-                done[ndone++] = r;
-            else
-                missing[nmissing++] = r;
-        }
         if (json) {
             fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
             jw_print_string(f, target->func);
             fprintf(f, ",\"seq\":%llu,\"missing_ranks\":", (unsigned long long)target->seq);
-            print_ranks(f, missing, nmissing, 1);
+            print_ranks(f, e->missing, e->nmissing, 1);
             fputs(",\"missing_last_seq\":[", f);
-            for (int q = 0; q < nmissing; q++) {
-                long long l = last_entered(j, comm, missing[q], target->func);
+            for (int q = 0; q < e->nmissing; q++) {
+                long long l = nsc_hm_last_entered(j, comm, e->missing[q], target->func);
                 fprintf(f, l < 0 ? "%snull" : "%s%lld", q ? "," : "", l);
             }
-            fprintf(f, "],\"all_inside\":%s,\"stuck_ranks\":[", nmissing || ndone ? "false" : "true");
+            fprintf(f, "],\"all_inside\":%s,\"stuck_ranks\":[",
+                    e->nmissing || e->ndone ? "false" : "true");
         } else {
-            fprintf(f, "hang at %s seqNumber %llu\n", target->func, (unsigned long long)target->seq);
-            fputs("  never entered it: ", f);
-            for (int q = 0; q < nmissing; q++) {
-                long long l = last_entered(j, comm, missing[q], target->func);
-                if (l < 0)
-                    fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", missing[q], target->func);
-                else
-                    fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", missing[q], l);
+            fprintf(f, "hang at %s seqNumber %llu", target->func, (unsigned long long)target->seq);
+            if (root) {
+                fputs(", ", f);
+                print_cause_text(f, &e->cause, root->comm, rfunc, rseq);
             }
-            if (!nmissing && ndone)
+            fputs("\n  never entered it: ", f);
+            for (int q = 0; q < e->nmissing; q++) {
+                long long l = nsc_hm_last_entered(j, comm, e->missing[q], target->func);
+                if (l < 0)
+                    fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", e->missing[q], target->func);
+                else
+                    fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", e->missing[q], l);
+            }
+            if (!e->nmissing && (e->ndone || root))
                 fputs("none", f);
-            else if (!nmissing)
+            else if (!e->nmissing)
                 fputs("none (every traced rank is inside it: a transport that stopped moving, or a "
                       "job killed in the middle of it)", f);
             fputs("\n  stuck inside it:\n", f);
         }
         int k = 0;
         for (size_t i = 0; i < j->stuck.n; i++) {
-            const struct stuck *s = &j->stuck.v[i];
+            const struct nsc_hm_stuck *s = &j->stuck.v[i];
             if (s->comm != comm || s->is_p2p || s->seq != target->seq || strcmp(s->func, target->func))
                 continue;
             if (json && k++)
@@ -719,39 +298,23 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
         }
     } else {
         /* Point-to-point only: who waits for whom. */
-        if (json)
-            fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
-        const struct stuck *p0 = NULL;
-        for (size_t i = 0; i < j->stuck.n; i++)
-            if (j->stuck.v[i].comm == comm && (!p0 || j->stuck.v[i].start_ns < p0->start_ns))
-                p0 = &j->stuck.v[i];
-        for (size_t i = 0; i < j->stuck.n; i++) {
-            const struct stuck *s = &j->stuck.v[i];
-            if (s->comm != comm)
-                continue;
-            /* Never posted: the peer has fewer matching operations toward
-             * this rank than this rank has toward it. */
-            if (traced(j, comm, s->peer) &&
-                pair_count(j, comm, s->peer, matching(s->func), s->rank) <
-                    pair_count(j, comm, s->rank, s->func, s->peer)) {
-                int seen2 = 0;
-                for (int q = 0; q < nmissing; q++)
-                    seen2 |= missing[q] == s->peer;
-                if (!seen2 && nmissing < cap)
-                    missing[nmissing++] = s->peer;
-            }
-        }
-        qsort(missing, (size_t)nmissing, sizeof(int), cmp_int);
         if (json) {
-            jw_print_string(f, p0 ? p0->func : "?");
+            fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
+            jw_print_string(f, e->first ? e->first->func : "?");
             fputs(",\"seq\":null,\"missing_ranks\":", f);
-            print_ranks(f, missing, nmissing, 1);
+            print_ranks(f, e->missing, e->nmissing, 1);
             fputs(",\"stuck_ranks\":[", f);
-        } else
-            fprintf(f, "point-to-point hang\n");
+        } else {
+            fputs("point-to-point hang", f);
+            if (root) {
+                fputs(", ", f);
+                print_cause_text(f, &e->cause, root->comm, rfunc, rseq);
+            }
+            fputc('\n', f);
+        }
         int k = 0;
         for (size_t i = 0; i < j->stuck.n; i++) {
-            const struct stuck *s = &j->stuck.v[i];
+            const struct nsc_hm_stuck *s = &j->stuck.v[i];
             if (s->comm != comm)
                 continue;
             if (json && k++)
@@ -762,12 +325,12 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
             fputs("],\"waits\":[", f);
         k = 0;
         for (size_t i = 0; i < j->stuck.n; i++) {
-            const struct stuck *s = &j->stuck.v[i];
+            const struct nsc_hm_stuck *s = &j->stuck.v[i];
             if (s->comm != comm || !s->is_p2p)
                 continue;
-            int posted = pair_count(j, comm, s->peer, matching(s->func), s->rank) >=
-                         pair_count(j, comm, s->rank, s->func, s->peer);
-            const char *why = !traced(j, comm, s->peer) ? "the peer left no trace"
+            int posted = nsc_hm_pair_count(j, comm, s->peer, matching(s->func), s->rank) >=
+                         nsc_hm_pair_count(j, comm, s->rank, s->func, s->peer);
+            const char *why = !nsc_hm_traced(j, comm, s->peer) ? "the peer left no trace"
                               : posted ? "the peer posted the matching operation (both in flight)"
                                        : "the peer never posted the matching operation";
             if (json) {
@@ -784,8 +347,8 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
         }
         if (!json) {
             fputs("  never posted: ", f);
-            if (nmissing)
-                print_ranks(f, missing, nmissing, 0);
+            if (e->nmissing)
+                print_ranks(f, e->missing, e->nmissing, 0);
             else
                 fputs("none", f);
             fputc('\n', f);
@@ -793,422 +356,115 @@ static void report_comm(FILE *f, const struct job *j, uint64_t comm, int json, i
     }
     if (json) {
         fputs("],\"completed_ranks\":", f);
-        print_ranks(f, done, ndone, 1);
+        print_ranks(f, e->done, e->ndone, 1);
         fputs(",\"untraced_ranks\":", f);
-        print_ranks(f, untraced, nuntraced, 1);
+        print_ranks(f, e->untraced, e->nuntraced, 1);
+        print_cause_json(f, &e->cause, root ? root->comm : 0, root ? root->name : "", rfunc, rseq);
         fputc('}', f);
     } else {
-        if (ndone) {
+        if (e->ndone) {
             fputs("  completed it: ", f);
-            print_ranks(f, done, ndone, 0);
+            print_ranks(f, e->done, e->ndone, 0);
             fputc('\n', f);
         }
-        if (nuntraced) {
+        if (e->nuntraced) {
             fputs("  ranks without a trace: ", f);
-            print_ranks(f, untraced, nuntraced, 0);
+            print_ranks(f, e->untraced, e->nuntraced, 0);
             fputc('\n', f);
         }
     }
-out:
-    free(missing);
-    free(done);
-    free(untraced);
 }
 
-/* Where no operation is seen stuck but completion was not recorded (no
- * KernelCh: an intra-node collective counts as completed once enqueued),
- * the ranks' last collectives still say where a hang would be: per
- * (comm, function), the first seqNumber some traced rank of the comm never
- * entered while another did (the lowest "last entered + 1" of the ranks
- * behind), when every rank that entered it recorded no completion. A rank
- * that recorded KernelCh and completed it would prove every rank took part,
- * so such a collective is not a divergence (the others' records were lost).
- * A rank with none of the function at all counts as behind only when the
- * ranks that entered it hold the function from its seqNumber 0 (a whole
- * history; a flight window or deleted segments may have lost its first
- * ones). Sorted once, then one pass per (comm, function): big jobs (many
- * ranks and comms) stay n log n. Returns how many it printed (text, or
- * JSON array members), -1 without memory. */
-static int cmp_seqs_ptr(const void *a, const void *b) {
-    const struct seqs *x = *(const struct seqs *const *)a, *y = *(const struct seqs *const *)b;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    int c = strcmp(x->func, y->func);
-    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-static int cmp_member(const void *a, const void *b) {
-    const struct member *x = a, *y = b;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-struct div_rank {
-    int rank;
-    long long last, min; /* -1: none of the function */
-    int unrecorded;
-};
-
-static int report_divergences(FILE *f, const struct job *j, int json) {
-    int found = 0;
-    size_t ns = j->seqs.n, nm = j->members.n;
-    const struct seqs **S = malloc((ns ? ns : 1) * sizeof(*S));
-    struct member *M = malloc((nm ? nm : 1) * sizeof(*M));
-    struct div_rank *R = malloc((nm ? nm : 1) * sizeof(*R));
-    int *in = malloc((nm ? nm : 1) * sizeof(int)), *out = malloc((nm ? nm : 1) * sizeof(int));
-    if (!S || !M || !R || !in || !out) {
-        found = -1; /* the caller says so: not "no divergence" */
-        goto done;
-    }
-    for (size_t i = 0; i < ns; i++)
-        S[i] = &j->seqs.v[i];
-    qsort(S, ns, sizeof(*S), cmp_seqs_ptr);
-    if (nm)
-        memcpy(M, j->members.v, nm * sizeof(*M));
-    qsort(M, nm, sizeof(*M), cmp_member);
-    size_t m0 = 0;
-    for (size_t g = 0, gend; g < ns; g = gend) {
-        uint64_t comm = S[g]->comm;
-        for (gend = g + 1; gend < ns && S[gend]->comm == comm && !strcmp(S[gend]->func, S[g]->func);
-             gend++)
-            ;
-        while (m0 < nm && M[m0].comm < comm)
-            m0++;
-        size_t m1 = m0;
-        int nranks = 0, span = 0;
-        const char *name = "";
-        for (; m1 < nm && M[m1].comm == comm; m1++) {
-            if (M[m1].nranks > nranks)
-                nranks = M[m1].nranks;
-            if (M[m1].rank >= span && M[m1].rank < HANG_MAX_RANKS)
-                span = M[m1].rank + 1;
-            if (!*name)
-                name = M[m1].name;
-        }
-        if (nranks > 0) /* else API v1-v3: the traced ranks (report_comm) */
-            span = nranks;
-        /* The traced ranks of the comm (members sorted by rank, each once),
-         * joined with the group's entries (sorted by rank too). */
-        size_t nr = 0, k = g;
-        long long top = -1;
-        for (size_t m = m0; m < m1; m++) {
-            int r = M[m].rank;
-            if (r < 0 || r >= span || (nr && R[nr - 1].rank == r))
-                continue;
-            while (k < gend && S[k]->rank < r)
-                k++;
-            const struct seqs *e = k < gend && S[k]->rank == r && S[k]->n ? S[k] : NULL;
-            R[nr] = (struct div_rank){.rank = r, .last = e ? (long long)e->max : -1,
-                                      .min = e ? (long long)e->min : -1,
-                                      .unrecorded = e ? e->unrecorded : 0};
-            if (R[nr].last > top)
-                top = R[nr].last;
-            nr++;
-        }
-        long long point = -1;
-        for (size_t q = 0; q < nr; q++)
-            if (R[q].last >= 0 && R[q].last < top && (point < 0 || R[q].last + 1 < point))
-                point = R[q].last + 1;
-        int whole = 1, blind = 1, nin = 0, nout = 0;
-        for (size_t q = 0; q < nr; q++)
-            if (R[q].last >= 0 && R[q].last >= (point < 0 ? top : point)) {
-                whole &= R[q].min == 0;
-                blind &= R[q].unrecorded;
-            }
-        if (point < 0 && whole && top >= 0)
-            point = 0; /* only ranks with none of it are behind */
-        if (point < 0 || !blind)
-            continue;
-        for (size_t q = 0; q < nr; q++) {
-            if (R[q].last >= point)
-                in[nin++] = R[q].rank;
-            else if (R[q].last >= 0 || whole)
-                out[nout++] = R[q].rank;
-        }
-        if (!nin || !nout)
-            continue;
-        const char *func = S[g]->func;
+/* The divergences, roots first (nsc_hm_divergences): JSON array members or
+ * text lines. */
+static void print_divergences(FILE *f, const struct nsc_hm_div *dv, size_t n, int json) {
+    for (size_t i = 0; i < n; i++) {
+        const struct nsc_hm_div *d = &dv[i];
+        const struct nsc_hm_div *root = d->cause.behind >= 0 ? &dv[d->cause.behind] : NULL;
         if (json) {
-            fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", found ? "," : "",
-                    (unsigned long long)comm);
-            jw_print_string(f, name);
-            fprintf(f, ",\"nranks\":%d,\"op\":", nranks);
-            jw_print_string(f, func);
-            fprintf(f, ",\"seq\":%lld,\"entered_ranks\":", point);
-            print_ranks(f, in, nin, 1);
+            fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", i ? "," : "",
+                    (unsigned long long)d->comm);
+            jw_print_string(f, d->name);
+            fprintf(f, ",\"nranks\":%d,\"op\":", d->nranks);
+            jw_print_string(f, d->func);
+            fprintf(f, ",\"seq\":%lld,\"entered_ranks\":", d->seq);
+            print_ranks(f, d->in, d->nin, 1);
             fputs(",\"missing_ranks\":", f);
-            print_ranks(f, out, nout, 1);
+            print_ranks(f, d->out, d->nout, 1);
             fputs(",\"missing_last_seq\":[", f);
-            for (int q = 0, x = 0; q < nout; q++) {
-                while (R[x].rank != out[q])
-                    x++;
-                fprintf(f, R[x].last < 0 ? "%snull" : "%s%lld", q ? "," : "", R[x].last);
-            }
-            fputs("]}", f);
-        } else {
-            char size[32];
-            snprintf(size, sizeof(size), nranks > 0 ? "%d ranks" : "size not recorded", nranks);
-            fprintf(f, "  comm 0x%016llx \"%s\" (%s): %s seqNumber %lld entered by %s",
-                    (unsigned long long)comm, name, size, func, point, nin > 1 ? "ranks " : "rank ");
-            print_ranks(f, in, nin, 0);
-            fputs("; never entered by ", f);
-            for (int q = 0, x = 0; q < nout; q++) {
-                while (R[x].rank != out[q])
-                    x++;
-                if (R[x].last < 0)
-                    fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", out[q], func);
-                else
-                    fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", out[q],
-                            R[x].last);
-            }
-            fputc('\n', f);
-        }
-        found++;
-    }
-done:
-    free(S);
-    free(M);
-    free(R);
-    free(in);
-    free(out);
-    return found;
-}
-
-/* Several files of one process (flight dumps a moment apart: the job's
- * dump-all, then the rank's own watchdog) report the same operation. A
- * rank's operation has one event id, so keep one entry per (comm, rank,
- * id): the watchdog's view when there is one, else the later file's. */
-static void dedupe_stuck(struct job *j) {
-    size_t n = 0;
-    for (size_t i = 0; i < j->stuck.n; i++) {
-        struct stuck *s = &j->stuck.v[i];
-        size_t k = 0;
-        while (k < n && !(j->stuck.v[k].comm == s->comm && j->stuck.v[k].rank == s->rank &&
-                          j->stuck.v[k].id == s->id))
-            k++;
-        if (k == n) {
-            if (n != i)
-                j->stuck.v[n] = *s; /* moved: its buffers go with it */
-            n++;
+            for (int q = 0; q < d->nout; q++)
+                fprintf(f, d->out_last[q] < 0 ? "%snull" : "%s%lld", q ? "," : "", d->out_last[q]);
+            fputc(']', f);
+            print_cause_json(f, &d->cause, root ? root->comm : 0, root ? root->name : "",
+                             root ? root->func : NULL, root ? root->seq : -1);
+            fputc('}', f);
             continue;
         }
-        struct stuck *t = &j->stuck.v[k];
-        if (s->watchdog || !t->watchdog) {
-            free_stuck(t);
-            *t = *s;
-        } else {
-            free_stuck(s);
+        char size[32];
+        snprintf(size, sizeof(size), d->nranks > 0 ? "%d ranks" : "size not recorded", d->nranks);
+        fprintf(f, "  comm 0x%016llx \"%s\" (%s): %s seqNumber %lld entered by %s",
+                (unsigned long long)d->comm, d->name, size, d->func, d->seq,
+                d->nin > 1 ? "ranks " : "rank ");
+        print_ranks(f, d->in, d->nin, 0);
+        fputs("; never entered by ", f);
+        for (int q = 0; q < d->nout; q++) {
+            if (d->out_last[q] < 0)
+                fprintf(f, "%srank %d (no %s at all)", q ? ", " : "", d->out[q], d->func);
+            else
+                fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", d->out[q],
+                        d->out_last[q]);
         }
-    }
-    j->stuck.n = n;
-}
-
-/* A collective left open below a seqNumber its rank was seen to complete
- * (same comm and function) completed too: what it lacks is a lost child
- * record (a flight window that began inside it, a KernelCh stop never
- * delivered), not a hang. The watchdog retires such operations in the
- * process (op_state.c, overtaken()); this is the same rule on the records,
- * after every file is read (the completion may be in another file of the
- * process). */
-static void drop_overtaken(struct job *j) {
-    const struct seqs **S = malloc((j->seqs.n ? j->seqs.n : 1) * sizeof(*S));
-    if (!S)
-        return; /* the rule unapplied: more is reported stuck, nothing is hidden */
-    for (size_t i = 0; i < j->seqs.n; i++)
-        S[i] = &j->seqs.v[i];
-    qsort(S, j->seqs.n, sizeof(*S), cmp_seqs_ptr);
-    size_t n = 0;
-    for (size_t i = 0; i < j->stuck.n; i++) {
-        struct stuck *s = &j->stuck.v[i];
-        struct seqs key = {.comm = s->comm, .rank = s->rank};
-        memcpy(key.func, s->func, sizeof(key.func));
-        const struct seqs *pk = &key, **q =
-            s->is_p2p ? NULL : bsearch(&pk, S, j->seqs.n, sizeof(*S), cmp_seqs_ptr);
-        if (q && (*q)->has_done && (*q)->done_max > s->seq) {
-            free_stuck(s);
-            j->overtaken++;
-            continue;
+        if (root) {
+            fputs("; ", f);
+            print_cause_text(f, &d->cause, root->comm, root->func, root->seq);
         }
-        j->stuck.v[n++] = *s;
+        fputc('\n', f);
     }
-    j->stuck.n = n;
-    free(S);
-}
-
-/* One file into job *j (a file's own job under -j): its records, its HANG
- * blocks, its members. Messages go to err. */
-static void read_file(struct job *j, const char *path, FILE *err) {
-    struct file_run *fr = calloc(1, sizeof(*fr));
-    if (!fr) {
-        j->damaged = 1;
-        return;
-    }
-    fr->j = j;
-    fr->err = err;
-    fr->path = path;
-    struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .hang = on_hang,
-                              .error = on_error, .done = on_done};
-    if (nsc_ops_pass(path, 0, &h, fr) < 0) {
-        fprintf(err, "ncclscope hang: %s: out of memory\n", path);
-        j->damaged = 1;
-    }
-    if (!fr->done) /* not opened: nothing of it was kept */
-        merge_watchdog(fr);
-    free(fr);
-}
-
-/* A file's job into the whole, in file order, so the whole is what reading
- * the files one after the other makes: entries in order of first
- * appearance, ranges and counts combined. (One rule of on_hang looks at
- * what came before, "a block's last enqueued extends a range upward": as
- * seqNumbers of one rank only grow, it extends the combined range the same
- * way.) Takes the part's stuck operations; frees the part's vectors. */
-static void merge_job(struct job *w, struct job *p) {
-    for (size_t i = 0; i < p->members.n; i++) {
-        size_t n = w->members.n;
-        PUSH(w->members, p->members.v[i]);
-        w->damaged |= w->members.n == n;
-    }
-    for (size_t i = 0; i < p->seqs.n; i++) {
-        const struct seqs *s = &p->seqs.v[i];
-        struct seqs *q = seqs_of(w, s->comm, s->rank, s->func);
-        if (!q) {
-            w->damaged = 1;
-            continue;
-        }
-        if (!q->n || s->min < q->min)
-            q->min = s->min;
-        if (!q->n || s->max > q->max)
-            q->max = s->max;
-        q->n += s->n;
-        q->unrecorded |= s->unrecorded;
-        if (s->has_done && (!q->has_done || s->done_max > q->done_max)) {
-            q->done_max = s->done_max;
-            q->has_done = 1;
-        }
-    }
-    for (size_t i = 0; i < p->pairs.n; i++) {
-        const struct pairs *s = &p->pairs.v[i];
-        struct pairs *q = pairs_of(w, s->comm, s->rank, s->func, s->peer);
-        if (q)
-            q->n += s->n;
-        else
-            w->damaged = 1;
-    }
-    for (size_t i = 0; i < p->stuck.n; i++) {
-        size_t n = w->stuck.n;
-        PUSH(w->stuck, p->stuck.v[i]);
-        if (w->stuck.n == n)
-            free_stuck(&p->stuck.v[i]);
-    }
-    w->damaged |= p->damaged;
-    w->ops += p->ops;
-    w->overtaken += p->overtaken;
-    w->hang_files += p->hang_files;
-    w->unwatched += p->unwatched;
-    w->orphans += p->orphans;
-    w->unrecorded_files += p->unrecorded_files;
-    free(p->members.v);
-    free(p->seqs.v);
-    free(p->pairs.v);
-    free(p->stuck.v);
-    memset(p, 0, sizeof(*p));
-}
-
-struct par {
-    const char *const *files;
-    struct job *whole, *part; /* part: one job per file */
-    struct nsc_msgs msgs;
-    FILE *err;                /* where the files' messages go, in file order */
-};
-
-static void par_work(void *ud, int i) {
-    struct par *p = ud;
-    FILE *err = nsc_msgs_open(&p->msgs, i);
-    read_file(&p->part[i], p->files[i], err);
-    nsc_msgs_close(err);
-}
-
-static void par_in_order(void *ud, int i) {
-    struct par *p = ud;
-    nsc_msgs_flush(&p->msgs, i, p->err);
-    merge_job(p->whole, &p->part[i]);
 }
 
 int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out, FILE *err) {
-    struct job j;
-    memset(&j, 0, sizeof(j));
-    if (jobs <= 0)
-        jobs = nsc_jobs_default();
-    int done = 0;
-    if (jobs > 1 && nfiles > 1) {
-        struct par p = {files, &j, calloc((size_t)nfiles, sizeof(struct job)), {0}, err};
-        done = p.part && nsc_msgs_init(&p.msgs, nfiles) == 0 &&
-               nsc_parallel(nfiles, jobs, par_work, par_in_order, &p) == 0;
-        free(p.part);
-        nsc_msgs_free(&p.msgs);
-    }
-    for (int i = 0; i < nfiles && !done; i++) /* -j 1, or no thread could start */
-        read_file(&j, files[i], err);
-    dedupe_stuck(&j);
-    drop_overtaken(&j);
-    /* Stuck communicators, in the order of their first stuck operation. */
-    uint64_t *comms = calloc(j.stuck.n + 1, sizeof(*comms));
+    struct nsc_hm_job j;
+    nsc_hm_read(&j, files, nfiles, jobs, err);
+    struct nsc_hm_entry *ent = NULL;
     size_t ncomms = 0;
-    if (!comms) { /* not "no hang": said, and the input counts as not read whole */
+    if (nsc_hm_entries(&j, &ent, &ncomms) != 0) {
+        /* not "no hang": said, and the input counts as not read whole */
         fprintf(err, "ncclscope hang: out of memory: stuck operations not reported\n");
         j.damaged = 1;
-    }
-    for (size_t i = 0; i < j.stuck.n && comms; i++) {
-        size_t k = 0;
-        while (k < ncomms && comms[k] != j.stuck.v[i].comm)
-            k++;
-        if (k == ncomms)
-            comms[ncomms++] = j.stuck.v[i].comm;
+        ncomms = 0;
     }
     if (json)
         fputs("{\"hangs\":[", out);
     for (size_t k = 0; k < ncomms; k++)
-        report_comm(out, &j, comms[k], json, k == 0);
+        report_comm(out, &j, ent, k, json);
     /* Nothing seen stuck: where completion was not recorded, the ranks'
-     * last collectives may still diverge (report_divergences). */
-    int ndiv = 0;
+     * last collectives may still diverge (nsc_hm_divergences). */
+    struct nsc_hm_div *dv = NULL;
+    size_t ndiv = 0;
+    if (!ncomms && (json || j.unrecorded_files) && nsc_hm_divergences(&j, &dv, &ndiv) != 0) {
+        fprintf(err, "ncclscope hang: out of memory: divergences not looked for\n");
+        j.damaged = 1;
+        ndiv = 0;
+    }
     if (json) {
         fputs("],\"divergences\":[", out);
-        if (!ncomms)
-            ndiv = report_divergences(out, &j, 1);
-        if (ndiv < 0) {
-            fprintf(err, "ncclscope hang: out of memory: divergences not looked for\n");
-            j.damaged = 1;
-            ndiv = 0;
-        }
+        print_divergences(out, dv, ndiv, 1);
         fprintf(out, "],\"completion_unrecorded_files\":%d", j.unrecorded_files);
     } else if (!ncomms && j.unrecorded_files) {
-        /* Printed into a buffer first: the heading comes only with a divergence. */
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *m = open_memstream(&buf, &len);
-        if (m) {
-            ndiv = report_divergences(m, &j, 0);
-            fclose(m);
-        } else
-            ndiv = -1;
-        if (ndiv < 0) {
-            fprintf(err, "ncclscope hang: out of memory: divergences not looked for\n");
-            j.damaged = 1;
-            ndiv = 0;
-        } else if (ndiv) {
+        if (ndiv) {
             fprintf(out,
                     "possible hang: no operation is seen stuck, but the ranks diverge where "
                     "completion is not recorded (%d of %d file(s) record no KernelCh: there an "
                     "operation counts as completed once enqueued, unless a ProxyOp of it is "
-                    "still open)\n%s"
-                    "if the job hung, it hung at one of these (per communicator, the first "
-                    "collective some ranks never entered); record KernelCh "
-                    "(NCCLSCOPE_EVENTS=default,kernelch) to see whether the ranks that entered "
-                    "it are stuck inside it\n",
-                    j.unrecorded_files, nfiles, buf ? buf : "");
+                    "still open)\n",
+                    j.unrecorded_files, nfiles);
+            print_divergences(out, dv, ndiv, 0);
+            fputs("if the job hung, it hung at one of these (per communicator, the first "
+                  "collective some ranks never entered; those waiting behind another were "
+                  "enqueued after it on the same ranks); record KernelCh "
+                  "(NCCLSCOPE_EVENTS=default,kernelch) to see whether the ranks that entered "
+                  "it are stuck inside it\n",
+                  out);
         } else {
             fprintf(out,
                     "no hang found: no operation of %d file(s) is seen stuck (%llu operations) "
@@ -1217,7 +473,6 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
                     "ProxyOp of it is still open\n",
                     nfiles, (unsigned long long)j.ops, j.unrecorded_files);
         }
-        free(buf);
     }
     if (json) {
         if (j.hang_files)
@@ -1245,12 +500,9 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
                 "communicator and function) are not counted as stuck: a lost child record (a "
                 "flight window that began inside it, a KernelCh stop never delivered)\n",
                 (unsigned long long)j.overtaken);
-    free(comms);
-    for (size_t i = 0; i < j.stuck.n; i++)
-        free_stuck(&j.stuck.v[i]);
-    free(j.stuck.v);
-    free(j.seqs.v);
-    free(j.pairs.v);
-    free(j.members.v);
-    return ncomms ? 4 : ndiv ? 5 : j.damaged ? 2 : 0;
+    int rc = ncomms ? 4 : ndiv ? 5 : j.damaged ? 2 : 0;
+    nsc_hm_entries_free(ent, ncomms);
+    nsc_hm_divergences_free(dv, ndiv);
+    nsc_hm_free(&j);
+    return rc;
 }

@@ -7,10 +7,11 @@
  * file ends comes back with its open children. An operation is stuck when
  * it never completed: a child of it (KernelCh, ProxyOp) started and never
  * stopped, or its Coll/P2p never stopped (not by counting channels: NCCL
- * gives no KernelCh where a channel has no proxy work; hang.c). Ranks of a
+ * gives no KernelCh where a channel has no proxy work; hang_model.h). Ranks of a
  * communicator are joined by commHash across files. Per stuck communicator:
- *   - collectives: the stuck (operation, seqNumber) with the lowest
- *     seqNumber; the ranks that never entered it (missing), the ranks stuck
+ *   - collectives: the stuck collective its stuck ranks enqueued first
+ *     (hang_model.h: seqNumbers count per function, so the number does not
+ *     order them); the ranks that never entered it (missing), the ranks stuck
  *     inside it (their open channels, ProxyOps: peer, direction, last
  *     state, newest ProxyStep's state), those that completed it, and the
  *     ranks of the communicator that left no trace;
@@ -22,6 +23,10 @@
  * collective), the first seqNumber some traced ranks entered and others
  * never did, when no rank that entered it recorded its completion (a
  * "divergence": a possible hang, exit 5).
+ * Each entry (and divergence) is a root, or waits behind one: an entry
+ * whose operation a process enqueued after that process's root operation,
+ * which never completed (the same GPU, often the same stream). Roots come
+ * first. The analysis is hang_model.h's; this file prints it.
  */
 #ifndef NSC_HANG_H
 #define NSC_HANG_H

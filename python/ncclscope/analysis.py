@@ -726,7 +726,42 @@ def _hang_span(nranks, traced):
 
 
 _STUCK_COLS = ["comm", "op", "seq", "rank", "p2p", "stuck", "channels", "channels_done", "kernel_ch_recorded",
-               "file_index", "event_id", "row"]
+               "file_index", "event_id", "row", "host", "pid", "enqueue_ns"]
+_HM_RECENT_SEQS = 8  # hang_model.h: a rank's enqueue times kept per (comm, function), highest seqNumbers
+
+
+class _Procs:
+    """Process ids for the C rules (only equality counts): (host, pid)."""
+
+    def __init__(self):
+        self.ids = {}
+
+    def __call__(self, x):
+        return self.ids.setdefault((x.host, int(x.pid)), len(self.ids) + 1)
+
+
+def _enq(x):
+    return max(int(x.enqueue_ns), 0)
+
+
+def _with_causes(entries, rows):
+    """Entries reordered and marked as `ncclscope hang` does (hang_model.h,
+    nsc_hm_order, in C): roots first, each with "cause" "root" or "behind"
+    and "behind" naming its root (comm, name, op, seq, the root's ranks on
+    the processes both hold). rows: (entry, proc, enqueue_ns, rank)."""
+    shown = _c.hang_order(len(entries), rows)
+    out = []
+    for e, behind, ranks in shown:
+        row = dict(entries[e])
+        if behind < 0:
+            row["cause"] = "root"
+        else:
+            r = entries[shown[behind][0]]
+            row["cause"] = "behind"
+            row["behind"] = {"comm": r["comm"], "name": r["name"], "op": r["op"], "seq": r["seq"],
+                             "ranks": list(ranks)}
+        out.append(row)
+    return out
 
 
 def _hang_stuck(o):
@@ -746,10 +781,13 @@ def _hang_stuck(o):
 
 def hangs(ops, comms, kernel_channels=None):
     """Where a hung (killed) job's ranks diverge: the rows ("hangs") of
-    `ncclscope hang --json` (converter/reports/hang.c). Per communicator with
-    a stuck operation (in flight when its file ended and never completed:
-    the `stuck` column):
-    - with a stuck collective, the one with the lowest seqNumber: the ranks
+    `ncclscope hang --json` (converter/model/hang_model.c). Per communicator
+    with a stuck operation (in flight when its file ended and never
+    completed: the `stuck` column):
+    - with a stuck collective, the one its stuck ranks enqueued first (NCCL
+      counts seqNumbers per function: AllReduce 9 and AllGather 9 of one
+      comm coexist, the second queued behind the first), chosen by the
+      command's C rule (ncclscope._analysis.hang_pick): the ranks
       that never entered it (missing, with the last seqNumber they entered of
       that function, None for none), whether every traced rank is inside it,
       those stuck inside it (with their channels done and, given
@@ -759,8 +797,12 @@ def hangs(ops, comms, kernel_channels=None):
       it waits for ("waits") and whether that peer posted the matching
       operation; a traced peer with fewer matching operations toward the
       rank than the rank has toward it never posted it (missing);
-    and the ranks that left no trace. Lists keep hang's order: stuck
-    operations as the files come (file, then row), one per (comm, rank,
+    and the ranks that left no trace; "cause": "root", or "behind" with
+    "behind" naming the root (comm, name, op, seq, its ranks on the
+    processes both hold) that a process holding both enqueued first (the
+    command's C rule, ncclscope._analysis.hang_order). Lists keep hang's
+    order: roots first, then what waits behind them, each group as the
+    stuck operations come in the files (file, then row), one per (comm, rank,
     event id) where several files of a process hold the same one (a later
     file's view replaces an earlier one's in place). Where nothing is stuck,
     divergences() gives hang's other answer. Not here: the ProxyOp details
@@ -774,7 +816,7 @@ def hangs(ops, comms, kernel_channels=None):
     aligned clock (load's align), hang's on each file's own: on several
     hosts they may name different functions."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
-            "channels_done", "kernel_ch_recorded", "file_index", "event_id", "row"]
+            "channels_done", "kernel_ch_recorded", "file_index", "event_id", "row", "host", "pid"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks", "file_index", "serial"]])
     c = _hang_members(c).sort_values(["file_index", "serial"], kind="stable")
     kc = None
@@ -794,7 +836,7 @@ def hangs(ops, comms, kernel_channels=None):
             row["channels"] = sorted(int(v) for v in open_ch["channel"])
         return row
 
-    out = []
+    out, rows, proc = [], [], _Procs()
     for comm in dict.fromkeys(x.comm for x in stuck):  # by their first stuck operation
         members = c[c["comm"] == comm]
         nranks = int(members["nranks"].max()) if len(members) else 0
@@ -804,8 +846,10 @@ def hangs(ops, comms, kernel_channels=None):
         mine = [x for x in stuck if x.comm == comm]
         s = [x for x in mine if x.p2p == 0]
         if s:
-            target = min(s, key=lambda x: (x.seq, x.op))  # the first of the lowest
+            # the one its ranks enqueued first (hang_model.h, nsc_hm_pick, in C)
+            target = s[_c.hang_pick([(proc(x), _enq(x), int(x.seq), x.op) for x in s])]
             inside = [x for x in s if x.seq == target.seq and x.op == target.op]
+            rows += [(len(out), proc(x), _enq(x), int(x.rank)) for x in inside]
             inside_ranks = set(int(x.rank) for x in inside)
             missing, done = [], []
             for r in range(_hang_span(nranks, traced)):
@@ -838,17 +882,18 @@ def hangs(ops, comms, kernel_channels=None):
                 waits.append({"rank": r, "op": func, "peer": peer, "waits_for": peer,
                               "peer_posted": posted, "why": why})
             first = min(mine, key=lambda x: x.enqueue_ns)
+            rows += [(len(out), proc(x), _enq(x), int(x.rank)) for x in mine]
             row.update({"op": first.op, "seq": None, "missing_ranks": sorted(missing),
                         "stuck_ranks": [stuck_row(x) for x in mine], "waits": waits,
                         "completed_ranks": []})
         row["untraced_ranks"] = [r for r in range(nranks) if r not in traced]
         out.append(row)
-    return out
+    return _with_causes(out, rows)
 
 
 def divergences(ops, comms):
-    """The "divergences" of `ncclscope hang --json` (converter/reports/hang.c,
-    report_divergences): where no operation is seen stuck but a file records
+    """The "divergences" of `ncclscope hang --json` (converter/model/hang_model.c,
+    nsc_hm_divergences): where no operation is seen stuck but a file records
     no KernelCh (an intra-node collective then counts as completed once
     enqueued), per communicator and function the first seqNumber some traced
     ranks entered and others never did. Not reported when a rank that
@@ -857,7 +902,9 @@ def divergences(ops, comms):
     none of the function is behind only when the ranks that entered it hold
     it from seqNumber 0 (a whole history: a flight window or deleted
     segments may have lost the first ones). missing_last_seq is None for a
-    rank with none of it. As hangs(), from the records alone: with a HANG
+    rank with none of it. Each has "cause" and "behind" as hangs() (by when
+    the ranks that entered it enqueued it), roots first, each group by
+    communicator and function. As hangs(), from the records alone: with a HANG
     block in a file (the watchdog fired, or a flight dump), `ncclscope hang`
     and hang() also count the watchdog's operations in flight and each
     comm's last enqueued collective, and may answer otherwise."""
@@ -870,7 +917,8 @@ def divergences(ops, comms):
         return []
     per = coll.groupby(["comm", "op", "rank"]).agg(min=("seq", "min"), max=("seq", "max"),
                                                    rec=("kernel_ch_recorded", "min"))
-    out = []
+    out, rows, proc = [], [], _Procs()
+    first = coll.sort_values(["file_index", "row"], kind="stable")
     for (comm, func), g in per.groupby(level=[0, 1], sort=True):
         members = c[c["comm"] == comm].sort_values("rank", kind="stable")
         nranks = int(members["nranks"].max()) if len(members) else 0
@@ -899,11 +947,21 @@ def divergences(ops, comms):
         missing = [x for x in ranks if x[1] < point and (x[1] >= 0 or whole)]
         if not entered or not missing:
             continue
+        # when each rank that entered it enqueued it (hang_model.c keeps the
+        # times of a rank's highest seqNumbers only)
+        mine = first[(first["comm"] == comm) & (first["op"] == func)]
+        for r in entered:
+            ops_r = mine[mine["rank"] == r]
+            kept = sorted(set(int(v) for v in ops_r["seq"]))[-_HM_RECENT_SEQS:]
+            at = ops_r[ops_r["seq"] == point]
+            if point in kept and len(at):
+                x = next(at.itertuples(index=False))
+                rows.append((len(out), proc(x), _enq(x), r))
         out.append({"comm": "0x" + comm, "name": names[0] if names else "", "nranks": nranks,
                     "op": func, "seq": point, "entered_ranks": entered,
                     "missing_ranks": [x[0] for x in missing],
                     "missing_last_seq": [x[1] if x[1] >= 0 else None for x in missing]})
-    return out
+    return _with_causes(out, rows)
 
 
 # ---- the command ----

@@ -4,8 +4,9 @@
  * loaded as NCCL loads it (nccl/host.c). Run one process per rank, then
  * kill them all with SIGKILL:
  *
- *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p [--gate]
- *             [--first S] [--lose Q] [--version V] [--nch N]
+ *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p|job [--gate]
+ *             [--first S] [--lose Q] [--version V] [--nch N] [--queued]
+ *             [--skip R] [--intra]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -32,6 +33,18 @@
  * --nch N: coll's descriptors say N channels (default 2) while channels 0
  *   and 1 run, as NCCL 2.26 (API v3) gives nMaxChannels, the most a
  *   collective may use.
+ * job: a training step's collectives on two comms, as a data-parallel job
+ *   runs them. Comm "hang-job" (0x4a4e470003, all N ranks): AllReduce then
+ *   AllGather per step, seqNumbers S .. S+K-1 (NCCL counts them per
+ *   function: AllReduce 9 and AllGather 9 coexist); ranks 0 and 1 also
+ *   hold comm "hang-pair" (0x4a4e470004, 2 ranks) with a Broadcast per
+ *   step, seqNumbers 100 .. 100+K-1. Rank --skip (default 2) never enters
+ *   the last AllReduce: the others enqueue it (channel 1 finishes, channel
+ *   0's kernel runs and never stops), then enqueue the step's AllGather
+ *   and Broadcast, whose kernels never start (queued behind it on the
+ *   same GPU): no KernelCh, their ProxyOps posted and waiting for the GPU.
+ * --intra: no ProxyOp at all, as a job on one node over NVLink (with the
+ *   default mask nothing then records completion).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +57,15 @@ static struct nsc_host host;
 static void *ctx;
 static int rank;
 
+/* An event of the current comm (ctx: job mode switches between two). */
 static void *start(nsc_abi_descr_v7 *d) {
     void *h = NULL;
     d->rank = rank;
     nsc_host_start(&host, ctx, &h, d);
     return h;
 }
+
+static int intra; /* --intra: no ProxyOp */
 
 /* A channel's GPU work and its proxy; `stuck`: it never finishes; `lost`:
  * it finishes, but its KernelCh stop is not recorded. */
@@ -62,6 +78,13 @@ static void channel(void *op, int ch, int peer, int is_send, long i, int stuck, 
     d.kernelCh.channelId = (uint8_t)ch;
     d.kernelCh.pTimer = g;
     void *kch = start(&d);
+    if (intra) {
+        if (!stuck && !lost) {
+            nsc_host_state(&host, kch, NSC_ABI_KERNEL_CH_STOP, g + 500);
+            nsc_host_stop(&host, kch);
+        }
+        return;
+    }
     memset(&d, 0, sizeof(d));
     d.type = NSC_ABI_PROXY_OP;
     d.parentObj = op;
@@ -92,6 +115,55 @@ static void channel(void *op, int ch, int peer, int is_send, long i, int stuck, 
     nsc_host_stop(&host, kch);
 }
 
+/* A collective enqueued behind a kernel that never ends: its kernel never
+ * starts (no KernelCh); the proxy has posted its ProxyOp, whose step waits
+ * for the GPU. */
+static void queued(void *op, int ch, int peer) {
+    if (intra)
+        return;
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_PROXY_OP;
+    d.parentObj = op;
+    d.proxyOp.pid = getpid();
+    d.proxyOp.channelId = (uint8_t)ch;
+    d.proxyOp.peer = peer;
+    d.proxyOp.nSteps = 1;
+    d.proxyOp.isSend = 1;
+    void *pop = start(&d);
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_PROXY_STEP;
+    d.parentObj = pop;
+    d.proxyStep.step = 0;
+    void *pst = start(&d);
+    nsc_host_state(&host, pst, NSC_ABI_PROXY_STEP_SEND_GPU_WAIT, 0);
+}
+
+/* One collective of job mode on the current comm: complete, or (last) the
+ * step's AllReduce stuck inside its kernel, the others queued behind it. */
+static void job_coll(const char *func, uint64_t seq, int nranks, long i, int last) {
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_COLL;
+    d.coll.seqNumber = seq;
+    d.coll.func = func;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.algo = "RING";
+    d.coll.proto = "SIMPLE";
+    d.coll.count = 1024;
+    d.coll.nChannels = 2;
+    void *op = start(&d);
+    nsc_host_stop(&host, op);
+    int peer = (rank + 1) % nranks;
+    if (last && strcmp(func, "AllReduce")) {
+        queued(op, 0, peer);
+        queued(op, 1, peer);
+        return;
+    }
+    channel(op, 1, peer, 1, i, 0, 0);
+    channel(op, 0, peer, 1, i, last, 0);
+}
+
 static void hung(void) {
     printf("hung\n");
     fflush(stdout);
@@ -103,7 +175,7 @@ int main(int argc, char **argv) {
     const char *plugin = NULL, *mode = "coll";
     int nranks = 4;
     long ops = 10, first = 0, lose = -1;
-    int version = 0, nch = 2, queued = 0;
+    int version = 0, nch = 2, queued_last = 0, skip = 2;
     int gate = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -119,7 +191,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--first") && i + 1 < argc)
             first = atol(argv[++i]);
         else if (!strcmp(argv[i], "--queued"))
-            queued = 1;
+            queued_last = 1;
+        else if (!strcmp(argv[i], "--intra"))
+            intra = 1;
+        else if (!strcmp(argv[i], "--skip") && i + 1 < argc)
+            skip = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--version") && i + 1 < argc)
             version = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--nch") && i + 1 < argc)
@@ -133,11 +209,13 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    int p2p = !strcmp(mode, "p2p");
+    int p2p = !strcmp(mode, "p2p"), job = !strcmp(mode, "job");
     if (p2p)
         nranks = 2;
-    if (ops < 1 || first < 0 || nch < 2 || nch > 64 || nranks < 2 || rank < 0 || rank >= nranks || (!p2p && strcmp(mode, "coll"))) {
-        fprintf(stderr, "hang_rank: --ops >= 1, --first >= 0, --nranks >= 2, 0 <= --rank < nranks, --mode coll|p2p\n");
+    if (ops < 1 || first < 0 || nch < 2 || nch > 64 || nranks < 2 || rank < 0 || rank >= nranks ||
+        (!p2p && !job && strcmp(mode, "coll")) || (job && (nranks < 3 || skip < 2 || skip >= nranks))) {
+        fprintf(stderr, "hang_rank: --ops >= 1, --first >= 0, --nranks >= 2, 0 <= --rank < nranks, "
+                        "--mode coll|p2p|job (job: --nranks >= 3, 2 <= --skip < nranks)\n");
         return 1;
     }
     char err[1024];
@@ -146,8 +224,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     int mask = -1; /* as NCCL's word before init: the plugin must write it */
-    int rc = nsc_host_init(&host, &ctx, p2p ? 0x4a4e470002ull : 0x4a4e470001ull, &mask,
-                           p2p ? "hang-p2p" : "hang-coll", 1, nranks, rank);
+    int rc = nsc_host_init(&host, &ctx, p2p ? 0x4a4e470002ull : job ? 0x4a4e470003ull : 0x4a4e470001ull,
+                           &mask, p2p ? "hang-p2p" : job ? "hang-job" : "hang-coll", 1, nranks, rank);
+    void *ctx_all = ctx, *ctx_pair = NULL;
+    int mask_pair = -1;
+    if (rc == 0 && ctx && job && rank < 2 &&
+        (nsc_host_init(&host, &ctx_pair, 0x4a4e470004ull, &mask_pair, "hang-pair", 1, 2, rank) != 0 ||
+         !ctx_pair))
+        ctx = NULL;
     if (rc != 0 || !ctx) {
         /* The plugin's init never fails (nccl_api.c): a comm it cannot
          * take gets no context, and NCCL is told to deliver nothing. */
@@ -162,6 +246,20 @@ int main(int argc, char **argv) {
         if (!fgets(line, sizeof(line), stdin))
             line[0] = '\0'; /* stdin ended: no one to wait for, go on */
     }
+    for (long i = 0; i < ops && job; i++) {
+        int last = i == ops - 1;
+        ctx = ctx_all;
+        if (last && rank == skip)
+            hung(); /* skips the AllReduce (and what follows it) */
+        job_coll("AllReduce", (uint64_t)(first + i), nranks, i, last);
+        job_coll("AllGather", (uint64_t)(first + i), nranks, i, last);
+        if (rank < 2) {
+            ctx = ctx_pair;
+            job_coll("Broadcast", (uint64_t)(100 + i), 2, i, last);
+        }
+    }
+    if (job)
+        hung();
     for (long i = 0; i < ops; i++) {
         int last = i == ops - 1;
         nsc_abi_descr_v7 d;
@@ -191,7 +289,7 @@ int main(int argc, char **argv) {
             d.coll.nChannels = (uint32_t)nch;
             void *op = start(&d);
             nsc_host_stop(&host, op);
-            if (last && queued)
+            if (last && queued_last)
                 hung();
             channel(op, 1, (rank + 1) % nranks, 1, i, 0, 0);
             channel(op, 0, (rank + 1) % nranks, 1, i, last, first + i == lose);

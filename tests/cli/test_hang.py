@@ -23,16 +23,20 @@ OPS = 10
 
 
 def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=OPS,
-            first=0, lose=-1, extra=(), env_more=None, settle=0):
+            first=0, lose=-1, extra=(), env_more=None, settle=0, want_ops=None):
     """Every rank runs OPS operations but the last, which runs last_ops and
     stops one short of them (hang_rank.c); coll's seqNumbers start at
     `first`; seqNumber `lose` records no stop of its channel 0's KernelCh;
     extra: more hang_rank arguments; settle: seconds to wait, once every
-    operation is in the files, before the kill."""
+    operation is in the files, before the kill. events None: the plugin's
+    default mask. want_ops: the job's operations, where not coll's or
+    p2p's count."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events,
-               **(env_more or {}))
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", **(env_more or {}))
+    env.pop("NCCLSCOPE_EVENTS", None)
+    if events is not None:
+        env["NCCLSCOPE_EVENTS"] = events
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks),
                                "--ops", str(OPS if r < nranks - 1 else last_ops), "--mode", mode,
                                "--first", str(first), "--lose", str(lose), *extra],
@@ -45,7 +49,8 @@ def run_job(driver, mode, nranks, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", 
     # (the flusher writes clock anchors all the time: the files never stop
     # growing). Wait until every operation of every rank is in its file, as
     # `hang` counts them (20 s at most: a loaded machine, sanitizers).
-    want_ops = (nranks - 1) * OPS + last_ops - 1  # the last rank stops one operation short
+    if want_ops is None:
+        want_ops = (nranks - 1) * OPS + last_ops - 1  # the last rank stops one operation short
     deadline = time.time() + 20
     while time.time() < deadline:
         time.sleep(0.2)
@@ -83,6 +88,7 @@ def test_coll(driver):
     check(h["op"] == "AllReduce" and h["seq"] == OPS - 1, "op/seq: %s" % h)
     check(h["missing_ranks"] == [3] and h["missing_last_seq"] == [OPS - 2], "missing: %s" % h)
     check(h["completed_ranks"] == [] and h["untraced_ranks"] == [] and not h["all_inside"], h)
+    check(h["cause"] == "root" and "behind" not in h, "one comm: a root: %s" % h)
     stuck = sorted(h["stuck_ranks"], key=lambda s: s["rank"])
     check([s["rank"] for s in stuck] == [0, 1, 2], "stuck: %s" % stuck)
     for s in stuck:
@@ -311,6 +317,68 @@ def test_no_hang():
     run([cli, "hang", os.path.join(d, "missing.nsc")], ok=(3,))
 
 
+# job mode (hang_rank.c): ranks 0-1 run 3 collectives a step, rank 3 two,
+# rank 2 two a step but the last
+JOB_OPS = 2 * 3 * OPS + 2 * OPS + 2 * OPS - 2
+ALL, PAIR = "0x0000004a4e470003", "0x0000004a4e470004"
+
+
+def test_job(driver):
+    """A data-parallel job on 4 ranks, as a user's hung PyTorch job (NCCL
+    2.28.9): per step an AllReduce then an AllGather on the comm of all 4
+    ranks, and on ranks 0 and 1 a Broadcast on a 2-rank comm. Rank 2 skips
+    the last AllReduce (seqNumber 9); the others enqueue it (its kernel runs
+    and never ends), then that step's AllGather 9 and Broadcast 109, queued
+    behind it on the same GPU. NCCL counts seqNumbers per function, so
+    AllReduce 9 and AllGather 9 coexist: `hang` must name AllReduce 9 (the
+    one the stuck ranks enqueued first; before: AllGather 9, the lower
+    name), as the root, and the Broadcast as waiting behind it on ranks 0
+    and 1 (before: a second hang where "every traced rank is inside it: a
+    transport that stopped moving"). With KernelCh recorded, with the
+    default mask on the network path (ProxyOps), with KernelCh and no
+    ProxyOps (one NVLink node)."""
+    for events, extra in (("Coll,P2p,KernelCh,ProxyOp,ProxyStep", ()), (None, ()),
+                          ("Coll,P2p,KernelCh,ProxyOp,ProxyStep", ("--intra",))):
+        cli, d = run_job(driver, "job", 4, events=events, extra=extra, want_ops=JOB_OPS)
+        what = "%s %s" % (events or "default mask", " ".join(extra))
+        doc, _ = hang(cli, [d])
+        hs = doc["hangs"]
+        check([(h["comm"], h["op"], h["seq"], h["cause"]) for h in hs] ==
+              [(ALL, "AllReduce", OPS - 1, "root"), (PAIR, "Broadcast", 100 + OPS - 1, "behind")],
+              "%s: the root first, then the Broadcast behind it: %s" % (what, hs))
+        a, b = hs
+        check(a["missing_ranks"] == [2] and a["missing_last_seq"] == [OPS - 2] and "behind" not in a and
+              sorted(s["rank"] for s in a["stuck_ranks"]) == [0, 1, 3], "%s: %s" % (what, a))
+        check(b["behind"] == {"comm": ALL, "name": "hang-job", "op": "AllReduce", "seq": OPS - 1,
+                              "ranks": [0, 1]} and sorted(s["rank"] for s in b["stuck_ranks"]) == [0, 1],
+              "%s: %s" % (what, b))
+        text = run([cli, "hang", d], ok=(4,)).stdout
+        check("hang at AllReduce seqNumber %d\n" % (OPS - 1) in text and "AllGather" not in text and
+              "hang at Broadcast seqNumber %d, waiting behind comm %s AllReduce seqNumber %d on ranks 0, 1\n"
+              % (100 + OPS - 1, ALL, OPS - 1) in text and "stopped moving" not in text, "%s:\n%s" % (what, text))
+        check(text.index("hang-job") < text.index("hang-pair"), text)
+        for fmt in ([], ["--json"]):  # -j: the same answer
+            check(run([cli, "hang", d, *fmt, "-j", "3"], ok=(4,)).stdout ==
+                  run([cli, "hang", d, *fmt, "-j", "1"], ok=(4,)).stdout, "%s: -j 3 differs" % what)
+    # The default mask on one NVLink node: no KernelCh, no ProxyOps, nothing
+    # records completion. The divergences in enqueue order: AllReduce 9 the
+    # root, AllGather 9 behind it (before: AllGather first, both alike).
+    cli, d = run_job(driver, "job", 4, events=None, extra=("--intra",), want_ops=JOB_OPS)
+    doc, _ = hang(cli, [d], ok=(5,))
+    check(doc["hangs"] == [] and doc["completion_unrecorded_files"] == 4, doc)
+    dv = doc["divergences"]
+    check([(v["comm"], v["op"], v["seq"], v["entered_ranks"], v["missing_ranks"], v["cause"]) for v in dv] ==
+          [(ALL, "AllReduce", OPS - 1, [0, 1, 3], [2], "root"), (ALL, "AllGather", OPS - 1, [0, 1, 3], [2], "behind")],
+          "divergences: %s" % dv)
+    check("behind" not in dv[0] and dv[1]["behind"] == {"comm": ALL, "name": "hang-job", "op": "AllReduce",
+                                                        "seq": OPS - 1, "ranks": [0, 1, 3]}, dv)
+    text = run([cli, "hang", d], ok=(5,)).stdout
+    check(text.index("AllReduce seqNumber %d entered" % (OPS - 1)) < text.index("AllGather seqNumber") and
+          "AllGather seqNumber %d entered by ranks 0, 1, 3; never entered by rank 2 (last entered seqNumber %d); "
+          "waiting behind comm %s AllReduce seqNumber %d on ranks 0, 1, 3\n" % (OPS - 1, OPS - 2, ALL, OPS - 1) in text,
+          text)
+
+
 def main():
     driver = sys.argv[1]
     test_no_hang()
@@ -322,6 +390,7 @@ def main():
     test_unrecorded(driver)
     test_no_records(driver)
     test_p2p(driver)
+    test_job(driver)
     print("ok")
 
 

@@ -364,14 +364,18 @@ def hung_job(tmp, events="Coll,P2p,KernelCh,ProxyOp,ProxyStep", last_ops=10, nam
         return None
     d = os.path.join(tmp, name)
     os.makedirs(d)
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_EVENTS=events, **(env_more or {}))
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", **(env_more or {}))
+    env.pop("NCCLSCOPE_EVENTS", None)
+    if events is not None:  # None: the plugin's default mask
+        env["NCCLSCOPE_EVENTS"] = events
     nranks = 2 if mode == "p2p" else 4
     procs = [subprocess.Popen([driver, "--plugin", plugin, "--rank", str(r), "--nranks", str(nranks), "--ops",
                                str(10 if r < nranks - 1 else last_ops), "--mode", mode, "--first", str(first),
                                "--lose", str(lose), *extra], env=env,
                               stdout=subprocess.PIPE, text=True)
              for r in range(nranks)]
-    want_ops = 19 if mode == "p2p" else 29 + last_ops
+    # job (hang_rank.c): 3 collectives a step on ranks 0-1, 2 on rank 3, rank 2 one step short
+    want_ops = 19 if mode == "p2p" else 98 if mode == "job" else 29 + last_ops
     try:
         for p in procs:
             check(p.stdout.readline().strip() == "hung", "a rank did not reach its hang")
@@ -434,7 +438,7 @@ def test_hangs(tmp):
     py = A.hangs(j.ops, j.comms, j.kernel_channels)
     check(len(py) == 1 and set(py[0]) == {"comm", "name", "nranks", "op", "seq", "missing_ranks",
                                           "missing_last_seq", "all_inside", "stuck_ranks",
-                                          "completed_ranks", "untraced_ranks"}, py)
+                                          "completed_ranks", "untraced_ranks", "cause"}, py)
     same_hangs(py, c, "coll")
     check(py[0]["missing_last_seq"] == [8] and py[0]["all_inside"] is False and
           [s["rank"] for s in py[0]["stuck_ranks"]] == [0, 1, 2], py[0])
@@ -614,6 +618,38 @@ def test_refusals(tmp):
     print("ok: load() refuses unknown tables/errors/align; python3 -m ncclscope.analysis exits as ncclscope (1, 2, 3) and says why")
 
 
+def test_hangs_job(tmp):
+    """hang_rank.c's job mode (test_hang.py, test_job): rank 2 skips
+    AllReduce 9 of the 4-rank comm; ranks 0, 1, 3 enqueue it and then
+    AllGather 9, ranks 0-1 Broadcast 109 of a 2-rank comm, queued behind it.
+    hangs() as hang --json: AllReduce 9 the root (not AllGather 9, the lower
+    name), the Broadcast behind it; divergences() (the default mask on one
+    NVLink node) in enqueue order, AllGather 9 behind AllReduce 9."""
+    if not os.environ.get("NSC_HANG_RANK"):
+        print("SKIP (part): hangs() of a job: no NSC_HANG_RANK")
+        return
+    root = {"comm": "0x0000004a4e470003", "name": "hang-job", "op": "AllReduce", "seq": 9}
+    d = hung_job(tmp, name="job", mode="job")
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)["hangs"]
+    j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+    py = A.hangs(j.ops, j.comms, j.kernel_channels)
+    same_hangs(py, c, "job")
+    check([(h["op"], h["seq"], h["cause"]) for h in py] == [("AllReduce", 9, "root"), ("Broadcast", 109, "behind")],
+          "hangs(): %s" % py)
+    check(py[0]["missing_ranks"] == [2] and [s["rank"] for s in py[0]["stuck_ranks"]] == [0, 1, 3] and
+          py[1]["behind"] == dict(root, ranks=[0, 1]), py)
+    d = hung_job(tmp, events=None, name="job-intra", mode="job", extra=("--intra",))
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(5,)).stdout)
+    j = A.load(d, tables=("ops",), errors="ignore")
+    check(A.hangs(j.ops, j.comms) == [] == c["hangs"], c)
+    py = A.divergences(j.ops, j.comms)
+    check(py == c["divergences"], "divergences(): %s vs hang --json %s" % (py, c["divergences"]))
+    check([(v["op"], v["seq"], v["entered_ranks"], v["missing_ranks"], v["cause"]) for v in py] ==
+          [("AllReduce", 9, [0, 1, 3], [2], "root"), ("AllGather", 9, [0, 1, 3], [2], "behind")] and
+          py[1]["behind"] == dict(root, ranks=[0, 1, 3]), "divergences(): %s" % py)
+    print("ok: hangs()/divergences() of a job: AllReduce 9 the root, what was queued behind it marked so")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="nsc-analysis-")
     try:
@@ -621,6 +657,7 @@ def main():
         test_damage(tmp)
         test_export(tmp, ops)
         test_hangs(tmp)
+        test_hangs_job(tmp)
         test_refusals(tmp)
         try:
             A.operations(os.path.join(tmp, "nosuch"))

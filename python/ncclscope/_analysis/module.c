@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "hang.h"
+#include "hang_model.h"
 #include "ops_table.h"
 
 static PyObject *table_dict(const struct nsc_ot_table *t) {
@@ -239,6 +240,114 @@ done:
     return ret;
 }
 
+/* hang_pick([(proc, enqueue_ns, seq, func), ...]) -> index: the row of
+ * the stuck collective a communicator's ranks hang at (hang_model.h's
+ * nsc_hm_pick, the rule of `ncclscope hang`). */
+static PyObject *py_hang_pick(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "O", &seq))
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "hang_pick: a list of rows");
+    if (!fast)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    struct nsc_hm_cand *c = calloc((size_t)n + 1, sizeof(*c));
+    PyObject *ret = NULL;
+    if (!c) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (n == 0) {
+        PyErr_SetString(PyExc_ValueError, "hang_pick: no rows");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long proc, enq, sq;
+        const char *func;
+        /* func points into the row's str, which the list keeps alive */
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "KKKs", &proc, &enq, &sq, &func))
+            goto done;
+        c[i] = (struct nsc_hm_cand){proc, enq, sq, func};
+    }
+    ret = PyLong_FromSize_t(nsc_hm_pick(c, (size_t)n));
+done:
+    free(c);
+    Py_DECREF(fast);
+    return ret;
+}
+
+/* hang_order(nentries, [(entry, proc, enqueue_ns, rank), ...]) ->
+ * [(entry, behind, [ranks]), ...] in the order shown: roots first; behind
+ * -1 for a root, else the shown index of the root it waits behind, ranks
+ * that root's ranks on the processes both hold (hang_model.h's
+ * nsc_hm_order). */
+static PyObject *py_hang_order(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_ssize_t ne;
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "nO", &ne, &seq))
+        return NULL;
+    if (ne < 0) {
+        PyErr_SetString(PyExc_ValueError, "hang_order: nentries < 0");
+        return NULL;
+    }
+    PyObject *fast = PySequence_Fast(seq, "hang_order: a list of rows");
+    if (!fast)
+        return NULL;
+    Py_ssize_t ni = PySequence_Fast_GET_SIZE(fast);
+    struct nsc_hm_inst *in = calloc((size_t)ni + 1, sizeof(*in));
+    int *rank = calloc((size_t)ni + 1, sizeof(*rank));
+    struct nsc_hm_cause *causes = calloc((size_t)ne + 1, sizeof(*causes));
+    size_t *order = calloc((size_t)ne + 1, sizeof(*order));
+    PyObject *ret = NULL;
+    if (!in || !rank || !causes || !order) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        Py_ssize_t entry;
+        unsigned long long proc, enq;
+        int r;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "nKKi", &entry, &proc, &enq, &r))
+            goto done;
+        if (entry < 0 || entry >= ne) {
+            PyErr_SetString(PyExc_ValueError, "hang_order: a row of no entry");
+            goto done;
+        }
+        in[i] = (struct nsc_hm_inst){(size_t)entry, proc, enq};
+        rank[i] = r;
+    }
+    if (nsc_hm_order((size_t)ne, in, rank, (size_t)ni, causes, order) != 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!(ret = PyList_New(ne)))
+        goto done;
+    for (Py_ssize_t k = 0; k < ne; k++) {
+        const struct nsc_hm_cause *c = &causes[order[k]];
+        PyObject *rl = PyList_New(c->nranks);
+        for (int q = 0; rl && q < c->nranks; q++)
+            PyList_SET_ITEM(rl, q, PyLong_FromLong(c->ranks[q]));
+        PyObject *t = rl ? Py_BuildValue("(nlN)", (Py_ssize_t)order[k], c->behind, rl) : NULL;
+        if (!t || PyErr_Occurred()) {
+            Py_XDECREF(t);
+            Py_CLEAR(ret);
+            goto done;
+        }
+        PyList_SET_ITEM(ret, k, t);
+    }
+done:
+    for (Py_ssize_t k = 0; causes && k < ne; k++)
+        free(causes[k].ranks);
+    free(in);
+    free(rank);
+    free(causes);
+    free(order);
+    Py_DECREF(fast);
+    return ret;
+}
+
 /* schema() -> {table: [(column, "i8"|"str"), ...]} in output order */
 static PyObject *py_schema(PyObject *self, PyObject *args) {
     (void)self;
@@ -267,6 +376,10 @@ static PyMethodDef methods[] = {
     {"schema", py_schema, METH_NOARGS, "schema() -> {table: [(column, type)]}"},
     {"hang", py_hang, METH_VARARGS,
      "hang(paths, jobs=1, json=1) -> (exit code, `ncclscope hang [--json]` text, messages)"},
+    {"hang_pick", py_hang_pick, METH_VARARGS,
+     "hang_pick([(proc, enqueue_ns, seq, func)]) -> the row of the stuck collective a comm hangs at"},
+    {"hang_order", py_hang_order, METH_VARARGS,
+     "hang_order(nentries, [(entry, proc, enqueue_ns, rank)]) -> [(entry, behind, ranks)], roots first"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_analysis",
