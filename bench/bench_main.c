@@ -66,7 +66,7 @@ static void usage(FILE *f) {
             "                  what a call costs with cold caches; p50 is per call\n"
             "       ncclscope-bench --nccl-pattern [--plugin SO]... [--threads N] [--seconds S]\n"
             "                       [--rounds R] [--op-rate OPS_PER_S] [--evict KIB] [--proxy-ops N]\n"
-            "                       [--json FILE]\n"
+            "                       [--per-call] [--json FILE]\n"
             "  --nccl-pattern  NCCL's threads: N application threads (default 1) make each\n"
             "                  operation's API, Group and Coll calls, one proxy thread its\n"
             "                  KernelCh, ProxyOp and ProxyStep calls with the Coll as parent;\n"
@@ -76,6 +76,7 @@ static void usage(FILE *f) {
             "  --rounds R      runs of every plugin, interleaved; the summary is their median (3)\n"
             "  --op-rate R     operations per second per application thread (20000)\n"
             "  --evict KIB     memory each thread writes before each of its parts (256)\n"
+            "  --per-call      also each call's median (the last round, first communicator)\n"
             "  --proxy-ops N   1: each channel also has a ProxyOp of 2 ProxySteps (the network\n"
             "                  path; default), 0: KernelCh only (NVLink's path)\n");
 }
@@ -335,13 +336,16 @@ static double median_of(double *v, int n) {
     return n ? (n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
 }
 
-/* The floor plugin's result in the same round, or NULL. */
-static const struct pattern_result *floor_of(struct pattern_result *round, const int *ran, int nplugins) {
+/* The named reference plugin's result in the same round, or NULL. */
+static const struct pattern_result *named_of(struct pattern_result *round, const int *ran, int nplugins,
+                                             const char *name) {
     for (int p = 0; p < nplugins; p++)
-        if (ran[p] && !strcmp(round[p].plugin_name, "floor"))
+        if (ran[p] && !strcmp(round[p].plugin_name, name))
             return &round[p];
     return NULL;
 }
+#define floor_of(round, ran, n) named_of(round, ran, n, "floor")
+#define empty_of(round, ran, n) named_of(round, ran, n, "empty")
 
 static double pattern_total(const struct pattern_result *r) {
     return r->p50[PATTERN_APP] + r->p50[PATTERN_PROXY];
@@ -350,8 +354,8 @@ static double pattern_total(const struct pattern_result *r) {
 static void json_pattern(FILE *f, int *first, const char *path, const struct pattern_config *cfg,
                          const char *kind, int round, int rounds, const struct pattern_result *r,
                          const double *v, const double *ratio) {
-    char rt[3][32];
-    for (int i = 0; i < 3; i++)
+    char rt[4][32];
+    for (int i = 0; i < 4; i++)
         snprintf(rt[i], sizeof(rt[i]), ratio && ratio[i] > 0 ? "%.3f" : "null", ratio ? ratio[i] : 0);
     const struct bench_result *k = &r->kept;
     fprintf(f,
@@ -364,6 +368,7 @@ static void json_pattern(FILE *f, int *first, const char *path, const struct pat
             "\"app_p90_ticks\": %.1f, \"proxy_p90_ticks\": %.1f, \"ns_per_tick\": %.5f, "
             "\"app_calls_per_op\": %.2f, \"proxy_calls_per_op\": %.2f, \"handoff_p50_us\": %.2f, "
             "\"app_x_floor\": %s, \"proxy_x_floor\": %s, \"total_x_floor\": %s, "
+            "\"net_x_floor\": %s, "
             "\"callbacks_offered\": %llu, \"callbacks_kept\": %llu, \"events_offered\": %llu, "
             "\"events_kept\": %llu, \"zero_drop\": %s, \"kept_seen_in\": \"%s\", "
             "\"background_cores\": %.3f}",
@@ -372,17 +377,26 @@ static void json_pattern(FILE *f, int *first, const char *path, const struct pat
             (unsigned long long)r->ops[PATTERN_APP], (unsigned long long)r->ops[PATTERN_PROXY], v[0],
             v[1], v[2], r->p90[PATTERN_APP], r->p90[PATTERN_PROXY], r->ns_per_tick,
             r->calls_per_op[PATTERN_APP], r->calls_per_op[PATTERN_PROXY], r->handoff_p50_us, rt[0],
-            rt[1], rt[2], (unsigned long long)bench_calls(k), (unsigned long long)bench_calls_kept(k),
+            rt[1], rt[2], rt[3], (unsigned long long)bench_calls(k), (unsigned long long)bench_calls_kept(k),
             (unsigned long long)k->events_offered, (unsigned long long)bench_events_kept(k),
             bench_zero_drop(k) ? "true" : "false",
             k->have_trace ? "trace" : k->have_counts ? "counts" : "handles", k->background_cores);
     *first = 0;
 }
 
-static void ratio3(const struct pattern_result *r, const struct pattern_result *fl, double *out) {
+/* Ratios to the floor: application side, proxy side, total, and the total
+ * net of the empty plugin (what the plugin's own work costs against what
+ * the floor's costs, the call and the harness's loop taken out); 0 where
+ * the reference is missing. */
+static void ratio3(const struct pattern_result *r, const struct pattern_result *fl,
+                   const struct pattern_result *em, double *out) {
     out[0] = fl && fl->p50[PATTERN_APP] > 0 ? r->p50[PATTERN_APP] / fl->p50[PATTERN_APP] : 0;
     out[1] = fl && fl->p50[PATTERN_PROXY] > 0 ? r->p50[PATTERN_PROXY] / fl->p50[PATTERN_PROXY] : 0;
     out[2] = fl && pattern_total(fl) > 0 ? pattern_total(r) / pattern_total(fl) : 0;
+    double net = fl && em ? pattern_total(fl) - pattern_total(em) : 0;
+    out[3] = net > 0 ? (pattern_total(r) - pattern_total(em)) / net : 0;
+    if (out[3] < 0)
+        out[3] = 0;
 }
 
 static void fmt_ratio(char *buf, size_t len, double x) {
@@ -422,12 +436,13 @@ static int run_pattern(const char **plugins, int nplugins, const struct pattern_
             ran[round][p] = 1;
         }
         const struct pattern_result *fl = floor_of(res[round], ran[round], nplugins);
+        const struct pattern_result *em = empty_of(res[round], ran[round], nplugins);
         for (int p = 0; p < nplugins; p++) {
             if (!ran[round][p])
                 continue;
             const struct pattern_result *r = &res[round][p];
-            double rt[3], v[3] = {r->p50[PATTERN_APP], r->p50[PATTERN_PROXY], pattern_total(r)};
-            ratio3(r, fl, rt);
+            double rt[4], v[3] = {r->p50[PATTERN_APP], r->p50[PATTERN_PROXY], pattern_total(r)};
+            ratio3(r, fl, em, rt);
             char x[16], calls[32], kept[40];
             fmt_ratio(x, sizeof(x), rt[2]);
             snprintf(calls, sizeof(calls), "%.0f+%.0f", r->calls_per_op[PATTERN_APP],
@@ -445,14 +460,27 @@ static int run_pattern(const char **plugins, int nplugins, const struct pattern_
         }
         fflush(stdout);
     }
+    for (int p = 0; p < nplugins && base->per_call; p++) {
+        const struct pattern_result *r = NULL;
+        for (int round = 0; round < rounds; round++)
+            if (ran[round][p])
+                r = &res[round][p];
+        if (!r)
+            continue;
+        printf("\n-- %s, round %d: each call's median, TSC ticks --\n", r->plugin_name, rounds);
+        for (int i = 0; i < r->nsteps; i++)
+            printf("%3d %-28s %6.0f\n", i, r->step_name[i], r->step_p50[i]);
+    }
     printf("\n== nccl-pattern: median of %d round%s ==  TSC ticks per operation (ns), x floor: "
-           "the floor plugin's in the same round\n",
+           "over the floor plugin's in the same round;\nnet x: both less the empty plugin's "
+           "(the call and the harness's loop)\n",
            rounds, rounds > 1 ? "s" : "");
-    printf("%-10s %13s %15s %15s %9s %9s %9s\n", "plugin", "app p50", "proxy p50", "total",
-           "app x", "proxy x", "total x");
+    printf("%-10s %13s %15s %15s %9s %9s %9s %9s\n", "plugin", "app p50", "proxy p50", "total",
+           "app x", "proxy x", "total x", "net x");
     for (int p = 0; p < nplugins; p++) {
         double a[MAX_ROUNDS], b[MAX_ROUNDS], t[MAX_ROUNDS], ra[MAX_ROUNDS], rb[MAX_ROUNDS], rt[MAX_ROUNDS];
-        int m = 0, mr = 0;
+        double rn[MAX_ROUNDS];
+        int m = 0, mr = 0, mn = 0;
         const struct pattern_result *last = NULL;
         for (int round = 0; round < rounds; round++) {
             if (!ran[round][p])
@@ -465,24 +493,26 @@ static int run_pattern(const char **plugins, int nplugins, const struct pattern_
             m++;
             const struct pattern_result *fl = floor_of(res[round], ran[round], nplugins);
             if (fl) {
-                double x[3];
-                ratio3(r, fl, x);
+                double x[4];
+                ratio3(r, fl, empty_of(res[round], ran[round], nplugins), x);
                 ra[mr] = x[0];
                 rb[mr] = x[1];
                 rt[mr] = x[2];
                 mr++;
+                if (x[3] > 0)
+                    rn[mn++] = x[3];
             }
         }
         if (!m)
             continue;
         double v[3] = {median_of(a, m), median_of(b, m), median_of(t, m)}, tot = v[2];
-        double x[3] = {median_of(ra, mr), median_of(rb, mr), median_of(rt, mr)};
-        char xs[3][16];
-        for (int i = 0; i < 3; i++)
+        double x[4] = {median_of(ra, mr), median_of(rb, mr), median_of(rt, mr), median_of(rn, mn)};
+        char xs[4][16];
+        for (int i = 0; i < 4; i++)
             fmt_ratio(xs[i], sizeof(xs[i]), mr ? x[i] : 0);
         double npt = last->ns_per_tick;
-        printf("%-10s %5.0f (%5.0f) %6.0f (%6.0f) %6.0f (%6.0f) %9s %9s %9s\n", last->plugin_name,
-               v[0], v[0] * npt, v[1], v[1] * npt, tot, tot * npt, xs[0], xs[1], xs[2]);
+        printf("%-10s %5.0f (%5.0f) %6.0f (%6.0f) %6.0f (%6.0f) %9s %9s %9s %9s\n", last->plugin_name,
+               v[0], v[0] * npt, v[1], v[1] * npt, tot, tot * npt, xs[0], xs[1], xs[2], xs[3]);
         if (jf)
             json_pattern(jf, first, plugins[p], base, "nccl-pattern-median", 0, rounds, last, v,
                          mr ? x : NULL);
@@ -504,7 +534,7 @@ int main(int argc, char **argv) {
     int pattern = 0, rounds = 3, threads_given = 0;
     double op_rate = 20000;
     unsigned evict_kib = 256;
-    int proxy_ops = 1;
+    int proxy_ops = 1, per_call = 0;
     static char mixbuf[256];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -517,6 +547,9 @@ int main(int argc, char **argv) {
             continue;
         } else if (!strcmp(a, "--nccl-pattern")) {
             pattern = 1;
+            continue;
+        } else if (!strcmp(a, "--per-call")) {
+            per_call = 1;
             continue;
         }
         if (!v) {
@@ -664,7 +697,7 @@ int main(int argc, char **argv) {
     if (pattern) {
         struct pattern_config pc = {.version = version, .app_threads = threads_given ? max_threads : 1,
                                     .seconds = seconds, .op_rate = op_rate, .evict_kib = evict_kib,
-                                    .proxy_ops = proxy_ops,
+                                    .proxy_ops = proxy_ops, .per_call = per_call,
                                     .keep_traces = keep};
         failures += run_pattern(plugins, nplugins, &pc, rounds, jf, &first);
         nmixes = 0; /* no mix runs after the pattern */

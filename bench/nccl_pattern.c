@@ -16,11 +16,13 @@
 
 #include "call_mix.h"
 #include "cycle_timer.h"
+#include "event_types.h"
 #include "host.h"
 
 /* The first operations of each communicator create the plugin's per-thread
  * and per-communicator state: not what an operation costs later. */
 #define PATTERN_WARMUP 64
+#define STEP_SAMPLES 4096 /* per call of the operation, with per_call */
 #define QUEUE_SLOTS 8 /* a proxy thread that falls behind holds the application back */
 
 /* One operation handed from an application thread to the proxy thread:
@@ -38,6 +40,12 @@ struct queue {
     _Alignas(64) struct handoff slot[QUEUE_SLOTS];
 };
 
+/* The steps of one part, in order. */
+struct part_list {
+    int n;
+    uint16_t step[MIX_MAX_STEPS];
+};
+
 struct pshared {
     const struct pattern_config *cfg;
     struct nsc_host host;
@@ -46,7 +54,7 @@ struct pshared {
     int *cpus, ncpus;
     uint64_t fence;
     size_t cap;                    /* cost entries per application thread */
-    int part_used[MIX_PATTERN_PARTS];
+    struct part_list parts[MIX_PATTERN_PARTS];
     struct app *apps;
     /* the proxy's results */
     uint32_t *proxy_cost, *handoff_ticks;
@@ -64,6 +72,8 @@ struct app {
     unsigned char *scratch;
     uint32_t *cost;
     size_t n;
+    uint32_t *steps, *psteps; /* per_call: [step * STEP_SAMPLES + k], application and proxy side */
+    size_t nsteps_app, nsteps_proxy;
     uint64_t calls, cpu_ns;
     int init_failed;
 };
@@ -107,28 +117,70 @@ static void sleep_us(long us) {
     nanosleep(&ts, NULL);
 }
 
-/* The calls of one part of the operation, each between fenced reads; returns
- * their summed ticks, the fences' own cost removed. */
-static uint64_t run_part(struct mix_runner *r, void **hs, int part, uint64_t fence, uint64_t *ncalls) {
+/* Brings the harness's own data for a part into the cache: the steps, the
+ * descriptors (NCCL's are on its stack, just written), the handles, the
+ * runner and the host, so that the timed part pays only for the plugin's
+ * lines. */
+static void warm(const struct mix_runner *r, void *const *hs, const struct part_list *pl) {
     const struct mix_op *op = r->op;
+    uint64_t acc = (uint64_t)(uintptr_t)r->host->table + r->mask + (uint64_t)(uintptr_t)r->ctx;
+    for (int j = 0; j < pl->n; j++) {
+        const struct mix_step *s = &op->step[pl->step[j]];
+        const unsigned char *e = (const unsigned char *)&op->ev[s->ev];
+        for (size_t b = 0; b < sizeof(op->ev[0]); b += 64)
+            acc += e[b];
+        acc += (uint64_t)(uintptr_t)hs[s->ev];
+    }
+    __asm__ volatile("" ::"r"(acc));
+}
+
+/* The calls of one part of the operation. The part is timed as a whole,
+ * between two fenced reads, the pair's own cost removed once: a fenced read
+ * costs as much as a callback, and this machine's TSC moves in steps of
+ * about 25 ticks, which per-call samples would add at every call. With
+ * `steps` (--per-call), each call is timed alone instead and the part's
+ * time is their sum. Between the calls runs only what NCCL's caller does
+ * too (the descriptor's parent), and the test of the mask. */
+static uint64_t run_part(struct mix_runner *r, void **hs, const struct part_list *pl, uint64_t fence,
+                         uint64_t *ncalls, uint32_t *steps, size_t k) {
+    const struct mix_op *op = r->op;
+    uint16_t called[MIX_MAX_STEPS];
+    int n = 0;
     uint64_t sum = 0;
-    for (int i = 0; i < op->nsteps; i++) {
+    warm(r, hs, pl);
+    uint64_t t0 = cycle_fenced();
+    for (int j = 0; j < pl->n; j++) {
+        int i = pl->step[j];
         const struct mix_step *s = &op->step[i];
-        if (s->part != part || !mix_wanted(r, hs, s))
+        if (!mix_wanted(r, hs, s))
             continue;
-        uint64_t t0 = cycle_fenced();
+        called[n++] = (uint16_t)i;
+        if (!steps) {
+            mix_call(r, hs, s);
+            continue;
+        }
+        uint64_t c0 = cycle_fenced();
         mix_call(r, hs, s);
-        uint64_t t1 = cycle_fenced();
-        uint64_t d = t1 - t0;
-        sum += d > fence ? d - fence : 0;
+        uint64_t d = cycle_fenced() - c0;
+        d = d > fence ? d - fence : 0;
+        sum += d;
+        if (k < STEP_SAMPLES)
+            steps[(size_t)i * STEP_SAMPLES + k] = (uint32_t)(d < UINT32_MAX ? d : UINT32_MAX);
+    }
+    if (!steps) {
+        uint64_t d = cycle_fenced() - t0;
+        sum = d > fence ? d - fence : 0;
+    }
+    for (int j = 0; j < n; j++) {
+        const struct mix_step *s = &op->step[called[j]];
         r->calls[s->kind]++;
-        (*ncalls)++;
         if (s->kind == MIX_START) {
             r->events_offered++;
             if (!hs[s->ev])
                 r->events_null++;
         }
     }
+    *ncalls += (uint64_t)n;
     return sum;
 }
 
@@ -189,10 +241,12 @@ static void *app_main(void *arg) {
         evict(a->scratch, evict_bytes);
         memset(hs, 0, sizeof(r->h[0]));
         uint64_t n = 0;
-        uint64_t ticks = run_part(r, hs, 0, sh->fence, &n);
+        int timed = r->seq >= PATTERN_WARMUP;
+        uint64_t ticks = run_part(r, hs, &sh->parts[0], sh->fence, &n, timed ? a->steps : NULL, a->nsteps_app);
+        a->nsteps_app += (size_t)timed;
         uint64_t t_done = cycle_now();
         a->calls += n;
-        if (r->seq >= PATTERN_WARMUP && a->n < sh->cap)
+        if (timed && a->n < sh->cap)
             a->cost[a->n++] = (uint32_t)(ticks < UINT32_MAX ? ticks : UINT32_MAX);
         struct handoff *slot = &a->q->slot[head % QUEUE_SLOTS];
         memcpy(slot->h, hs, sizeof(slot->h));
@@ -219,14 +273,16 @@ static void proxy_op(struct pshared *sh, struct app *a, const struct handoff *in
     uint64_t seq = in->seq, t_app = in->t_app_done;
     pr->seq = seq;
     uint64_t n = 0, ticks = 0, t_first = 0;
+    int timed = seq >= PATTERN_WARMUP;
     for (int part = 1; part < MIX_PATTERN_PARTS; part++) {
-        if (!sh->part_used[part])
+        if (!sh->parts[part].n)
             continue;
         evict(scratch, evict_bytes);
         if (part == 1)
             t_first = cycle_now();
-        ticks += run_part(pr, hs, part, sh->fence, &n);
+        ticks += run_part(pr, hs, &sh->parts[part], sh->fence, &n, timed ? a->psteps : NULL, a->nsteps_proxy);
     }
+    a->nsteps_proxy += (size_t)timed;
     sh->proxy_calls += n;
     if (seq >= PATTERN_WARMUP && sh->proxy_n < sh->cap * (size_t)sh->cfg->app_threads) {
         sh->proxy_cost[sh->proxy_n] = (uint32_t)(ticks < UINT32_MAX ? ticks : UINT32_MAX);
@@ -336,7 +392,13 @@ int pattern_run(const struct pattern_config *cfg, struct pattern_result *res, ch
         a->q = aligned_alloc(64, (sizeof(struct queue) + 63) / 64 * 64);
         a->scratch = calloc(1, ((size_t)cfg->evict_kib << 10) + 64);
         a->cost = calloc(sh->cap, sizeof(uint32_t));
-        if (!a->r || !a->pr || !op || !pop || !a->q || !a->scratch || !a->cost) {
+        if (cfg->per_call) {
+            a->steps = calloc((size_t)MIX_MAX_STEPS * STEP_SAMPLES, sizeof(uint32_t));
+            a->psteps = calloc((size_t)MIX_MAX_STEPS * STEP_SAMPLES, sizeof(uint32_t));
+            if (!a->steps || !a->psteps)
+                ok = 0;
+        }
+        if (!ok || !a->r || !a->pr || !op || !pop || !a->q || !a->scratch || !a->cost) {
             free(op);
             free(pop);
             ok = 0;
@@ -347,8 +409,11 @@ int pattern_run(const struct pattern_config *cfg, struct pattern_result *res, ch
         mix_build_nccl_pattern(pop, cfg->proxy_ops);
         a->r->op = op;
         a->pr->op = pop;
-        for (int k = 0; k < op->nsteps; k++)
-            sh->part_used[op->step[k].part] = 1;
+        if (i == 0)
+            for (int k = 0; k < op->nsteps; k++) {
+                struct part_list *pl = &sh->parts[op->step[k].part];
+                pl->step[pl->n++] = (uint16_t)k;
+            }
     }
     if (!ok) {
         snprintf(err, errlen, "out of memory");
@@ -445,6 +510,21 @@ int pattern_run(const struct pattern_config *cfg, struct pattern_result *res, ch
     for (int i = 0; i < n; i++)
         ops_app += apps[i].r->seq;
     res->op_rate = (double)ops_app / res->wall_s;
+    if (cfg->per_call && n > 0) {
+        /* the first application thread's communicator: both sides of it */
+        const struct mix_op *op = apps[0].r->op;
+        res->nsteps = op->nsteps;
+        for (int i = 0; i < op->nsteps; i++) {
+            const struct mix_step *st = &op->step[i];
+            int on_proxy = st->part != 0;
+            uint32_t *v = (on_proxy ? apps[0].psteps : apps[0].steps) + (size_t)i * STEP_SAMPLES;
+            size_t m = on_proxy ? apps[0].nsteps_proxy : apps[0].nsteps_app;
+            res->step_p50[i] = quantile(v, m < STEP_SAMPLES ? m : STEP_SAMPLES, 0.5);
+            const char *et = nsc_etype_name((unsigned)__builtin_ctzll(op->ev[st->ev].d.type));
+            snprintf(res->step_name[i], sizeof(res->step_name[i]), "%s %s %s", on_proxy ? "proxy" : "app",
+                     et ? et : "?", mix_kind_name[st->kind]);
+        }
+    }
     res->calls_per_op[PATTERN_APP] = ops_app ? (double)app_calls / (double)ops_app : 0;
     res->calls_per_op[PATTERN_PROXY] = ops_app ? (double)sh->proxy_calls / (double)ops_app : 0;
 out:
@@ -460,6 +540,8 @@ out:
         free(a->q);
         free(a->scratch);
         free(a->cost);
+        free(a->steps);
+        free(a->psteps);
     }
     free(apps);
     free(sh->proxy_cost);

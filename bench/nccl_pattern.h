@@ -36,6 +36,7 @@ struct pattern_config {
     double op_rate;      /* operations per second per application thread */
     unsigned evict_kib;  /* written by a thread before each of its parts */
     int proxy_ops;       /* 1: a ProxyOp of 2 ProxySteps per channel; 0: KernelCh only */
+    int per_call;        /* also the median of every call of the operation */
     int keep_traces;
 };
 
@@ -50,6 +51,10 @@ struct pattern_result {
     double op_rate;                   /* operations per second reached, all threads */
     double ns_per_tick;
     double wall_s;
+    /* per_call: each call's median ticks, in the operation's order */
+    int nsteps;
+    double step_p50[MIX_MAX_STEPS];
+    char step_name[MIX_MAX_STEPS][32];
     /* calls by kind, events offered, what the plugin kept (bench_run.h) */
     struct bench_result kept;
 };

@@ -135,13 +135,14 @@ def main():
               "calls per side: %s" % x)
         check(x["total_x_floor"] is not None and x["total_x_floor"] > 0, "ratio to the floor: %s" % x)
         if x["plugin"] == "floor":
-            check(x["total_x_floor"] == 1.0, "the floor is its own unit: %s" % x)
+            check(x["total_x_floor"] == 1.0 and x["net_x_floor"] == 1.0, "the floor is its own unit: %s" % x)
+        check("net_x_floor" in x and (x["net_x_floor"] is None or x["net_x_floor"] >= 0), "net ratio: %s" % x)
         check(x["callbacks_offered"] > 0 and x["callbacks_kept"] <= x["callbacks_offered"], "kept counted: %s" % x)
         seen = {"ncclscope": "trace", "floor": "handles", "empty": "handles"}[x["plugin"]]
         check(x["kept_seen_in"] == seen, "kept observed in %s: %s" % (seen, x))
         if x["plugin"] != "ncclscope":
             check(x["zero_drop"], "a reference plugin keeps every handle: %s" % x)
-    for word in ("nccl-pattern", "app p50", "proxy p50", "x floor", "median of 2 rounds"):
+    for word in ("nccl-pattern", "app p50", "proxy p50", "x floor", "net x", "median of 2 rounds"):
         check(word in r.stdout, "%r in the table:\n%s" % (word, r.stdout))
     print("ok: nccl-pattern: %s" % ", ".join("%s %.0f+%.0f ticks (x%.2f)" % (
         x["plugin"], x["app_p50_ticks"], x["proxy_p50_ticks"], x["total_x_floor"]) for x in meds))
