@@ -21,7 +21,7 @@
 
 /* The first operations of each communicator create the plugin's per-thread
  * and per-communicator state: not what an operation costs later. */
-#define PATTERN_WARMUP 64
+#define PATTERN_WARMUP 8
 #define STEP_SAMPLES 4096 /* per call of the operation, with per_call */
 #define QUEUE_SLOTS 8 /* a proxy thread that falls behind holds the application back */
 
