@@ -117,7 +117,7 @@ int mix_build(struct mix_op *op, const char *name) {
         kernel_channels(op, coll, 2);
         /* Recorded send steps go SendGPUWait -> SendPeerWait -> SendWait,
          * receive steps RecvWait -> RecvFlushWait -> RecvGPUWait; the mix
-         * gives every step five state updates as the issue asks. */
+         * gives every step five state updates. */
         static const int send_states[5] = {8, 20, 9, 9, 9};
         static const int recv_states[5] = {10, 10, 11, 12, 12};
         for (int p = 0; p < 4; p++) {

@@ -31,6 +31,8 @@ LOG=$OUT/main.log
 if [ "$VERBOSE" = 1 ]; then LOG=/dev/stderr; fi
 CLI=build/converter/ncclscope
 echo "No GPU here: replaying real NCCL 2.28.9 callback streams (2 x H200, 4 x H200) through the plugin."
+echo "Each recorded process, its ranks, and the check: every event NCCL started there is in the new trace."
+bad=0
 for t in tests/data/*.nsc tests/data/h200x4_procs/*.nsc; do
     name=$(basename "$t" .nsc)
     NCCLSCOPE_DIR="$OUT/$name" NCCLSCOPE_EVENTS=all \
@@ -43,7 +45,19 @@ for t in tests/data/*.nsc tests/data/h200x4_procs/*.nsc; do
         msg=$($CLI convert "$OUT/$name" -o "$OUT/$name.json" 2>&1)
         echo "$msg" >>"$LOG"
         events=$(echo "$msg" | sed -n 's/.*file(s), \([0-9]*\) events.*/\1/p')
-        printf '  %-20s replayed through the plugin: %5s events -> %s\n' "$name" "$events" "$OUT/$name.json"
+        dropped=$(echo "$msg" | sed -n 's/.*, \([0-9]*\) records dropped by the plugin.*/\1/p')
+        # what NCCL started in the recorded process, and which ranks it was
+        src=$($CLI info "$t")
+        offered=$(echo "$src" | sed -n 's/^records .*(start \([0-9]*\),.*/\1/p')
+        ranks=$(echo "$src" | sed -n 's/^ *#[0-9]* rank \([0-9]*\) of \([0-9]*\),.*/\1 \2/p' | sort -n -u)
+        of=$(echo "$ranks" | awk '{print $2}' | sort -n | tail -1)
+        ranks=$(echo "$ranks" | awk '{print $1}' | paste -sd, -)
+        if [ "${events:-x}" = "$offered" ] && [ "${dropped:-x}" = 0 ]; then
+            check="all $offered events kept, 0 dropped"
+        else
+            check="FAILED: ${events:-?} of $offered events kept, ${dropped:-?} records dropped"; bad=1
+        fi
+        printf '  %-19s %-17s %-34s -> %s\n' "$name" "rank(s) $ranks of $of" "$check" "$OUT/$name.json"
     fi
 done
 # The job-level views, on the 4-process job recorded on 4 x H200 (one
@@ -57,8 +71,10 @@ $CLI report "$JOB" -o "$OUT/report.html" 2>>"$LOG"
 if [ "$VERBOSE" = 1 ]; then
     cat "$OUT/stats.txt"
 else
-    # the AllReduce rows of the GPU-time table and the worst straggler
+    # the AllReduce rows of the GPU-time table, its legend (stats' own), the worst straggler
     awk '/^comm +ranks/{p=1; print; next} p && /^$/{exit} p && /AllReduce/' "$OUT/stats.txt"
+    echo "  (size<=: the operation's bytes as nccl-tests counts them, up to this power of two; times in microseconds (us); rank-ops: operations summed over ranks)"
+    awk '/^timing gpu:/{p=1} p && /^$/{exit} p{print "  " $0}' "$OUT/stats.txt"
     awk '/^comm +rank +collectives/{getline; print "  worst straggler by GPU start: rank " $2 ", last in " $4 " of " $3 " collectives, made the first rank wait " $5 " us in all"; exit}' "$OUT/stats.txt"
 fi
 echo "Outputs in $OUT/:"
@@ -67,3 +83,4 @@ echo "  job.json, job.pftrace the job's merged trace: open in https://ui.perfett
 echo "  stats.txt             ncclscope stats of the job (GPU time, queue time, stragglers)"
 echo "  <trace>.json          each replayed trace; <trace>/ its .nsc files"
 [ "$VERBOSE" = 1 ] || echo "  main.log              every tool's per-file diagnostics (or run: bash bench/main.sh -v)"
+if [ "$bad" != 0 ]; then echo "FAILED: a replayed trace lost events (see $LOG)" >&2; exit 1; fi

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * block_payload.h - the payloads of the small blocks (docs/format.md):
- * each encoder beside its decoder, so the writer (plugin/flusher.c) and the
+ * each encoder beside its decoder, so the writer (plugin/engine/) and the
  * readers (reader/trace_decode.c) share one definition of the bytes.
  *
  *   STRINGS  (u32 id, u16 len, len bytes)*      ids 1..65535, no terminator

@@ -257,7 +257,7 @@ enum nsc_rec_kind {
     NSC_REC_THREAD = 5, /* first record of a writer thread: aux = tid, payload = name */
     NSC_REC_COMM_INIT = 6,     /* aux = comm serial */
     NSC_REC_COMM_FINALIZE = 7, /* aux = comm serial */
-    /* v3: a Python event (python/, plugin/python_api.c): etype = enum
+    /* v3: a Python event (python/, plugin/api/python_api.c): etype = enum
      * nsc_py_what, aux = location (string id), id 0, u.state.arg below.
      * Packed tags keep 3 bits of kind, where 0 (never written before)
      * stands for 8 (record_pack.h). */

@@ -342,7 +342,7 @@ static const char *str(struct from_trace *ft, struct nsc_decoder *d, uint32_t id
     return nsc_script_intern(ft->s, nsc_decoder_str(d, id));
 }
 
-/* A NetPlugin's data as the plugin kept it (plugin/nccl_api.c, fill_net). */
+/* A NetPlugin's data as the plugin kept it (plugin/api/nccl_api.c, fill_net). */
 static void rebuild_net(struct nsc_call *c, const struct nsc_rec *r, const struct nsc_rec *ext) {
     nsc_abi_descr_v7 *d = &c->d;
     const union nsc_desc *o = &r->u.start.d;

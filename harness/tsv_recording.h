@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * tsv_recording.h - reads the NCCL callback recordings of ../shared/recordings
+ * tsv_recording.h - reads NCCL callback recordings (tests/data/recordings)
  * (one line per callback, tab-separated; format in that folder's README)
  * into a replay script.
  *

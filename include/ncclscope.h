@@ -37,8 +37,12 @@
  *                 moment, on the calling thread; shown by `ncclscope convert`
  *                 as an instant event. NCCLSCOPE_NO_SESSION before the first
  *                 communicator (nothing would write it).
- *   dump()        write the in-memory window of flight mode. There is no
- *                 flight mode yet: returns NCCLSCOPE_NOT_FLIGHT_MODE.
+ *   dump()        flight mode (NCCLSCOPE_MODE=flight): write the in-memory
+ *                 window as a standalone trace, <host>-<pid>[-N].nsc in
+ *                 NCCLSCOPE_DIR. Only asks for it: a background thread writes
+ *                 it, the window stays and recording goes on. A streaming
+ *                 process (or one with no communicator yet) returns
+ *                 NCCLSCOPE_NOT_FLIGHT_MODE: everything is on disk already.
  *   mask()        the event types being recorded now (0 while stopped).
  *
  * The same commands reach a running job from a shell through the control

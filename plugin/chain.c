@@ -11,7 +11,7 @@
 #include "event_types.h"
 #include "host.h"
 #include "recorder.h"
-#include "session.h"
+#include "comm_table.h"
 
 #define NCCLSCOPE_NO_LOADER
 #include "ncclscope.h"

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "control.h"
 #include "event_types.h"
-#include "flusher.h"
+#include "engine.h"
 #include "intern.h"
 #include "live_metrics.h"
 #include "log.h"
@@ -73,7 +73,9 @@ static int open_session(int api_version) {
      * earlier in the process (control.h). */
     char stem[160];
     snprintf(stem, sizeof(stem), "%s-%u", s.host, s.pid);
-    s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version, cfg.dir, stem);
+    s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version);
+    nsc_ctl_set_dump(nsc_session_request_dump);
+    nsc_ctl_files_open(cfg.dir, stem);
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);
     nsc_comm_reset_pending();
     nsc_session_pid = (int)s.pid;
@@ -86,7 +88,7 @@ static int open_session(int api_version) {
     }
     if (nsc_live_create(&cfg, &s, err, sizeof(err)) != 0)
         nsc_log_warn("ncclscope: %s; no metrics", err);
-    if (nsc_flusher_start(&cfg, &s, sessions_started, err, sizeof(err)) != 0) {
+    if (nsc_engine_start(&cfg, &s, sessions_started, err, sizeof(err)) != 0) {
         nsc_log_warn("ncclscope disabled: %s", err);
         nsc_live_destroy();
         nsc_ctl_session_close();
@@ -97,10 +99,10 @@ static int open_session(int api_version) {
     char names[256];
     nsc_log_info("ncclscope %s: NCCL profiler API v%d, events %s, clock %s, writing %s",
                  NSC_VERSION, api_version, nsc_mask_format(s.event_mask, names, sizeof(names)),
-                 s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_flusher_path());
+                 s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_engine_path());
     sessions_started++;
     session_open = 1;
-    /* RELEASE: pairs with python_api.c's ACQUIRE; the flusher is running */
+    /* RELEASE: pairs with python_api.c's ACQUIRE; the engine is running */
     atomic_store_explicit(&nsc_session_live, 1, memory_order_release);
     return 0;
 }
@@ -133,8 +135,8 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
  * metrics), then what they used. Under the session mutex. */
 static void close_session(void) {
     atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
-    nsc_watchdog_stop(); /* before the flusher: a HANG block it built still reaches the file */
-    int joined = nsc_flusher_stop();
+    nsc_watchdog_stop(); /* before the engine: a HANG block it built still reaches the file */
+    int joined = nsc_engine_stop();
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */
     nsc_watchdog_release(); /* the HANG blocks kept (under its lock: a writer left behind is safe) */
@@ -144,7 +146,7 @@ static void close_session(void) {
 
 int nsc_session_request_dump(void) {
     pthread_mutex_lock(&lock);
-    int rc = session_open && !forked_child ? nsc_flusher_request_dump() : -1;
+    int rc = session_open && !forked_child ? nsc_engine_request_dump() : -1;
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -159,7 +161,7 @@ void nsc_session_comm_close(struct nsc_comm *c) {
 }
 
 /* Runs at dlclose, and at exit for a process that never finalized its
- * communicators: write out what the rings hold and stop the flusher. Memory
+ * communicators: write out what the rings hold and stop the engine. Memory
  * is freed only when no session was open (NCCL finalized everything and is
  * unloading us); at exit other threads may still be inside a callback. */
 __attribute__((destructor)) static void on_unload(void) {

@@ -13,9 +13,7 @@
 #include "comm_table.h"
 #include "nccl_abi.h"
 
-/* Our pid, for the PXN check on ProxyOp descriptors. Written under the
- * session mutex before any context exists, read-only afterwards. */
-extern int nsc_session_pid;
+/* nsc_session_pid, our pid for the PXN check: record/comm_table.h. */
 
 /* 1 while a session is open (its flusher running), for records that come
  * from no communicator: the Python package's (python_api.c). Set with

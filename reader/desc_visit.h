@@ -20,7 +20,7 @@ enum nsc_desc_kind {
     NSC_DESC_PTR = 3,      /* v.u: a pointer's value (tools show it in hex) */
     NSC_DESC_EVENT_ID = 4, /* v.u: another event's id in the same file */
     NSC_DESC_TEXT = 5,     /* v.text: a constant text (a NetPlugin's "ib"/"socket") */
-    NSC_DESC_PY_STACK = 6, /* v.u: string id of the Python caller's stack (plugin/python_api.c) */
+    NSC_DESC_PY_STACK = 6, /* v.u: string id of the Python caller's stack (plugin/api/python_api.c) */
 };
 
 struct nsc_desc_field {

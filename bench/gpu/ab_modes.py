@@ -13,7 +13,7 @@ operation of any NCCL thread in it (from /proc/self/task, nccl-bench's NB_TASKS)
 
 Prints, per layout: blocks of each arm (scope, pass, floor, noslab) in each mode with their
 median µs and enqueue µs, and the per-repeat ratios of each arm to pass where both ran in the
-same mode, with a 95 % bootstrap interval of their median. Several DIRs (device calls of one
+same mode, with a 95 % bootstrap interval of their median. Several DIRs (separate runs of one
 build) are pooled: their blocks pair only within their own DIR.
 """
 import glob

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sourced by the GPU scripts: builds the tree with bench/gpu into build-gpu.
 #   NCCL_HOME  prefix with include/nccl.h and lib/libnccl.so* (default: the
-#              PyTorch wheel's copy on the device machines)
+#              NCCL of the PyTorch wheel in /opt/torch/.venv)
 #   DEPS       prefix with zstd headers/library when the machine lacks -dev packages
 NCCL_HOME=${NCCL_HOME:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
 export NCCL_NVLS_ENABLE=0

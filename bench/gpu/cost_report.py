@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Medians and ratios of bench/gpu/run_cost.sh's cost.tsv (kind, config, round, µs per op).
 
-    python3 cost_report.py COST.TSV [COST.TSV ...]     # several device calls: pooled
+    python3 cost_report.py COST.TSV [COST.TSV ...]     # several runs: pooled
 
 With every event NCCL 2.28 runs at one of two speeds per process (docs/benchmarks.md
 §5b: its progress thread spinning, or sleeping once per operation), so a median over
@@ -10,8 +10,8 @@ medians this prints, per configuration, the mean with a 95 % bootstrap interval 
 its ratio to the reference, how many rounds ran in the slow mode (over SLOW times
 the fastest round of any configuration of that kind: the two modes are ~7.3 and
 ~10 µs apart at 64 B on H200, with some rounds between), and the medians within
-each mode. Files are device calls, and calls differ in how often the slow mode
-comes: every ratio compares a configuration with the reference's rounds of the
+each mode. Each file is one run of run_cost.sh, and runs differ in how often the slow
+mode comes: every ratio compares a configuration with the reference's rounds of the
 files that ran it, and the bootstrap resamples rounds within each file."""
 import random
 import statistics

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A real NCCL job that hangs (issue 11): 2 ranks all_reduce in a loop; rank 1
+"""A real NCCL job that hangs: 2 ranks all_reduce in a loop; rank 1
 skips its SKIP-th all_reduce (1-based) and sleeps, so rank 0 waits inside
 that collective. Run with torchrun; ncclscope's watchdog should fire on
 rank 0 (NCCLSCOPE_HANG_SECONDS) and `ncclscope hang` name rank 1 and the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A 4-process PyTorch DDP training loop (issue 12's GPU check). Run under
+"""A 4-process PyTorch DDP training loop (the Python callers' GPU check). Run under
 torchrun with the ncclscope package active (run_python.sh):
 
     NCCLSCOPE_PYTHON=caller torchrun --nproc_per_node 4 py_torch_ddp.py --steps 50

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# What ncclscope costs inside NCCL at 64 B (issue 8, item 4), in one device call:
+# What ncclscope costs inside NCCL at 64 B, in one run on one machine:
 #   T. nccl-tests all_reduce_perf -b 64 -e 64 -t NG -g 1 (one process driving every GPU),
 #      ROUNDS interleaved rounds of: no plugin, the empty plugin with every event, ncclscope
 #      default, ncclscope with every event, ncclscope with every event and the id/time only
@@ -25,7 +25,7 @@
 # STEPS=build leaves it under .nccl-tests/work). Writes $OUT/cost.tsv, $OUT/knee.json and
 # prints the medians and ratios (bench/gpu/cost_report.py).
 #   OUT (/tmp/ncclscope-cost), ROUNDS (12: a multiple of the default 4 configurations; with every
-#   event 6 rounds are too few to carry a median, docs/benchmarks.md §5e), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
+#   event 6 rounds are too few to carry a median, docs/benchmarks.md §3.2), ITERS (30000), PHASES ("T P H"), KNEE_S (60), CONFIGS,
 #   PIN (a command prefix for every NCCL run, e.g. "taskset -c 0-15": the rounds' spread is
 #   mostly where the kernel puts NCCL's threads)
 set -euo pipefail
@@ -45,7 +45,7 @@ ART=$PWD/.nccl-tests/work/nccl-tests-build/all_reduce_perf
 export LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64:$LD_LIBRARY_PATH"
 # CONFIGS picks among these (default: none empty_all scope_default scope_all);
 # floor_all is the floor plugin (bench/floor_plugin.c: one timestamp and one
-# record line per callback); the last three price issue 11's features on top
+# record line per callback); the last three price the hang and flight features on top
 # of every event: flight mode, the hang watchdog off (slab and watchdog are on
 # by default), live metrics on; scope_lazy keeps ncclscope's background threads
 # as quiet as they go (drain every 20 ms, no watchdog thread).
@@ -55,7 +55,7 @@ CONFIGS=${CONFIGS:-none empty_all scope_default scope_all}
 # configurations, so that the place stays out of the comparisons. (With a
 # fixed order one 2 x H200 call drew NCCL's slow mode in 10, 15, 15 and 19 of
 # 25 rounds in places 1 to 4; a rotated one in 13, 9 and 11 of 36 in places
-# 1 to 3: docs/benchmarks.md §5e.)
+# 1 to 3: docs/benchmarks.md §3.2.)
 rotated() {
     local r=$1 i; shift
     local -a c=("$@")

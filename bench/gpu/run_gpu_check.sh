@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The plugin under a real NCCL run (issue 2's GPU check). Runs on a GPU
+# The plugin under a real NCCL run (the GPU check, docs/gpu-check.md). Runs on a GPU
 # machine from the repository root; writes logs and small traces to $OUT.
 #   NCCL_HOME, DEPS as in build_gpu.sh
 #   ITERS       operations per kind for the long run (default 25000: 4 kinds

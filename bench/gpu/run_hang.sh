@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Issue 11 on a GPU machine: a real NCCL job that hangs. PyTorch
+# The hang watchdog on a GPU machine: a real NCCL job that hangs. PyTorch
 # (torch.distributed, NCCL), 2 ranks on 2 GPUs; rank 1 skips its SKIP-th
 # all_reduce. ncclscope's hang watchdog (NCCLSCOPE_HANG_SECONDS) must fire
 # in rank 0 (HANG block, one NCCL WARN line); then the job is killed
@@ -9,7 +9,7 @@
 # From the repository root; builds with meson into build-hang (no GPU code:
 # the plugin only needs NCCL's headers' layout, which it carries).
 #   OUT    where the logs, hang reports and traces go (default /tmp/ncclscope-hang)
-#   DEPS   prefix with zstd headers/library when the machine lacks -dev packages (.devdeps)
+#   DEPS   prefix with zstd headers/library when the machine lacks -dev packages
 #   SKIP   the all_reduce rank 1 skips (default 1000)
 #   HANG_SECONDS  the watchdog's limit (default 5)   WAIT  seconds to wait for it (default 120)
 #   PY     python with torch (default /opt/torch/.venv/bin/python)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Offered vs kept on real NCCL workloads (issue 8, item 1): every nccl-tests
+# Offered vs kept on real NCCL workloads: every nccl-tests
 # binary, 64 B to 256 MiB, NCCLSCOPE_EVENTS=all and every other ncclscope
 # setting at its default, once under the counting reference plugin (what
 # NCCL offers) and once under ncclscope (what it keeps), on NVLink and on the
@@ -21,9 +21,9 @@
 #                .nccl-tests/work, git-ignored); reused when already built
 #   DEPS         prefix with zstd headers/library (as bench/gpu/build_gpu.sh)
 #   CUDA_HOME    (/usr/local/cuda)   NVCC_GENCODE (sm_90 only: H100/H200)
-#   STEPS        any of "build nvlink net procs report" (default: all); the
-#                device allows 10 minutes per command, so the lead runs them
-#                as separate calls (docs/gpu-check.md)
+#   STEPS        any of "build nvlink net procs report" (default: all); run
+#                them as separate commands where a command's time is
+#                limited (docs/gpu-check.md)
 #   TESTS        nccl-tests binaries (default: all ten)
 #   PLUGINS      "counting ncclscope"   PROC_OPS nccl-bench ops (ar,ag,rs,bc,sr)
 #   SMALL_ITERS/SMALL_WARMUP  -n/-w from 64 B to 1 MiB (1000/20)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# What ncclscope costs inside real NCCL (issue 3), in one device call:
+# What ncclscope costs inside real NCCL, in one run on one machine:
 #   A. NVLink, 64 B .. 256 MiB, 5 operations, configurations interleaved,
 #      REPEATS rounds: no plugin; the empty plugin with the default mask, the
 #      default mask + KernelCh, and every event; ncclscope default and all.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Issue 8's cost and rate targets, measured as an A/B in one device call:
+# The cost and rate targets (docs/benchmarks.md), measured as an A/B in one run:
 # this tree's ncclscope against a baseline build of ncclscope, beside the
 # empty and floor reference plugins, on the same machine, interleaved.
 #   C. cold callbacks (ncclscope-bench --cold KIB): each call alone in NCCL's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Issue 12 on a GPU machine: PyTorch DDP (4 processes), torch.distributed
+# The Python package on a GPU machine: PyTorch DDP (4 processes), torch.distributed
 # collectives called directly, and JAX (pmap, shard_map; one process, every
 # GPU), each under the NCCL profiler plugin with the Python package in
 # caller mode, then a check that every NCCL API call has its py_caller.

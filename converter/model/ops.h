@@ -4,7 +4,7 @@
  * format): the one wiring of a decoder to the operation tracker
  * (coll_track.h) that the commands share, and a small C API that yields one
  * row per operation and rank, for tools that bind the model (the Python
- * package's dataframes: issue 13).
+ * package's dataframes).
  */
 #ifndef NSC_OPS_H
 #define NSC_OPS_H

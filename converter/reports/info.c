@@ -130,7 +130,7 @@ int nsc_info(const char *path, FILE *out) {
         }
     fprintf(out, "%s\n", any ? "" : " none");
     /* "written" is the plugin's count (the thread's ring); the flusher
-     * adds THREAD records naming the thread (flusher.c write_threads) */
+     * adds THREAD records naming the thread (engine/file_out.c eng_write_threads) */
     fprintf(out, "threads         in file: all its records, EXT and THREAD included; written: what\n"
                  "                the plugin put in its ring (not the THREAD records the file adds)\n");
     uint64_t drops = in.stats.drops_no_thread;

@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "bench_passthrough.h"
 #include "chain.h"
 #include "control.h"
 #include "log.h"

@@ -143,4 +143,9 @@ unsigned nsc_comm_describe_open(struct nsc_comm_info *out, unsigned max);
  * memory, or dropped at a session start), since the process started. */
 uint64_t nsc_comm_overflows(void);
 
+/* Our pid, for the PXN check on ProxyOp descriptors (a ProxyOp whose pid
+ * is another's belongs to that process's context). Written by the session
+ * under its mutex before any context exists, read-only afterwards. */
+extern int nsc_session_pid;
+
 #endif /* NSC_COMM_TABLE_H */

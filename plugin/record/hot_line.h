@@ -33,7 +33,7 @@ struct nsc_hot_line {
      * runs to scan them, after the slab exists (RELEASE), cleared when it
      * stops; on this line because every start of a tracked type reads it. */
     _Atomic int opst_tracking;
-    _Atomic uint32_t record_mask;  /* nsc_ctl_record_mask (control.h) */
+    _Atomic uint32_t record_mask;  /* nsc_ctl_record_mask (below; written by control.c) */
     _Atomic int chain_on;          /* nsc_chain_on (chain.h) */
     _Atomic uint32_t slab_high;    /* nsc_slab_high (slab.h) */
     struct nsc_slab_slot *slab_slots; /* nsc_slab_slots (slab.h), read through an atomic cast */
@@ -41,5 +41,15 @@ struct nsc_hot_line {
 _Static_assert(sizeof(struct nsc_hot_line) == 64, "one line");
 
 extern struct nsc_hot_line nsc_hot __attribute__((visibility("hidden")));
+
+/* The NCCL type bits recorded now: the session's mask, or 0 while stopped.
+ * RELAXED: a start that reads the old value a moment after stop() is
+ * recorded as if it came just before it; nothing else is published through
+ * this word. */
+#define nsc_ctl_record_mask (nsc_hot.record_mask) /* on the hot line (hot_line.h) */
+
+static inline uint32_t nsc_ctl_recording(void) {
+    return atomic_load_explicit(&nsc_ctl_record_mask, memory_order_relaxed);
+}
 
 #endif /* NSC_HOT_LINE_H */

@@ -34,33 +34,36 @@
 #include "comm_table.h"
 #include "hot_line.h"
 
-/* The NCCL type bits recorded now: the session's mask, or 0 while stopped.
- * RELAXED: a start that reads the old value a moment after stop() is
- * recorded as if it came just before it; nothing else is published through
- * this word. */
-#define nsc_ctl_record_mask (nsc_hot.record_mask) /* on the hot line (hot_line.h) */
-
-/* ncclscope_bench_passthrough's handle (control.c). */
-extern char nsc_passthrough_token __attribute__((visibility("hidden")));
-/* ncclscope_bench_passthrough(2): one timestamp and one line per call into
- * a private ring (control.c), the floor plugin's work. */
-void nsc_bench_floor(uint64_t kind, uint64_t what) __attribute__((visibility("hidden")));
-
-static inline uint32_t nsc_ctl_recording(void) {
-    return atomic_load_explicit(&nsc_ctl_record_mask, memory_order_relaxed);
-}
+/* nsc_ctl_recording(), the mask being recorded: record/hot_line.h. */
 
 /* Session start: the mask to record (NCCLSCOPE_EVENTS, unless set_mask was
  * called earlier in the process, which wins) limited to api_version; the
  * state of stop/start carries over. Returns the mask (the SESSION block's). */
-uint32_t nsc_ctl_session_open(uint32_t cfg_mask, int api_version, const char *dir,
-                              const char *stem);
+uint32_t nsc_ctl_session_open(uint32_t cfg_mask, int api_version);
 void nsc_ctl_session_close(void);
 
 /* init/finalize: remembers where NCCL re-reads the mask and writes it. */
 void nsc_ctl_comm_open(const struct nsc_comm *c, int *nccl_mask);
 void nsc_ctl_comm_close(const struct nsc_comm *c);
 
+/* The commands (api/control_api.c, the control files): NCCLSCOPE_OK or
+ * another NCCLSCOPE_* status (include/ncclscope.h). */
+int nsc_ctl_start(void);
+int nsc_ctl_stop(void);
+int nsc_ctl_set_mask(uint32_t mask);
+int nsc_ctl_set_events(const char *names);
+int nsc_ctl_dump(void);
+int nsc_ctl_mark(const char *text);
+const char *nsc_ctl_strerror(int status);
+/* The session's dump function (flight mode: 0 when a dump was asked for),
+ * which nsc_ctl_dump calls: control depends on no session code. */
+void nsc_ctl_set_dump(int (*fn)(void));
+/* Writes the comms' masks again when a chained plugin changed its own. */
+void nsc_ctl_refresh_chained(void);
+
+/* control_files.c. The session, at its start: where the control files are
+ * (<dir>/control, <dir>/<stem>.control); what they hold now is history. */
+void nsc_ctl_files_open(const char *dir, const char *stem);
 /* Ops thread: applies commands appended to the control files
  * (<dir>/control, <dir>/<stem>.control) and re-reads chained plugins'
  * masks. Never blocks on anything but the file system. */

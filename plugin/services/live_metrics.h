@@ -4,16 +4,16 @@
  * (NCCLSCOPE_METRICS_DIR), written for node-exporter's textfile collector.
  *
  * Who calls what:
- *   - the drainer (plugin/flusher.c): nsc_live_pass_begin() and _end()
- *     around each pass over the rings, nsc_live_observe() for every record
- *     it packs (inline filter: only Coll, P2p, CeColl, KernelCh and ProxyOp
- *     records and comm finalizes go further);
+ *   - the engine's drainers, through its observer hooks (engine.h, set by
+ *     nsc_live_create): nsc_live_pass_begin() and _end() around each pass
+ *     over the rings, and each packed record of the types in NSC_LIVE_TYPES
+ *     (Coll, P2p, CeColl, KernelCh and ProxyOp) and each comm finalize;
  *   - whoever takes comm descriptions for the file (the drainer at a seal,
  *     or a compressor): nsc_live_comms();
  *   - the ops thread (services/ops_thread.h): nsc_live_write() every
  *     NCCLSCOPE_METRICS_SECONDS and at the end, nsc_live_remove();
- *   - the session (its mutex): nsc_live_create() before the flusher starts,
- *     nsc_live_destroy() after the flusher and the ops thread stopped.
+ *   - the session (its mutex): nsc_live_create() before the engine starts,
+ *     nsc_live_destroy() after the engine and the ops thread stopped.
  * The aggregates are under one mutex, which the drainer holds for a pass
  * and the ops thread for a copy (never across I/O): the callbacks never
  * see any of this. Memory is bounded: operations in flight (NSC_LIVE_OPS),
@@ -44,7 +44,7 @@
 #define NSC_LIVE_SERIES 4096
 
 struct nsc_live;
-/* The session's, or NULL when metrics are off: the drainer's hooks test it. */
+/* The session's, or NULL when metrics are off: the engine's hooks test it. */
 extern struct nsc_live *_Atomic nsc_live_on;
 
 int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, char *err,
@@ -56,27 +56,12 @@ void nsc_live_set_mask(uint32_t mask);
 
 void nsc_live_pass_begin(void);
 void nsc_live_pass_end(void);
-void nsc_live_record(struct nsc_live *m, const struct nsc_rec *r);
 void nsc_live_comms(const struct nsc_comm_info *c, unsigned n);
 
 /* The records the metrics follow. */
 #define NSC_LIVE_TYPES                                                                         \
     ((1u << NSC_ET_COLL) | (1u << NSC_ET_P2P) | (1u << NSC_ET_CE_COLL) |                        \
      (1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_PROXY_OP))
-
-/* Drainer, per record: cheap when metrics are off (one relaxed load) and
- * for the records they ignore (two tests). RELAXED: set before the drainer
- * thread is created and cleared after it is joined. */
-static inline void nsc_live_observe(const struct nsc_rec *r) {
-    struct nsc_live *m = atomic_load_explicit(&nsc_live_on, memory_order_relaxed);
-    if (__builtin_expect(m == 0, 1))
-        return;
-    if (((NSC_LIVE_TYPES >> r->h.etype) & 1) && r->h.kind >= NSC_REC_START &&
-        r->h.kind <= NSC_REC_STATE)
-        nsc_live_record(m, r);
-    else if (r->h.kind == NSC_REC_COMM_FINALIZE)
-        nsc_live_record(m, r);
-}
 
 /* Ops thread: writes <dir>/<host>-<pid>.prom (temporary name, rename);
  * `final`: the session's end, everything drained (host-timed operations

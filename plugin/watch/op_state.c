@@ -7,10 +7,8 @@
 #include <string.h>
 
 #include "clock.h"
-#include "control.h"
 #include "event_types.h"
 #include "intern.h"
-#include "session.h"
 #include "thread_state.h"
 
 /* Payload words per kind (every one an atomic word of the slot, so the

@@ -40,7 +40,6 @@
 #include <stdint.h>
 
 #include "comm_table.h"
-#include "control.h"
 #include "event_types.h"
 #include "hot_line.h"
 #include "nccl_abi.h"

@@ -12,7 +12,7 @@
 #include "bg_thread.h"
 #include "clock.h"
 #include "comm_table.h"
-#include "flusher.h"
+#include "engine.h"
 #include "intern.h"
 #include "log.h"
 #include "op_state.h"
@@ -35,7 +35,7 @@
  * ProxyOp that starts later than the short grace finds its operation gone
  * and is counted as an orphan: on 4 x H200's socket path ProxyOps started
  * 0.25 ms (median) and 4.3 ms (the latest of 240) after their Coll's stop
- * (shared/recordings/net_allreduce_1MiB). */
+ * (tests/data/recordings/net_allreduce_1MiB). */
 #define SCAN_MS 100
 #define PRESSED_SCAN_MS 5
 #define PRESSED_GRACE_MS 10
@@ -411,7 +411,9 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
     }
     running = 1;
     nsc_opst_set_tracking(1);
-    nsc_flusher_set_hang_hooks(nsc_watchdog_emit, nsc_watchdog_take_dump_request);
+    static const struct nsc_engine_hooks hooks = {.hang_take = nsc_watchdog_take_block,
+                                                  .hang_dump = nsc_watchdog_take_dump_request};
+    nsc_engine_observe(&hooks);
     return 0;
 }
 
@@ -427,7 +429,7 @@ void nsc_watchdog_stop(void) {
     ops = NULL, proxies = NULL, infos = NULL;
     /* A block still pending is written by the session's last job (and
      * the latest goes into flight mode's last dump): nsc_watchdog_release
-     * frees them after the flusher stopped. */
+     * frees them after the engine stopped. */
 }
 
 void nsc_watchdog_release(void) {
@@ -439,7 +441,7 @@ void nsc_watchdog_release(void) {
     pthread_mutex_unlock(&mu);
 }
 
-void nsc_watchdog_emit(struct nsc_writer *w, int dump) {
+unsigned char *nsc_watchdog_take_block(int dump, size_t *len) {
     pthread_mutex_lock(&mu);
     unsigned char *b = NULL;
     size_t n = 0;
@@ -451,10 +453,8 @@ void nsc_watchdog_emit(struct nsc_writer *w, int dump) {
         n = latest_len;
     }
     pthread_mutex_unlock(&mu);
-    if (!b)
-        return;
-    nsc_writer_block(w, NSC_BLK_HANG, b, n, 1);
-    free(b);
+    *len = n;
+    return b;
 }
 
 int nsc_watchdog_take_dump_request(void) {

@@ -14,31 +14,33 @@
  *
  * Who calls what:
  *   - nsc_watchdog_start/_stop: the session (its mutex), start after the
- *     flusher, stop before it (the last HANG block still reaches the file);
- *   - nsc_watchdog_emit: the compressor whose turn it is to write
- *     (flusher.c), after a chunk (streaming: the block not yet written) and
- *     in a flight dump (the latest block);
- *   - nsc_watchdog_take_dump_request: flusher drainer 0 (flight triggers).
+ *     engine, stop before it (the last HANG block still reaches the file);
+ *   - nsc_watchdog_take_block: the engine's compressor whose turn it is to
+ *     write (an engine hook, engine.h), after a chunk (streaming: the block
+ *     not yet written) and in a flight dump (the latest block);
+ *   - nsc_watchdog_take_dump_request: the engine's drainer 0 (a hook:
+ *     flight triggers).
  * Never on NCCL's threads.
  */
 #ifndef NSC_WATCHDOG_H
 #define NSC_WATCHDOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
-#include "trace_writer.h"
 
 /* Returns 0 (also when off), -1 when the thread or the slab could not be
  * made (the plugin runs without a watchdog; logged). */
 int nsc_watchdog_start(const struct nsc_config *cfg);
 void nsc_watchdog_stop(void);
-/* The session's end, after the flusher stopped: frees the blocks kept. */
+/* The session's end, after the engine stopped: frees the blocks kept. */
 void nsc_watchdog_release(void);
 
-/* Writes the HANG block due in w: in streaming mode (dump = 0) the one not
- * written yet; in a flight dump (dump = 1) the latest. */
-void nsc_watchdog_emit(struct nsc_writer *w, int dump);
+/* The HANG block due, as malloc'd bytes the caller writes and frees (*len
+ * its size), or NULL: in streaming mode (dump = 0) the one not written yet;
+ * in a flight dump (dump = 1) a copy of the latest. */
+unsigned char *nsc_watchdog_take_block(int dump, size_t *len);
 /* 1 once after the watchdog fired in flight mode. */
 int nsc_watchdog_take_dump_request(void);
 /* Times the watchdog fired since the process started (tests, metrics). */

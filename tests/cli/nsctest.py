@@ -94,16 +94,17 @@ def tmpdir():
     return d
 
 
-def shared_recordings():
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.normpath(os.path.join(here, "..", "..", "..", "shared", "recordings"))
-    if not os.path.isdir(root):
-        return None
+def recordings():
+    """The NCCL callback recordings shipped in tests/data/recordings (*.tsv,
+    one process each; their README says what each run was)."""
+    root = os.path.join(data_dir(), "recordings")
+    check(os.path.isdir(root), "no directory " + root + " (the NCCL recordings ship with the repository)")
     out = []
     for d in sorted(os.listdir(root)):
         p = os.path.join(root, d)
         if os.path.isdir(p):
             out += [os.path.join(p, f) for f in sorted(os.listdir(p)) if f.endswith(".tsv")]
+    check(out, "no NCCL recordings (*.tsv) under " + root)
     return out
 
 

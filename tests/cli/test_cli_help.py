@@ -79,6 +79,15 @@ def main():
     want = {"ncclscope", "ncclscope-bench", "ncclscope.1", "libnccl-profiler-ncclscope.so",
             "libnccl-profiler-empty.so", "libnccl-profiler-counting.so", "ncclscope.h"}
     check(want <= names, "installed: %s, missing %s" % (sorted(names), sorted(want - names)))
+    # the documents the man page's SEE ALSO names, under share/doc/ncclscope, README's links kept
+    page = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "ncclscope.1")).read()
+    see = page.split(".SH SEE ALSO", 1)[1].split(".SH", 1)[0]
+    named = re.findall(r"(?:docs/)?[\w-]+\.md", see)
+    check("README.md" in named and len(named) >= 4, "SEE ALSO names %s" % named)
+    docs = {os.path.relpath(os.path.join(dp, f), stage).split(os.sep + "doc" + os.sep + "ncclscope" + os.sep, 1)[-1]
+            for dp, _, fs in os.walk(stage) for f in fs if (os.sep + "doc" + os.sep + "ncclscope" + os.sep) in os.path.join(dp, f)}
+    check(set(named) | {"LICENSE"} <= docs, "share/doc/ncclscope holds %s, SEE ALSO names %s" % (sorted(docs), named))
+    want |= {"share/doc/ncclscope/" + d for d in named + ["LICENSE"]}
     print("ok: meson install puts %s" % ", ".join(sorted(want)))
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Communicators created and destroyed quickly (issue 9): every comm's
+"""Communicators created and destroyed quickly: every comm's
 description reaches the trace however many come and go between two flushes
 (3,000 here; 2,048 were kept), and a second finalize of a dead context is
 counted and harms no live comm, even one that now holds its slot.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""bench/gpu/cost_report.py on five real device calls (tests/bench_data/cost: 2 x H200,
+"""bench/gpu/cost_report.py on five real runs (tests/bench_data/cost: 2 x H200,
 NCCL 2.28.9, 64 B all_reduce, every event). The numbers it prints are recomputed here
 from the raw rounds, independently of the script: per configuration the rounds, how many
 ran in NCCL's slow mode (over 1.15 x the kind's fastest round), the mean and its ratio

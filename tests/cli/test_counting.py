@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The counting reference plugin against ncclscope on every replay source the
-other replay tests use (tests/data/*.nsc, tests/data/h200x4_procs/*.nsc and,
-when present, ../shared/recordings): each source is replayed once into the
+other replay tests use (tests/data/*.nsc, tests/data/h200x4_procs/*.nsc and
+the NCCL recordings tests/data/recordings/*/*.tsv): each source is replayed once into the
 counting plugin and once into ncclscope (every event type), and
 
   * the counting plugin's starts per type, stops and states equal what
@@ -25,7 +25,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nsctest import check, convert, data_dir, env_paths, events, run, shared_recordings, tmpdir, trace_files  # noqa: E402
+from nsctest import check, convert, data_dir, env_paths, events, recordings, run, tmpdir, trace_files  # noqa: E402
 
 TYPES = ["Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin",
          "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch"]
@@ -255,12 +255,7 @@ def main():
     check(counting and os.path.exists(counting), "usage: test_counting.py COUNTING_PLUGIN_SO")
     total, runs = 0, []
     srcs = sources()
-    recs = shared_recordings()
-    if recs is None:
-        print("SKIP part: ../shared/recordings is not present (only beside the developers' checkout)")
-    else:
-        check(recs, "../shared/recordings holds no .tsv")
-        srcs += recs
+    srcs += recordings()
     for src in srcs:
         n, counts_file, info_text = check_source(src, counting)
         total += n

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The disk never holds the job up, and a full disk never loses data
-silently (issue: frozen and full filesystems). Needs root for mount and
+silently: frozen and full filesystems. Needs root for mount and
 fsfreeze: skips with a message otherwise.
 
 1. NCCLSCOPE_DIR on an ext4 image frozen with fsfreeze before the job

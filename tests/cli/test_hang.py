@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`ncclscope hang` (issue 11) on the cut traces of killed jobs.
+"""`ncclscope hang` on the cut traces of killed jobs.
 
 coll: 4 ranks (one process each, tests/cli/hang_rank.c) run AllReduce
 seqNumber 0..9; rank 3 never enters seqNumber 9, ranks 0-2 enter it and

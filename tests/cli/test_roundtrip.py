@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Round trip: tracing a replay of a trace gives the same events, types,
 fields, threads and parent links. Uses the real NCCL traces shipped in
-tests/data (and a recording from ../shared when present)."""
+tests/data, and the socket-network NCCL recording of tests/data/recordings."""
 import os
 import re
 import sys
@@ -30,7 +30,7 @@ def canon(doc):
 def main():
     cli, plugin, fake = env_paths()
     inputs = [os.path.join(data_dir(), f) for f in sorted(os.listdir(data_dir())) if f.endswith(".nsc")]
-    recs = shared_recordings() or []
+    recs = recordings()
     check(inputs, "no traces in tests/data")
     for src in inputs + [r for r in recs if "net_allreduce" in r]:
         work = tmpdir()

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The in-process hang watchdog (issue 11), NCCLSCOPE_HANG_SECONDS=1.
+"""The in-process hang watchdog, NCCLSCOPE_HANG_SECONDS=1.
 
 Hung jobs of the fake host (tests/cli/hang_rank.c): one rank skips
 AllReduce 9 (4 ranks), and a p2p peer never posts its receive. In each

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * stress_comm_state.c - 100,000 communicator lifetimes while readers walk
- * their state (issue 11), through the plugin's own code: comm_table.c
+ * their state, through the plugin's own code: comm_table.c
  * (slots, contexts, generations), op_state.c (per-comm and per-operation
  * state), slab.c (slots for operations). Runs in the stress suite, also
  * under TSan (tests/run.sh).

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Threads that come and go keep every record; a thread that starts while
-every state is taken attaches once one frees (issue: thread churn and late
+every state is taken attaches once one frees (thread churn and late
 threads). Runs in the stress suite, also under TSan."""
 import os
 import re

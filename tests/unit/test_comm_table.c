@@ -84,7 +84,7 @@ static void test_contexts(void) {
 }
 
 /* Random 64-bit values and pointer-like values are not taken for live
- * contexts (issue 9: garbage handles were accepted a third of the time). */
+ * contexts (a table that trusted the pointer took garbage a third of the time). */
 static void test_garbage(void) {
     struct nsc_comm *live[64];
     for (int i = 0; i < 64; i++)
@@ -103,7 +103,7 @@ static void test_garbage(void) {
     take_all(taken, 200000);
 }
 
-/* The table has no cap that cycles reach (issue 9, item 6): 100,000
+/* The table has no cap that cycles reach: 100,000
  * open/close cycles, with long-lived comms beside them, a take every
  * 1,000; every description taken exactly once, every context dead after. */
 static void test_cycles(void) {
@@ -167,7 +167,7 @@ static void test_cycles(void) {
     CHECK(take_all(taken, 200000) == 0); /* anchors were taken already */
 }
 
-/* Issue 9, item 7: 3,000 comms opened between two takes (up to 1,000 open
+/* 3,000 comms opened between two takes (up to 1,000 open
  * at once, ranks learnt for some after open, as v1-v3 do): all 3,000
  * descriptions come out, each once, with the rank learnt. */
 static void test_burst(void) {

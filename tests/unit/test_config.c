@@ -165,7 +165,7 @@ static void test_numbers_refused(void) {
             CHECK(load_with(n->name, huge[k]) == -1 && strstr(err, "out of range") &&
                   names_all(n, huge[k]));
     }
-    /* RING_KB=1048576 under the default budget (issue 9: OOM-killed jobs) */
+    /* RING_KB=1048576 under the default budget: refused, not a job OOM-killed */
     CHECK(load_with("NCCLSCOPE_RING_KB", "1048576") == -1 && strstr(err, "out of range"));
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * test_segments.c - which segment files rotation keeps (plugin/segments.h):
+ * test_segments.c - which segment files rotation keeps (plugin/engine/segments.h):
  * the oldest go first, only as many as the cap needs, never the current
  * one; what went is counted, a file already gone included.
  */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* test_slab.c - plugin/slab.c's allocator: slots handed out once until
+/* test_slab.c - plugin/record/slab.c's allocator: slots handed out once until
  * freed, batches moved between threads' caches through the shared lists
  * (a batch's head names its other slots), the path of a thread without a
  * cache (it takes a batch and gives back all but one), a full slab, and the

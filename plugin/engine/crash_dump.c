@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+/* crash_dump.c - flight mode's dump from a fatal signal's handler: the
+ * async-signal-safe code alone (what it may call is listed below). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "block_payload.h"
+#include "clock.h"
+#include "engine_int.h"
+#include "intern.h"
+#include "thread_state.h"
+
+_Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mode) */
+
+
+/* On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT, flight mode writes the
+ * window to <dir>/<host>-<pid>-crash.nsc from the signal handler, then hands
+ * the signal to the handler that was there before (or the default action).
+ * Only async-signal-safe calls: mkdir, open, write, close, sigaction, raise,
+ * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
+ * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
+ * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
+ * (the recent descriptions), the kept chunks with their anchors, the chunk
+ * jobs not kept yet (their packed bytes), the records still in the rings (packed by the handler: nsc_pack_record is a
+ * pure function), END. The
+ * path is prepared at session start. Checked by reading every function the
+ * handler reaches (crash_*, nsc_strings_encode, nsc_intern_text,
+ * nsc_flight_each/freeze, nsc_header_check, nsc_clock_anchor,
+ * nsc_thread_count/at, ring_readable/slot, nsc_pack_reset/record) and by
+ * tests/cli/test_flight.py, which crashes a process with SIGSEGV. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define NFATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+static struct sigaction old_fatal[NFATAL];
+static int fatal_installed;
+static char crash_dir[1024], crash_path[1280];
+static unsigned char crash_buf[65536];
+static struct nsc_pack_state crash_pack;
+
+static int crash_write(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int crash_block(int fd, uint32_t *seq, uint16_t type, uint16_t flags, const void *payload,
+                       size_t stored, size_t raw_len) {
+    struct nsc_block_header h;
+    h.magic = NSC_BLOCK_MAGIC;
+    h.type = type;
+    h.flags = flags;
+    h.stored_len = (uint32_t)stored;
+    h.raw_len = (uint32_t)raw_len;
+    h.seq = (*seq)++;
+    h.check = nsc_header_check(&h);
+    return crash_write(fd, &h, sizeof(h)) || (stored && crash_write(fd, payload, stored)) ? -1 : 0;
+}
+
+struct crash_ctx {
+    int fd;
+    uint32_t seq;
+};
+
+static int crash_chunk(void *ud, const struct nsc_anchor *a, unsigned char *block, uint16_t flags,
+                       size_t stored, size_t raw_len) {
+    struct crash_ctx *c = ud;
+    /* the chunk's own header room is left alone: a dump by a compressor may
+     * be using it */
+    if (crash_block(c->fd, &c->seq, NSC_BLK_ANCHOR, 0, a, sizeof(*a), sizeof(*a)) != 0)
+        return -1;
+    return crash_block(c->fd, &c->seq, NSC_BLK_PACKED, flags, block + sizeof(struct nsc_block_header),
+                       stored, raw_len);
+}
+
+static void crash_dump(struct engine *f) {
+    nsc_flight_freeze(f->flight);
+    mkdir(crash_dir, 0750);
+    int fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd < 0)
+        return;
+    struct nsc_file_header fh;
+    memcpy(fh.magic, NSC_FILE_MAGIC, 8);
+    fh.format_version = NSC_FORMAT_VERSION;
+    fh.header_size = sizeof(fh);
+    struct crash_ctx c = {.fd = fd, .seq = 0};
+    if (crash_write(fd, &fh, sizeof(fh)) != 0 ||
+        crash_block(fd, &c.seq, NSC_BLK_SESSION, 0, &f->session, sizeof(f->session), sizeof(f->session)) != 0)
+        goto out;
+    uint32_t n = nsc_intern_count(), id = 1;
+    while (id < n) {
+        uint32_t before = id;
+        size_t len = nsc_strings_encode(crash_buf, sizeof(crash_buf), &id, n, nsc_intern_text);
+        if (id == before || crash_block(fd, &c.seq, NSC_BLK_STRINGS, 0, crash_buf, len, len) != 0)
+            break;
+    }
+    unsigned nr = f->nrecent < RECENT_COMMS ? f->nrecent : RECENT_COMMS;
+    for (unsigned i = 0; i < nr; i++) { /* one block per description: no buffer to fill */
+        const struct nsc_comm_info *ci = &f->recent[(f->nrecent - nr + i) % RECENT_COMMS];
+        crash_block(fd, &c.seq, NSC_BLK_COMMS, 0, ci, sizeof(*ci), sizeof(*ci));
+    }
+    nsc_flight_each(f->flight, crash_chunk, &c);
+    /* Then the chunk jobs not in the window yet (sealed, being compressed or
+     * still filling: their packed bytes up to raw_len, which a drainer moves
+     * only after a whole segment), each drainer's in its order, stored raw. */
+    struct job *order[64];
+    unsigned nord = 0;
+    for (unsigned i = 0; i < f->njobs && nord < 64; i++) {
+        struct job *j = &f->jobs[i];
+        if (j->state != J_FREE && !atomic_load_explicit(&j->kept, memory_order_acquire) && j->raw_len)
+            order[nord++] = j;
+    }
+    for (unsigned i = 1; i < nord; i++) /* by (drainer, its job number): insertion sort */
+        for (unsigned k = i; k > 0 && (order[k - 1]->drainer > order[k]->drainer ||
+                                       (order[k - 1]->drainer == order[k]->drainer &&
+                                        order[k - 1]->dseq > order[k]->dseq)); k--) {
+            struct job *t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    for (unsigned i = 0; i < nord; i++)
+        if (crash_block(fd, &c.seq, NSC_BLK_PACKED, 0, order[i]->raw, order[i]->raw_len,
+                        order[i]->raw_len) != 0)
+            goto out;
+    /* The newest records, still in the rings: packed here, stored raw. The
+     * drainers stop taking records once crash_dumping is set; one caught
+     * mid-segment may still consume a few, which then are missing. */
+    struct nsc_anchor a;
+    nsc_clock_anchor(&a);
+    crash_block(fd, &c.seq, NSC_BLK_ANCHOR, 0, &a, sizeof(a), sizeof(a));
+    uint32_t nt = nsc_thread_count();
+    for (uint32_t i = 0; i < nt; i++) {
+        struct nsc_thread *t = nsc_thread_at(i);
+        uint64_t pos, left = ring_readable(&t->ring, &pos);
+        while (left) {
+            uint64_t take = left < SEG_RECORDS ? left : SEG_RECORDS;
+            const size_t room = sizeof(crash_buf) - sizeof(struct nsc_packed_segment);
+            if (take * NSC_PACK_MAX > room)
+                take = room / NSC_PACK_MAX;
+            unsigned char *p = crash_buf + sizeof(struct nsc_packed_segment);
+            struct nsc_pack_state *ps = &crash_pack;
+            nsc_pack_reset(ps);
+            for (uint64_t k = 0; k < take; k++)
+                p = nsc_pack_record(ps, ring_slot(&t->ring, pos + k), p);
+            struct nsc_packed_segment seg = {.thread = i, .nrecords = (uint32_t)take,
+                                             .nbytes = (uint32_t)(p - crash_buf - sizeof(seg))};
+            memcpy(crash_buf, &seg, sizeof(seg));
+            size_t len = (size_t)(p - crash_buf);
+            if (crash_block(fd, &c.seq, NSC_BLK_PACKED, 0, crash_buf, len, len) != 0)
+                goto out;
+            pos += take;
+            left -= take;
+        }
+    }
+    crash_block(fd, &c.seq, NSC_BLK_END, 0, "", 0, 0);
+out:
+    close(fd);
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    struct engine *f = eng_running;
+    if (f && f->flight && !atomic_exchange_explicit(&eng_crash_dumping, 1, memory_order_acq_rel))
+        crash_dump(f);
+    /* The handler that was there before takes it from here: a fault
+     * re-executes and meets it; a sent signal (abort, kill) is raised again
+     * once we return. */
+    for (size_t i = 0; i < NFATAL; i++)
+        if (fatal_signals[i] == sig)
+            sigaction(sig, &old_fatal[i], NULL);
+    if (si->si_code <= 0)
+        raise(sig);
+}
+
+void eng_fatal_install(const struct engine *f, const char *host, int pid) {
+    if (fatal_installed)
+        return;
+    snprintf(crash_dir, sizeof(crash_dir), "%s", f->cfg.dir);
+    snprintf(crash_path, sizeof(crash_path), "%s/%s-%d-crash%s", f->cfg.dir, host, pid, NSC_FILE_SUFFIX);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NFATAL; i++)
+        sigaction(fatal_signals[i], &sa, &old_fatal[i]);
+    fatal_installed = 1;
+}
+
+/* Session end: the handlers that were there before come back (only ours
+ * are replaced; a handler installed after ours stays). */
+void eng_fatal_uninstall(void) {
+    if (!fatal_installed)
+        return;
+    for (size_t i = 0; i < NFATAL; i++) {
+        struct sigaction cur;
+        if (sigaction(fatal_signals[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+            cur.sa_sigaction == on_fatal)
+            sigaction(fatal_signals[i], &old_fatal[i], NULL);
+    }
+    fatal_installed = 0;
+}

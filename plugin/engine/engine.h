@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * engine.h - the background threads that empty the rings into the trace
+ * (engine/: drainer.c, compressor.c, file_out.c, out_stream.c, out_flight.c,
+ * triggers.c, crash_dump.c; engine.c starts and stops them).
+ *
+ *   rings ──► drainers ──► chunk jobs ──► compressors (1..N) ──► output mode
+ *            (pack)        (bounded set)   (zstd, in parallel;   stream: the file, in order
+ *                                           one writes at a time) flight: the window in memory
+ *
+ * - The drainer is the only consumer of every ring (ring.h). It packs what
+ *   the rings hold (format/record_pack.h) into the chunk job being filled,
+ *   and seals the job when it is full or NCCLSCOPE_FLUSH_MS has passed,
+ *   together with what its records refer to: the strings and comm
+ *   descriptions registered so far and a clock anchor taken at sealing.
+ *   It sleeps only while the rings are nearly empty.
+ * - Compressor threads turn sealed jobs into zstd frames, several at once;
+ *   under pressure (most jobs waiting) at zstd's fastest level.
+ * - The compressor whose turn it is hands each job to the output mode in
+ *   sequence order (engine_int.h, struct eng_mode): the stream mode opens
+ *   the file and writes the job's blocks (write errors are counted: records
+ *   lost, errno; writing resumes when the disk does); the flight mode keeps
+ *   the chunk in its window and writes a dump on a trigger.
+ * - Jobs are a fixed set sized from the memory budget. When all are taken
+ *   (the disk is slow or frozen) the drainer stops draining: the rings'
+ *   pages absorb what comes, and when the budget is spent writers drop and
+ *   count. No callback ever waits for any of these threads.
+ */
+#ifndef NSC_ENGINE_H
+#define NSC_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "trace_format.h"
+
+/* Starts the threads; the file is opened by a compressor, so this never
+ * touches the disk. session_index numbers the process's sessions (the file
+ * name). Returns 0, or -1 with a message in err. Under the session mutex. */
+int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *session,
+                      unsigned session_index, char *err, unsigned errlen);
+
+/* Drains everything, writes the last chunk, STATS and END, joins the
+ * threads and closes the file, waiting at most NCCLSCOPE_EXIT_WAIT_MS for
+ * the disk. Past that it leaves the thread in write(2) behind (the library stays
+ * mapped for it), counts what could not be written and says so through
+ * NCCL's logger. Under the session mutex. Returns 1 when its threads were
+ * joined (or none ran), 0 when one was left behind (what the drainer's
+ * hooks use must then stay). */
+int nsc_engine_stop(void);
+
+/* Flight mode: asks for a dump of the window (done by a compressor within a
+ * drain pass or two). Returns 0, or -1 when no flight-mode session runs.
+ * Under the session mutex. */
+int nsc_engine_request_dump(void);
+
+/* Observers of the engine (live metrics, the hang watchdog), so that the
+ * engine depends on neither. One slot: nsc_engine_observe copies the
+ * non-NULL members of *h into it (each observer fills its own members) and
+ * nsc_engine_unobserve clears the members *h names. Set before the threads
+ * that call them start, or at any time for the hang members (their loads
+ * are ACQUIRE, pairing with the RELEASE stores here).
+ *   drainers:    pass_begin/pass_end around each pass over the rings (one
+ *                drainer at a time holds the observer's state between them);
+ *                record for each packed record whose type is in record_types
+ *                and whose kind is START..STATE, and each comm finalize;
+ *   the writing compressor: comms with each batch of comm descriptions
+ *                taken from the comm table; hang_take for a HANG block due
+ *                (dump: the latest, for a flight dump; else one not written
+ *                yet): malloc'd bytes the engine writes and frees, or NULL;
+ *   drainer 0 in flight mode: hang_dump, 1 once when the watchdog wants a
+ *                flight dump of the job. */
+struct nsc_rec;
+struct nsc_comm_info;
+struct nsc_engine_hooks {
+    uint32_t record_types; /* 1 << NSC_ET_* */
+    void (*pass_begin)(void);
+    void (*record)(const struct nsc_rec *r);
+    void (*pass_end)(void);
+    void (*comms)(const struct nsc_comm_info *c, unsigned n);
+    unsigned char *(*hang_take)(int dump, size_t *len);
+    int (*hang_dump)(void);
+};
+void nsc_engine_observe(const struct nsc_engine_hooks *h);
+void nsc_engine_unobserve(const struct nsc_engine_hooks *h);
+
+/* Where the trace goes: DIR/<host>-<pid>*.nsc (the first session's file
+ * is <host>-<pid>.nsc; later sessions and segments add to the name). */
+const char *nsc_engine_path(void);
+
+#endif /* NSC_ENGINE_H */

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+/* out_flight.c - the flight output mode (NCCLSCOPE_MODE=flight): chunks go
+ * to the window in memory (flight.h), the newest NCCLSCOPE_FLIGHT_MB; a
+ * trigger (triggers.c) or the session's end writes the window as a
+ * standalone trace file. The fatal signals write it from their handler
+ * (crash_dump.c). */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine_int.h"
+#include "intern.h"
+#include "log.h"
+
+/* Nothing reaches the disk until a dump. Comm descriptions go to the recent
+ * ring a dump repeats (with every open comm's); the chunk to the window. */
+static int flight_chunk(struct engine *f, struct job *j, unsigned char *out, uint16_t flags,
+                        size_t stored) {
+    eng_take_comms(f);
+    for (unsigned i = 0; i < f->npending; i++)
+        f->recent[f->nrecent++ % RECENT_COMMS] = f->pending_comms[i];
+    f->npending = 0;
+    nsc_clock_anchor(&j->anchor);
+    if (j->raw_len)
+        nsc_flight_keep(f->flight, &j->anchor, out + sizeof(struct nsc_block_header), stored,
+                        j->raw_len, flags, j->records);
+    atomic_store_explicit(&j->kept, 1, memory_order_release);
+    return 0;
+}
+
+struct dump_ctx {
+    struct engine *f;
+    uint64_t chunks;
+};
+
+static int dump_chunk(void *ud, const struct nsc_anchor *a, unsigned char *block, uint16_t flags,
+                      size_t stored, size_t raw_len) {
+    struct dump_ctx *d = ud;
+    struct engine *f = d->f;
+    if (nsc_writer_block(&f->w, NSC_BLK_ANCHOR, a, sizeof(*a), 0) != 0)
+        return -1;
+    if (f->threads_due) { /* names for every thread, before its first records */
+        eng_write_threads(f, a->ticks);
+        f->threads_due = 0;
+    }
+    if (nsc_writer_prepared(&f->w, block, NSC_BLK_PACKED, flags, stored, raw_len) != 0)
+        return -1;
+    d->chunks++;
+    return 0;
+}
+
+/* Writes the flight window as a standalone trace file (a new file each
+ * time: <host>-<pid>[-N].nsc): strings, the recent and open comm
+ * descriptions, every thread's name, the kept chunks, STATS, END. The window
+ * stays: recording goes on, and a later dump covers it again. Called by the
+ * compressor whose turn it is to write. */
+static void flight_dump(struct engine *f, const char *why) {
+    if (nsc_writer_open(&f->w, &f->session) != 0) {
+        nsc_log_warn("ncclscope: flight recorder: cannot write a dump in %s: %s", f->cfg.dir,
+                     strerror(f->w.last_errno));
+        return;
+    }
+    f->strings_written = 0;
+    eng_describe_again(f);
+    struct dump_ctx d = {.f = f};
+    int rc = eng_write_strings(f, nsc_intern_count()) == 0 && eng_write_comms(f) == 0
+                 ? nsc_flight_each(f->flight, dump_chunk, &d) : -1;
+    if (f->threads_due) {
+        struct nsc_anchor a;
+        nsc_clock_anchor(&a);
+        nsc_writer_block(&f->w, NSC_BLK_ANCHOR, &a, sizeof(a), 0);
+        eng_write_threads(f, a.ticks);
+        f->threads_due = 0;
+    }
+    eng_hang_block(f, 1); /* hook: the latest HANG block */
+    eng_stats_block(f);
+    nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
+    f->dumps++;
+    if (rc == 0)
+        nsc_log_info("ncclscope: flight recorder (%s): %llu records in %llu chunks -> %s", why,
+                     (unsigned long long)nsc_flight_records(f->flight), (unsigned long long)d.chunks,
+                     f->w.path);
+    else
+        nsc_log_warn("ncclscope: flight recorder (%s): writing %s failed: %s", why, f->w.path,
+                     strerror(f->w.last_errno));
+    nsc_writer_close(&f->w);
+}
+
+/* After each chunk: a dump if a trigger asked for one, or at the session's
+ * end. */
+static void flight_after_chunk(struct engine *f, int last) {
+    if (atomic_exchange_explicit(&f->dump_req, 0, memory_order_acq_rel) || last)
+        flight_dump(f, last ? "end of the session" : "trigger");
+}
+
+const struct eng_mode eng_flight_mode = {
+    .name = "flight",
+    .chunk = flight_chunk,
+    .after_chunk = flight_after_chunk,
+    .poll = eng_flight_triggers,
+};
