@@ -18,9 +18,8 @@
  *   OP      w1  start ticks     w2  peer | nch << 32 | kernel_tracked << 40 | etype << 48
  *           w3  seqNumber (Coll; 0 for P2p; 48 bits) << 16 | func (string id)
  *           w4  ProxyOps << 32 | ProxyOps done    w5 channels done (bits)
- *           w7  stop ticks (written by the stop; one before the start is a
- *               former occupant's)    w11 last child gone (without KernelCh;
- *               not reset: a former occupant's is older than the stop)
+ *           w7  stop ticks    w11 last child gone (without KernelCh); neither reset
+ *               at the start: a former occupant's is older than this start
  *   PROXY   w1  parent slot   w2 parent id   w3 peer | ch << 32 | is_send << 40
  *           w4  nSteps        w5 last ProxyOp state + 1 (v1-v3)
  *   STEP    w1  parent slot   w2 parent id   w3 step   w4 last state + 1 (0: none yet)
@@ -32,19 +31,12 @@
  * The start writes exactly these words of its kind; the others hold a
  * former occupant's values and nothing reads them.
  *
- * Lines. A slot is two cache lines: `life`, `kind` and w0..w5 on the
- * first, w6..w13 on the second. A child (PROXY, STEP, KCH) has every word
- * on the first, so its start, states and stop touch one line of its own;
- * only an operation uses the second, and only from its stop on (its start
- * writes the first alone). What the children write into their
- * operation's slot (the proxy thread, while the operation's first and
- * second lines were last written by the issuing thread) is on the first
- * line too: channels done, ProxyOps started and done, and `life`; the
- * second line is the issuing thread's alone (its start and stop times),
- * except "last child gone", which only an operation without KernelCh
- * needs (its grace) and only then is written. What the watchdog alone needs of a
- * slot (when it found the comm closed) is in its own array (`closed`), not
- * written by every start.
+ * Lines: `life`, `kind`, w0..w5 on the slot's first, w6..w13 on its second.
+ * A child's words are all on the first (its callbacks touch one line); an
+ * operation's start writes the first alone, and what its children write
+ * into it from the proxy thread (channels, ProxyOps, `life`) is there too,
+ * so the second (stop time; last child gone, only without KernelCh) stays
+ * the issuing thread's. The watchdog's closed-comm mark is its own array.
  */
 enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2 };
 #define OP_SEQ_BITS 48
@@ -410,12 +402,10 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
          * and id), which the watchdog compares when it tallies steps. Steps
          * are most of the network path's callbacks; a reference would cost
          * two more atomic RMWs each. */
-        /* A KernelCh takes none either (kch_done says why), and does not
-         * even read its operation's slot: that line is the issuing
-         * thread's, and reading it here would move it to this (the proxy)
-         * thread's core for nothing. Whether the operation is still the
-         * occupant is checked where it matters, at the KernelCh's stop
-         * (kch_done) and by the scan (the id it names). */
+        /* A KernelCh takes none either (kch_done says why), nor reads its
+         * operation's slot (the issuing thread's line, which would move to
+         * this core for nothing): its stop (kch_done) and the scan check
+         * the id it names. */
         if (kind == NSC_OPST_PROXY && attach(pslot, pid) != 0) {
             nsc_slab_count_orphan(); /* its slot completed (and maybe reused) */
             return h;
@@ -460,16 +450,13 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         ST(s, 3, (seq & ((UINT64_C(1) << OP_SEQ_BITS) - 1)) << 16 | fid);
         ST(s, 4, 0); /* ProxyOps started and done; channels done */
         ST(s, 5, 0);
-        /* nothing on the slot's second line: w7 and w11 are told apart
-         * from a former occupant's by their time (the table at the top) */
+        /* not w7, w11: the second line (the table at the top) */
         struct watch *wa = &watch[ci];
         atomic_store_explicit(&wa->enq_seq, seq, RLX);
         atomic_store_explicit(&wa->enq_meta, (uint32_t)fid << 8 | et, RLX);
-        /* after the fields (the slot's are published by `life` below).
-         * NCCL issues a communicator's operations from one thread at a
-         * time (a comm is not to be used by two threads at once), so a
-         * load and a store count exactly and cost no locked instruction,
-         * which would wait for every store above to drain. */
+        /* after the fields (the slot's: `life` below). A comm's operations
+         * come from one thread at a time, so a load and a store count
+         * exactly without a locked add (which waits for the stores above). */
         atomic_store_explicit(&wa->started, atomic_load_explicit(&wa->started, RLX) + 1,
                               memory_order_release);
         break;
@@ -639,12 +626,9 @@ static int overtaken(uint64_t c, uint64_t w2, uint64_t seq, uint64_t func) {
 static uint32_t proxy_at[NSC_SLAB_SLOTS]; /* slot -> index in proxies + 1 */
 static uint32_t op_at[NSC_SLAB_SLOTS];    /* slot -> index in ops + 1 */
 static uint64_t scan_no;
-/* Per slot, the occupant a sweep found with its comm closed, and that
- * sweep's number: reclaimed ten full scans later. Kept here, not in the
- * slot, so that no start has to reset it (a new occupant has another id). */
-static struct {
-    uint64_t id, scan;
-} closed[NSC_SLAB_SLOTS];
+/* Per slot, the occupant a sweep found with its comm closed and that sweep's
+ * number (reclaimed ten scans later); here, so no start has to reset it. */
+static struct { uint64_t id, scan; } closed[NSC_SLAB_SLOTS];
 
 /* light: nothing collected, only operations without KernelCh completed
  * (the watchdog's pressed pace between its full scans): no sweep, no
