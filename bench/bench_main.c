@@ -6,9 +6,12 @@
  *                   [--threads N] [--seconds S] [--version vN] [--events MASK]
  *                   [--rate EV_PER_S | --cb-rate CB_PER_S] [--json FILE] [--keep-traces]
  *                   [--knee BUDGET_S [--knee-start CB_PER_S]] [--cold KIB]
+ *   ncclscope-bench --nccl-pattern [--plugin SO]... [--threads N] [--seconds S]
+ *                   [--rounds R] [--op-rate OPS_PER_S] [--evict KIB] [--proxy-ops N]
+ *                   [--json FILE]
  *
  * Plugins default to the reference empty plugin and ncclscope from this
- * build, side by side. Thread counts run 1, 2, 4, ... up to N (default 16).
+ * build, side by side (--nccl-pattern: empty, floor and ncclscope). Thread counts run 1, 2, 4, ... up to N (default 16).
  * docs/benchmarks.md explains the timing method. --knee searches, per
  * (plugin, mix, thread count), the highest rate kept with zero drops
  * (bench_knee.h) instead of measuring latency at one rate.
@@ -25,6 +28,7 @@
 #include "bench_knee.h"
 #include "bench_run.h"
 #include "cycle_timer.h"
+#include "nccl_pattern.h"
 #include "replay.h"
 #include "tsv_recording.h"
 #include "version.h"
@@ -59,12 +63,27 @@ static void usage(FILE *f) {
             "  --knee-start R  first paced rate of the search, callbacks/s per writer (1e6)\n"
             "  --cold KIB      one call at a time in NCCL's order, KIB of other memory written\n"
             "                  before each and a locked add after it (NCCL's next atomic):\n"
-            "                  what a call costs with cold caches; p50 is per call\n");
+            "                  what a call costs with cold caches; p50 is per call\n"
+            "       ncclscope-bench --nccl-pattern [--plugin SO]... [--threads N] [--seconds S]\n"
+            "                       [--rounds R] [--op-rate OPS_PER_S] [--evict KIB] [--proxy-ops N]\n"
+            "                       [--per-call] [--json FILE]\n"
+            "  --nccl-pattern  NCCL's threads: N application threads (default 1) make each\n"
+            "                  operation's API, Group and Coll calls, one proxy thread its\n"
+            "                  KernelCh, ProxyOp and ProxyStep calls with the Coll as parent;\n"
+            "                  paced, KIB written before each part; TSC ticks per operation\n"
+            "                  for each side, median, and the ratio to the floor plugin\n"
+            "                  (default plugins: empty, floor, ncclscope; seconds: 1)\n"
+            "  --rounds R      runs of every plugin, interleaved; the summary is their median (3)\n"
+            "  --op-rate R     operations per second per application thread (20000)\n"
+            "  --evict KIB     memory each thread writes before each of its parts (256)\n"
+            "  --per-call      also each call's median (the last round, first communicator)\n"
+            "  --proxy-ops N   1: each channel also has a ProxyOp of 2 ProxySteps (the network\n"
+            "                  path; default), 0: KernelCh only (NVLink's path)\n");
 }
 
 /* The plugins next to this executable in the build tree. */
-static void default_plugins(const char **plugins, int *n) {
-    static char empty[PATH_MAX + 64], scope[PATH_MAX + 64];
+static void default_plugins(const char **plugins, int *n, int with_floor) {
+    static char empty[PATH_MAX + 64], floor[PATH_MAX + 64], scope[PATH_MAX + 64];
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (len <= 0)
@@ -75,8 +94,11 @@ static void default_plugins(const char **plugins, int *n) {
         return;
     *slash = '\0';
     snprintf(empty, sizeof(empty), "%s/libnccl-profiler-empty.so", exe);
+    snprintf(floor, sizeof(floor), "%s/libnccl-profiler-floor.so", exe);
     snprintf(scope, sizeof(scope), "%s/../plugin/libnccl-profiler-ncclscope.so", exe);
     plugins[(*n)++] = empty;
+    if (with_floor)
+        plugins[(*n)++] = floor;
     plugins[(*n)++] = scope;
 }
 
@@ -300,6 +322,204 @@ static void json_knee(FILE *f, int *first, const struct bench_config *cfg, const
     *first = 0;
 }
 
+/* ---- --nccl-pattern ---- */
+
+#define MAX_ROUNDS 32
+
+static double median_of(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n ? (n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
+/* The named reference plugin's result in the same round, or NULL. */
+static const struct pattern_result *named_of(struct pattern_result *round, const int *ran, int nplugins,
+                                             const char *name) {
+    for (int p = 0; p < nplugins; p++)
+        if (ran[p] && !strcmp(round[p].plugin_name, name))
+            return &round[p];
+    return NULL;
+}
+#define floor_of(round, ran, n) named_of(round, ran, n, "floor")
+#define empty_of(round, ran, n) named_of(round, ran, n, "empty")
+
+static double pattern_total(const struct pattern_result *r) {
+    return r->p50[PATTERN_APP] + r->p50[PATTERN_PROXY];
+}
+
+static void json_pattern(FILE *f, int *first, const char *path, const struct pattern_config *cfg,
+                         const char *kind, int round, int rounds, const struct pattern_result *r,
+                         const double *v, const double *ratio) {
+    char rt[4][32];
+    for (int i = 0; i < 4; i++)
+        snprintf(rt[i], sizeof(rt[i]), ratio && ratio[i] > 0 ? "%.3f" : "null", ratio ? ratio[i] : 0);
+    const struct bench_result *k = &r->kept;
+    fprintf(f,
+            "%s\n  {\"plugin\": \"%s\", \"plugin_path\": \"%s\", \"version\": %d, "
+            "\"workload\": \"nccl-pattern\", \"kind\": \"%s\", \"round\": %d, \"rounds\": %d, "
+            "\"app_threads\": %d, \"proxy_threads\": 1, \"op_rate\": %.0f, \"op_rate_reached\": %.0f, "
+            "\"evict_kib\": %u, \"proxy_ops\": %d, "
+            "\"seconds\": %.3f, \"app_ops\": %llu, \"proxy_ops\": %llu, "
+            "\"app_p50_ticks\": %.1f, \"proxy_p50_ticks\": %.1f, \"total_p50_ticks\": %.1f, "
+            "\"app_p90_ticks\": %.1f, \"proxy_p90_ticks\": %.1f, \"ns_per_tick\": %.5f, "
+            "\"app_calls_per_op\": %.2f, \"proxy_calls_per_op\": %.2f, \"handoff_p50_us\": %.2f, "
+            "\"app_x_floor\": %s, \"proxy_x_floor\": %s, \"total_x_floor\": %s, "
+            "\"net_x_floor\": %s, "
+            "\"callbacks_offered\": %llu, \"callbacks_kept\": %llu, \"events_offered\": %llu, "
+            "\"events_kept\": %llu, \"zero_drop\": %s, \"kept_seen_in\": \"%s\", "
+            "\"background_cores\": %.3f}",
+            *first ? "" : ",", r->plugin_name, path, r->version, kind, round, rounds,
+            cfg->app_threads, cfg->op_rate, r->op_rate, cfg->evict_kib, cfg->proxy_ops, cfg->seconds,
+            (unsigned long long)r->ops[PATTERN_APP], (unsigned long long)r->ops[PATTERN_PROXY], v[0],
+            v[1], v[2], r->p90[PATTERN_APP], r->p90[PATTERN_PROXY], r->ns_per_tick,
+            r->calls_per_op[PATTERN_APP], r->calls_per_op[PATTERN_PROXY], r->handoff_p50_us, rt[0],
+            rt[1], rt[2], rt[3], (unsigned long long)bench_calls(k), (unsigned long long)bench_calls_kept(k),
+            (unsigned long long)k->events_offered, (unsigned long long)bench_events_kept(k),
+            bench_zero_drop(k) ? "true" : "false",
+            k->have_trace ? "trace" : k->have_counts ? "counts" : "handles", k->background_cores);
+    *first = 0;
+}
+
+/* Ratios to the floor: application side, proxy side, total, and the total
+ * net of the empty plugin (what the plugin's own work costs against what
+ * the floor's costs, the call and the harness's loop taken out); 0 where
+ * the reference is missing. */
+static void ratio3(const struct pattern_result *r, const struct pattern_result *fl,
+                   const struct pattern_result *em, double *out) {
+    out[0] = fl && fl->p50[PATTERN_APP] > 0 ? r->p50[PATTERN_APP] / fl->p50[PATTERN_APP] : 0;
+    out[1] = fl && fl->p50[PATTERN_PROXY] > 0 ? r->p50[PATTERN_PROXY] / fl->p50[PATTERN_PROXY] : 0;
+    out[2] = fl && pattern_total(fl) > 0 ? pattern_total(r) / pattern_total(fl) : 0;
+    double net = fl && em ? pattern_total(fl) - pattern_total(em) : 0;
+    out[3] = net > 0 ? (pattern_total(r) - pattern_total(em)) / net : 0;
+    if (out[3] < 0)
+        out[3] = 0;
+}
+
+static void fmt_ratio(char *buf, size_t len, double x) {
+    if (x > 0)
+        snprintf(buf, len, "%.2f", x);
+    else
+        snprintf(buf, len, "-");
+}
+
+/* Every plugin once per round, in order, so that a slow stretch of the
+ * machine falls on all of them alike; the summary is the median of rounds. */
+static int run_pattern(const char **plugins, int nplugins, const struct pattern_config *base,
+                       int rounds, FILE *jf, int *first) {
+    static struct pattern_result res[MAX_ROUNDS][MAX_PLUGINS];
+    int ran[MAX_ROUNDS][MAX_PLUGINS];
+    memset(ran, 0, sizeof(ran));
+    int failures = 0;
+    printf("\n== nccl-pattern ==  %d application thread%s + 1 proxy thread, %.0f ops/s per "
+           "application thread, %s,\n%u KiB written before each part, %.2f s per run; TSC ticks per "
+           "operation: each thread's plugin calls only, median over operations\n",
+           base->app_threads, base->app_threads > 1 ? "s" : "", base->op_rate,
+           base->proxy_ops ? "KernelCh + ProxyOp/ProxyStep per channel" : "KernelCh per channel",
+           base->evict_kib, base->seconds);
+    printf("%5s %-10s %3s %8s %8s %8s %8s %9s %9s %8s %7s %9s %10s %16s %8s %6s\n", "round",
+           "plugin", "ver", "ops", "ops/s", "app p50", "app p90", "proxy p50", "proxy p90", "total", "x floor",
+           "calls/op", "handoff", "kept/offered", "bg cores", "");
+    for (int round = 0; round < rounds; round++) {
+        for (int p = 0; p < nplugins; p++) {
+            struct pattern_config cfg = *base;
+            cfg.plugin = plugins[p];
+            char err[1024];
+            if (pattern_run(&cfg, &res[round][p], err, sizeof(err)) != 0) {
+                fprintf(stderr, "ncclscope-bench: %s, nccl-pattern: %s\n", plugins[p], err);
+                failures++;
+                continue;
+            }
+            ran[round][p] = 1;
+        }
+        const struct pattern_result *fl = floor_of(res[round], ran[round], nplugins);
+        const struct pattern_result *em = empty_of(res[round], ran[round], nplugins);
+        for (int p = 0; p < nplugins; p++) {
+            if (!ran[round][p])
+                continue;
+            const struct pattern_result *r = &res[round][p];
+            double rt[4], v[3] = {r->p50[PATTERN_APP], r->p50[PATTERN_PROXY], pattern_total(r)};
+            ratio3(r, fl, em, rt);
+            char x[16], calls[32], kept[40];
+            fmt_ratio(x, sizeof(x), rt[2]);
+            snprintf(calls, sizeof(calls), "%.0f+%.0f", r->calls_per_op[PATTERN_APP],
+                     r->calls_per_op[PATTERN_PROXY]);
+            snprintf(kept, sizeof(kept), "%llu/%llu", (unsigned long long)bench_calls_kept(&r->kept),
+                     (unsigned long long)bench_calls(&r->kept));
+            printf("%5d %-10s %3d %8llu %8.0f %8.0f %8.0f %9.0f %9.0f %8.0f %7s %9s %7.1f us %16s %8.2f %6s\n",
+                   round + 1, r->plugin_name, r->version, (unsigned long long)r->ops[PATTERN_APP],
+                   r->op_rate, r->p50[PATTERN_APP], r->p90[PATTERN_APP], r->p50[PATTERN_PROXY],
+                   r->p90[PATTERN_PROXY], pattern_total(r), x, calls, r->handoff_p50_us, kept,
+                   r->kept.background_cores, bench_zero_drop(&r->kept) ? "" : "LOSS");
+            if (jf)
+                json_pattern(jf, first, plugins[p], base, "nccl-pattern", round + 1,
+                             rounds, r, v, fl ? rt : NULL);
+        }
+        fflush(stdout);
+    }
+    for (int p = 0; p < nplugins && base->per_call; p++) {
+        const struct pattern_result *r = NULL;
+        for (int round = 0; round < rounds; round++)
+            if (ran[round][p])
+                r = &res[round][p];
+        if (!r)
+            continue;
+        printf("\n-- %s, round %d: each call's median, TSC ticks --\n", r->plugin_name, rounds);
+        for (int i = 0; i < r->nsteps; i++)
+            printf("%3d %-28s %6.0f\n", i, r->step_name[i], r->step_p50[i]);
+    }
+    printf("\n== nccl-pattern: median of %d round%s ==  TSC ticks per operation (ns), x floor: "
+           "over the floor plugin's in the same round;\nnet x: both less the empty plugin's "
+           "(the call and the harness's loop)\n",
+           rounds, rounds > 1 ? "s" : "");
+    printf("%-10s %13s %15s %15s %9s %9s %9s %9s\n", "plugin", "app p50", "proxy p50", "total",
+           "app x", "proxy x", "total x", "net x");
+    for (int p = 0; p < nplugins; p++) {
+        double a[MAX_ROUNDS], b[MAX_ROUNDS], t[MAX_ROUNDS], ra[MAX_ROUNDS], rb[MAX_ROUNDS], rt[MAX_ROUNDS];
+        double rn[MAX_ROUNDS];
+        int m = 0, mr = 0, mn = 0;
+        const struct pattern_result *last = NULL;
+        for (int round = 0; round < rounds; round++) {
+            if (!ran[round][p])
+                continue;
+            const struct pattern_result *r = &res[round][p];
+            last = r;
+            a[m] = r->p50[PATTERN_APP];
+            b[m] = r->p50[PATTERN_PROXY];
+            t[m] = pattern_total(r);
+            m++;
+            const struct pattern_result *fl = floor_of(res[round], ran[round], nplugins);
+            if (fl) {
+                double x[4];
+                ratio3(r, fl, empty_of(res[round], ran[round], nplugins), x);
+                ra[mr] = x[0];
+                rb[mr] = x[1];
+                rt[mr] = x[2];
+                mr++;
+                if (x[3] > 0)
+                    rn[mn++] = x[3];
+            }
+        }
+        if (!m)
+            continue;
+        double v[3] = {median_of(a, m), median_of(b, m), median_of(t, m)}, tot = v[2];
+        double x[4] = {median_of(ra, mr), median_of(rb, mr), median_of(rt, mr), median_of(rn, mn)};
+        char xs[4][16];
+        for (int i = 0; i < 4; i++)
+            fmt_ratio(xs[i], sizeof(xs[i]), mr ? x[i] : 0);
+        double npt = last->ns_per_tick;
+        printf("%-10s %5.0f (%5.0f) %6.0f (%6.0f) %6.0f (%6.0f) %9s %9s %9s %9s\n", last->plugin_name,
+               v[0], v[0] * npt, v[1], v[1] * npt, tot, tot * npt, xs[0], xs[1], xs[2], xs[3]);
+        if (jf)
+            json_pattern(jf, first, plugins[p], base, "nccl-pattern-median", 0, rounds, last, v,
+                         mr ? x : NULL);
+    }
+    return failures;
+}
+
 int main(int argc, char **argv) {
     const char *plugins[MAX_PLUGINS];
     int nplugins = 0;
@@ -311,6 +531,10 @@ int main(int argc, char **argv) {
     double seconds = 0, rate = 0, knee = 0, knee_start = 1e6;
     unsigned cold_kib = 0;
     int rate_callbacks = 0;
+    int pattern = 0, rounds = 3, threads_given = 0;
+    double op_rate = 20000;
+    unsigned evict_kib = 256;
+    int proxy_ops = 1, per_call = 0;
     static char mixbuf[256];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -320,6 +544,12 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--keep-traces")) {
             keep = 1;
+            continue;
+        } else if (!strcmp(a, "--nccl-pattern")) {
+            pattern = 1;
+            continue;
+        } else if (!strcmp(a, "--per-call")) {
+            per_call = 1;
             continue;
         }
         if (!v) {
@@ -339,6 +569,15 @@ int main(int argc, char **argv) {
             replay_dir = v;
         } else if (!strcmp(a, "--threads")) {
             max_threads = atoi(v);
+            threads_given = 1;
+        } else if (!strcmp(a, "--rounds")) {
+            rounds = atoi(v);
+        } else if (!strcmp(a, "--op-rate")) {
+            op_rate = atof(v);
+        } else if (!strcmp(a, "--proxy-ops")) {
+            proxy_ops = atoi(v);
+        } else if (!strcmp(a, "--evict")) {
+            evict_kib = (unsigned)atoi(v);
         } else if (!strcmp(a, "--thread-counts")) {
             char buf[256];
             snprintf(buf, sizeof(buf), "%s", v);
@@ -375,7 +614,19 @@ int main(int argc, char **argv) {
         }
     }
     if (seconds == 0)
-        seconds = knee > 0 ? 0.5 : 2.0;
+        seconds = knee > 0 ? 0.5 : pattern ? 1.0 : 2.0;
+    if (pattern && (replay_dir || knee > 0 || nmixes || ncounts || cold_kib || rate > 0)) {
+        fprintf(stderr, "ncclscope-bench: --nccl-pattern has its own workload and pace: it takes "
+                        "--plugin, --threads, --seconds, --rounds, --op-rate, --evict, --version, "
+                        "--events, --json and --keep-traces\n");
+        return 1;
+    }
+    if (pattern && (rounds < 1 || rounds > MAX_ROUNDS || !(op_rate >= 10 && op_rate <= 1e6) ||
+                    evict_kib > 1048576 || proxy_ops < 0 || proxy_ops > 1)) {
+        fprintf(stderr, "ncclscope-bench: --rounds 1..%d, --op-rate 10..1e6 operations/s, "
+                        "--evict 0..1048576 KiB, --proxy-ops 0 or 1\n", MAX_ROUNDS);
+        return 1;
+    }
     if (knee > 0 && replay_dir) {
         fprintf(stderr, "ncclscope-bench: --knee paces the synthetic mixes; it cannot pace --replay\n");
         return 1;
@@ -397,12 +648,12 @@ int main(int argc, char **argv) {
         counts[ncounts++] = max_threads;
     }
     if (nplugins == 0)
-        default_plugins(plugins, &nplugins);
+        default_plugins(plugins, &nplugins, pattern);
     if (nplugins == 0) {
         fprintf(stderr, "ncclscope-bench: --plugin is required (no build-tree plugins found)\n");
         return 1;
     }
-    if (nmixes == 0 && !replay_dir) {
+    if (nmixes == 0 && !replay_dir && !pattern) {
         mixes[nmixes++] = "allreduce64";
         mixes[nmixes++] = "allreduce1m";
         mixes[nmixes++] = "network";
@@ -443,6 +694,14 @@ int main(int argc, char **argv) {
         printf("knee search: %.1f s per (plugin, mix, threads), starting at %.3g callbacks/s per writer\n",
                knee, knee_start);
 
+    if (pattern) {
+        struct pattern_config pc = {.version = version, .app_threads = threads_given ? max_threads : 1,
+                                    .seconds = seconds, .op_rate = op_rate, .evict_kib = evict_kib,
+                                    .proxy_ops = proxy_ops, .per_call = per_call,
+                                    .keep_traces = keep};
+        failures += run_pattern(plugins, nplugins, &pc, rounds, jf, &first);
+        nmixes = 0; /* no mix runs after the pattern */
+    }
     int nworkloads = replay_dir ? nscripts : nmixes;
     for (int w = 0; w < nworkloads; w++) {
         const char *wname = replay_dir ? scripts[w].name : mixes[w];

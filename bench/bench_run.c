@@ -261,7 +261,7 @@ static void read_counts(const char *path, struct bench_result *res) {
     }
 }
 
-static void read_traces(const char *dir, struct bench_result *res, int keep) {
+void bench_read_traces(const char *dir, struct bench_result *res, int keep) {
     DIR *dp = opendir(dir);
     if (!dp)
         return;
@@ -513,7 +513,7 @@ int bench_run(const struct bench_config *cfg, struct bench_result *res, char *er
     nsc_host_unload(&sh->host);
     if (t_stop)
         res->drain_s = (double)(cycle_mono_ns() - t_stop) / 1e9;
-    read_traces(dir, res, cfg->keep_traces);
+    bench_read_traces(dir, res, cfg->keep_traces);
     if (cfg->keep_traces)
         fprintf(stderr, "ncclscope-bench: traces kept in %s\n", dir);
 out:

@@ -58,6 +58,11 @@ struct bench_result {
 /* Runs one configuration. Returns 0, or -1 with err. */
 int bench_run(const struct bench_config *cfg, struct bench_result *res, char *err, size_t errlen);
 
+/* Reads back what the plugin left in dir: ncclscope's traces (records by
+ * kind, drop counters, damage) and the counting plugin's counts; removes
+ * them and dir unless keep. */
+void bench_read_traces(const char *dir, struct bench_result *res, int keep);
+
 /* Callbacks the harness made (every kind). */
 uint64_t bench_calls(const struct bench_result *res);
 

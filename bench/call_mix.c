@@ -74,6 +74,26 @@ static int api_part(struct mix_op *op, uint64_t count, int nch, const char *prot
     return coll;
 }
 
+/* The proxy thread's half of one channel (mix_build_nccl_pattern): a
+ * ProxyOp of 2 steps, 3 states each (the recorded network path has 2-3). */
+static int pattern_proxy_op(struct mix_op *op, int coll, int ch, int *steps) {
+    int is_send = ch == 0;
+    int po = start(op, NSC_ABI_PROXY_OP, coll);
+    nsc_abi_descr_v7 *d = &op->ev[po].d;
+    d->proxyOp.channelId = (uint8_t)ch;
+    d->proxyOp.peer = 1;
+    d->proxyOp.nSteps = 2;
+    d->proxyOp.chunkSize = 131072;
+    d->proxyOp.isSend = is_send;
+    add_step(op, MIX_STATE, po, 19 /* ProxyOp in progress */, 0);
+    for (int s = 0; s < 2; s++) {
+        int ps = add_event(op, NSC_ABI_PROXY_STEP, po);
+        op->ev[ps].d.proxyStep.step = s;
+        steps[s] = ps;
+    }
+    return po;
+}
+
 static void kernel_channels(struct mix_op *op, int coll, int n) {
     for (int c = 0; c < n; c++) {
         int k = start(op, NSC_ABI_KERNEL_CH, coll);
@@ -126,6 +146,41 @@ int mix_build(struct mix_op *op, const char *name) {
     return 0;
 }
 
+void mix_build_nccl_pattern(struct mix_op *op, int proxy_ops) {
+    /* channel 0 sends (SendGPUWait, SendPeerWait, SendWait), 1 receives
+     * (RecvWait, RecvFlushWait, RecvGPUWait) */
+    static const int states[2][3] = {{8, 20, 9}, {10, 11, 12}};
+    memset(op, 0, sizeof(*op));
+    int coll = api_part(op, 16, 2, "LL");
+    int kch[2], po[2], ps[2][2];
+    int first_proxy = op->nsteps;
+    for (int c = 0; c < 2; c++) {
+        kch[c] = start(op, NSC_ABI_KERNEL_CH, coll);
+        op->ev[kch[c]].d.kernelCh.channelId = (uint8_t)c;
+        op->ev[kch[c]].d.kernelCh.pTimer = 1700000000000000000ull + (uint64_t)c * 40;
+        if (proxy_ops)
+            po[c] = pattern_proxy_op(op, coll, c, ps[c]);
+    }
+    int first_steps = op->nsteps;
+    for (int c = 0; c < 2 && proxy_ops; c++)
+        for (int s = 0; s < 2; s++) {
+            add_step(op, MIX_START, ps[c][s], 0, 0);
+            for (int k = 0; k < 3; k++)
+                add_step(op, MIX_STATE, ps[c][s], states[c][k], 131072);
+            add_step(op, MIX_STOP, ps[c][s], 0, 0);
+        }
+    int first_stops = op->nsteps;
+    for (int c = 0; c < 2; c++) {
+        if (proxy_ops)
+            add_step(op, MIX_STOP, po[c], 0, 0);
+        add_step(op, MIX_STATE, kch[c], NSC_ABI_KERNEL_CH_STOP, 1700000000000005000ull);
+        add_step(op, MIX_STOP, kch[c], 0, 0);
+    }
+    for (int i = first_proxy; i < op->nsteps; i++)
+        op->step[i].part = (uint8_t)(i < first_steps ? 1 : i < first_stops ? 2 : 3);
+    op->name = "nccl-pattern";
+}
+
 /* ---- running ---- */
 
 static inline void do_start(struct mix_runner *r, void **hs, int e) {
@@ -155,13 +210,17 @@ static inline void do_call(struct mix_runner *r, void **hs, const struct mix_ste
     }
 }
 
-/* Whether NCCL would make this call: the type is in the plugin's mask, and
- * stop/state only for a non-NULL handle. */
-static inline int wanted(const struct mix_runner *r, void **hs, const struct mix_step *s) {
+static inline int wanted(const struct mix_runner *r, void *const *hs, const struct mix_step *s) {
     if (!(r->op->ev[s->ev].d.type & r->mask))
         return 0;
     return s->kind == MIX_START || hs[s->ev] != NULL;
 }
+
+int mix_wanted(const struct mix_runner *r, void *const *hs, const struct mix_step *s) {
+    return wanted(r, hs, s);
+}
+
+void mix_call(struct mix_runner *r, void **hs, const struct mix_step *s) { do_call(r, hs, s); }
 
 static void count_starts(struct mix_runner *r, void **hs) {
     for (int e = 0; e < r->op->nev; e++)

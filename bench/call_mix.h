@@ -39,6 +39,8 @@ struct mix_step {
     uint8_t kind;  /* enum mix_kind */
     uint8_t ev;    /* event index in the operation */
     int16_t state; /* MIX_STATE */
+    uint8_t part;  /* mix_build_nccl_pattern: 0 the application thread's, 1..3 the
+                    * proxy thread's parts (0 in every other mix) */
     uint64_t arg;  /* MIX_STATE: transSize / pTimer */
 };
 
@@ -58,6 +60,17 @@ struct mix_op {
 
 /* Builds the named mix. Returns 0, or -1 for an unknown name. */
 int mix_build(struct mix_op *op, const char *name);
+
+/* The operation of --nccl-pattern (bench/nccl_pattern.h), split by the
+ * thread NCCL makes each call on. Part 0, the application thread: allreduce64's
+ * API part (GroupApi, CollApi, KernelLaunch, Group, Coll: 12 callbacks). The
+ * proxy thread, on 2 channels, each with its KernelCh and one ProxyOp (send
+ * on channel 0, receive on 1) of 2 ProxySteps with 3 states each: part 1 the
+ * KernelCh and ProxyOp starts (parent: the Coll), part 2 the steps, part 3
+ * the ProxyOp stops and each KernelCh's KernelChStop state and stop: 32
+ * callbacks. Without proxy_ops, the KernelCh alone (NVLink's path: 6). */
+void mix_build_nccl_pattern(struct mix_op *op, int proxy_ops);
+#define MIX_PATTERN_PARTS 4
 
 /* What one writer thread drives: a host (the plugin), a context, the mask
  * the plugin asked for, and its histograms. */
@@ -83,6 +96,13 @@ struct mix_runner {
     unsigned char *scratch;
     _Atomic uint64_t sync_word;
 };
+
+/* Whether NCCL would make this call: the type is in the plugin's mask, and
+ * stop/state only for a non-NULL handle. */
+int mix_wanted(const struct mix_runner *r, void *const *hs, const struct mix_step *s);
+/* Makes one call of the operation on handles hs (a start writes its handle
+ * there and reads its parents' from there), untimed. */
+void mix_call(struct mix_runner *r, void **hs, const struct mix_step *s);
 
 /* One operation in NCCL's order, each call timed with fenced reads. */
 void mix_run_natural(struct mix_runner *r, double ns_per_tick);

@@ -15,6 +15,7 @@
  * callback, floor -> ncclscope is what ncclscope adds to that (validation,
  * descriptor copy, strings, a reader on another core).
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,9 @@ struct floor_thread {
 static __thread struct floor_thread *tls __attribute__((tls_model("initial-exec")));
 static __thread uint64_t last_ticks __attribute__((tls_model("initial-exec")));
 static char context_token;
-static int tsc_only; /* NCCLSCOPE_FLOOR=tsc; set at init, before any event */
+/* NCCLSCOPE_FLOOR=tsc; set at every init (comms may init on several
+ * threads at once, hence the atomic: a relaxed load is a plain one) */
+static _Atomic int tsc_only;
 
 static inline uint64_t ticks(void) {
 #if defined(__x86_64__)
@@ -93,7 +96,7 @@ static int mask_from_env(void) {
 
 static nsc_abi_result init_any(void **ctx, int *mask) {
     const char *mode = getenv("NCCLSCOPE_FLOOR");
-    tsc_only = mode && strcmp(mode, "tsc") == 0;
+    atomic_store_explicit(&tsc_only, mode && strcmp(mode, "tsc") == 0, memory_order_relaxed);
     *ctx = &context_token;
     *mask = mask_from_env();
     return NSC_ABI_SUCCESS;
@@ -114,7 +117,7 @@ static nsc_abi_result init_v5(void **ctx, uint64_t id, int *mask, const char *na
 static nsc_abi_result start_event(void *ctx, void **handle, void *descr) {
     (void)ctx;
     uint64_t ts = ticks();
-    if (tsc_only) {
+    if (atomic_load_explicit(&tsc_only, memory_order_relaxed)) {
         last_ticks = ts;
         *handle = &context_token;
         return NSC_ABI_SUCCESS;
@@ -133,7 +136,7 @@ static nsc_abi_result start_event(void *ctx, void **handle, void *descr) {
 }
 static nsc_abi_result stop_event(void *handle) {
     uint64_t ts = ticks();
-    if (tsc_only) {
+    if (atomic_load_explicit(&tsc_only, memory_order_relaxed)) {
         last_ticks = ts;
         return NSC_ABI_SUCCESS;
     }
@@ -145,7 +148,7 @@ static nsc_abi_result stop_event(void *handle) {
 static nsc_abi_result record_state(void *handle, int state, void *args) {
     (void)args;
     uint64_t ts = ticks();
-    if (tsc_only) {
+    if (atomic_load_explicit(&tsc_only, memory_order_relaxed)) {
         last_ticks = ts;
         return NSC_ABI_SUCCESS;
     }

@@ -303,12 +303,20 @@ static nsc_abi_result stop_event(void *eHandle) {
     if (((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) == NSC_ET_COLL_API &&
         __builtin_expect(!(nsc_ctl_recording() & NSC_ABI_COLL_API), 0) && !nsc_chain_active())
         return NSC_ABI_SUCCESS;
-    uint64_t ticks = nsc_record_stop(eHandle);
+    if (!h)
+        return NSC_ABI_SUCCESS;
+    uint64_t ticks = nsc_clock_ticks();
+    /* hook: watchdog state, before the record. Its CAS on the slot is a
+     * locked instruction, which waits for every store before it to leave
+     * the store buffer: after the record, it waited for the record's line,
+     * a miss inside NCCL (caches cold between callbacks); before it, the
+     * record's stores drain after we return. The record depends on the
+     * handle's bits only, never on the slot, which the hook may free. */
+    if (nsc_handle_is_slab(h))
+        nsc_opst_stop(h, ticks); /* the stop record's time */
+    nsc_record_end_at(eHandle, NSC_REC_STOP, 0, 0, ticks);
     if (__builtin_expect(nsc_chain_active(), 0))
         nsc_chain_stop(eHandle);
-    /* hook: watchdog state; last, since it may free the handle's slot */
-    if (nsc_handle_is_slab((uint64_t)(uintptr_t)eHandle))
-        nsc_opst_stop((uint64_t)(uintptr_t)eHandle, ticks); /* the stop record's time */
     return NSC_ABI_SUCCESS;
 }
 

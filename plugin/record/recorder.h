@@ -142,9 +142,29 @@ static inline void nsc_record_one(struct nsc_thread *t, uint8_t kind, uint64_t h
     ring_commit(&t->ring, pos, 1);
 }
 
-/* stopEvent (kind STOP) and recordEventState (kind STATE) for every version.
- * Returns the call's timestamp (0 when it had none: a NULL handle), for the
- * watchdog's hooks, which then read no clock of their own. */
+/* stopEvent (kind STOP) and recordEventState (kind STATE) for every version,
+ * at `ticks` (the caller read the clock: a stop hands the same time to the
+ * watchdog's hook before it writes the record, nccl_api.c says why). */
+static inline void nsc_record_end_at(void *handle, uint8_t kind, uint32_t state, uint64_t arg,
+                                     uint64_t ticks) {
+    uint64_t h = (uint64_t)(uintptr_t)handle;
+    if (!h)
+        return;
+    if (__builtin_expect(!nsc_handle_issued(h), 0)) {
+        nsc_count(&nsc_counters.invalid_handle);
+        return;
+    }
+    struct nsc_thread *t = nsc_thread_get();
+    if (__builtin_expect(h & (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED), 0)) {
+        if (h & NSC_HANDLE_DROPPED)
+            nsc_thread_count_drop(t, 1, 0);
+        return; /* unrecorded: only a chained plugin has it (chain.h) */
+    }
+    nsc_record_one(t, kind, h, state, arg, ticks);
+}
+
+/* The same, reading the clock. Returns the call's timestamp (0 when it had
+ * none: a NULL handle). */
 static inline uint64_t nsc_record_end(void *handle, uint8_t kind, uint32_t state, uint64_t arg) {
     uint64_t h = (uint64_t)(uintptr_t)handle;
     if (!h)

@@ -14,12 +14,14 @@
 /* Payload words per kind (every one an atomic word of the slot, so the
  * watchdog may read while NCCL's threads write):
  *
- *   all     w0  comm serial << 32 | comm index      w13 watchdog: scan that found the comm closed
- *   OP      w1  seqNumber (Coll; 0 for P2p)          w2  peer | nch << 32 | kernel_tracked << 40 | etype << 48
- *           w3  func (string id)    w4 (unused)      w5 channels done (bits)
- *           w6  start ticks         w7 stop ticks    w8 ProxyOps    w9 ProxyOps done   w11 last child gone
+ *   all     w0  comm serial << 32 | comm index
+ *   OP      w1  start ticks     w2  peer | nch << 32 | kernel_tracked << 40 | etype << 48
+ *           w3  seqNumber (Coll; 0 for P2p; 48 bits) << 16 | func (string id)
+ *           w4  ProxyOps << 32 | ProxyOps done    w5 channels done (bits)
+ *           w7  stop ticks    w11 last child gone (without KernelCh); neither reset
+ *               at the start: a former occupant's is older than this start
  *   PROXY   w1  parent slot   w2 parent id   w3 peer | ch << 32 | is_send << 40
- *           w4  nSteps        w7 last ProxyOp state + 1 (v1-v3)
+ *           w4  nSteps        w5 last ProxyOp state + 1 (v1-v3)
  *   STEP    w1  parent slot   w2 parent id   w3 step   w4 last state + 1 (0: none yet)
  *           (no reference on its ProxyOp: the scan checks the id)
  *   KCH     w1  parent slot   w2 parent id   w3 channel
@@ -28,8 +30,18 @@
  * w10 and w12 are the slab's (NSC_SLAB_W_BATCH*: a free slot's batch).
  * The start writes exactly these words of its kind; the others hold a
  * former occupant's values and nothing reads them.
+ *
+ * Lines: `life`, `kind`, w0..w5 on the slot's first, w6..w13 on its second.
+ * A child's words are all on the first (its callbacks touch one line); an
+ * operation's start writes the first alone, and what its children write
+ * into it from the proxy thread (channels, ProxyOps, `life`) is there too,
+ * so the second (stop time; last child gone, only without KernelCh) stays
+ * the issuing thread's. The watchdog's closed-comm mark is its own array.
  */
-enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2, W_CLOSED = 13 };
+enum { W_COMM = 0, W_PSLOT = 1, W_PID = 2 };
+#define OP_SEQ_BITS 48
+#define OP_SEQ(s) (LD(s, 3) >> 16)
+#define OP_FUNC(s) (LD(s, 3) & 0xffff)
 
 #define RLX memory_order_relaxed
 
@@ -152,8 +164,11 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks);
  * The last reference of a finished slot finishes it. */
 static void detach(uint32_t i, uint64_t id, uint64_t ticks, int touch) {
     struct nsc_slab_slot *s = &nsc_slab_slots[i];
-    if (touch && atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP)
-        ST(s, 11, ticks = now_or(ticks)); /* a child went: the grace without KernelCh starts again */
+    /* a child went: the grace without KernelCh starts again (with
+     * KernelCh there is no grace, and the word's line stays the issuing
+     * thread's) */
+    if (touch && atomic_load_explicit(&s->kind, RLX) == NSC_OPST_OP && !((LD(s, 2) >> 40) & 1))
+        ST(s, 11, ticks = now_or(ticks));
     /* SEQ_CST: a KernelCh's stop that saw our reference and left the
      * finishing to us set its bit before (kch_done); try_finish's read of
      * the bits comes after this in the single total order. */
@@ -203,10 +218,10 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks, enum fin how) {
          * thread (its proxy thread); two finishing at once may leave
          * either as the last, which is what "last completed" means then. */
         if (how == FIN_COMPLETED) {
-            atomic_store_explicit(&w->done_seq, LD(s, 1), RLX);
+            atomic_store_explicit(&w->done_seq, OP_SEQ(s), RLX);
             atomic_store_explicit(&w->done_meta,
-                                  (uint32_t)(LD(s, 3) << 8 | (LD(s, 2) >> 48 & 0xff)), RLX);
-            atomic_store_explicit(&w->done_key, done_key(LD(s, 1), LD(s, 2) >> 48, LD(s, 3)),
+                                  (uint32_t)(OP_FUNC(s) << 8 | (LD(s, 2) >> 48 & 0xff)), RLX);
+            atomic_store_explicit(&w->done_key, done_key(OP_SEQ(s), LD(s, 2) >> 48, OP_FUNC(s)),
                                   RLX);
             atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
         }
@@ -277,7 +292,7 @@ static void finish(uint32_t i, uint64_t ticks, enum fin how) {
          * A child reclaimed with its finalized comm did not finish: its
          * parent makes no progress from it. */
         if (how != FIN_RECLAIMED)
-            atomic_fetch_add_explicit(&nsc_slab_slots[p].w[9], 1, RLX);
+            atomic_fetch_add_explicit(&nsc_slab_slots[p].w[4], 1, RLX); /* one more done */
         free_slot(i);
         detach(p, pid, ticks, 1);
         return;
@@ -387,12 +402,11 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
          * and id), which the watchdog compares when it tallies steps. Steps
          * are most of the network path's callbacks; a reference would cost
          * two more atomic RMWs each. */
-        /* A KernelCh takes none either (kch_done says why); it checks
-         * that its operation is still the occupant. */
-        if (kind == NSC_OPST_KCH
-                ? (atomic_load_explicit(&nsc_slab_slots[pslot].life, memory_order_acquire) >>
-                   NSC_LIFE_ID_SHIFT) != pid
-                : kind != NSC_OPST_STEP && attach(pslot, pid) != 0) {
+        /* A KernelCh takes none either (kch_done says why), nor reads its
+         * operation's slot (the issuing thread's line, which would move to
+         * this core for nothing): its stop (kch_done) and the scan check
+         * the id it names. */
+        if (kind == NSC_OPST_PROXY && attach(pslot, pid) != 0) {
             nsc_slab_count_orphan(); /* its slot completed (and maybe reused) */
             return h;
         }
@@ -411,10 +425,9 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
      * is paid again at the next locked instruction, which waits for the
      * store buffer to drain (zeroing all 14 words was a third of a
      * KernelCh's start). The table at the top says which words a kind
-     * reads; W_CLOSED is every kind's. */
+     * reads. */
     atomic_store_explicit(&s->kind, kind, RLX);
     ST(s, W_COMM, (uint64_t)c->serial << 32 | ci);
-    ST(s, W_CLOSED, 0);
     switch (kind) {
     case NSC_OPST_OP: {
         int coll = et == NSC_ET_COLL;
@@ -431,29 +444,29 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
         int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0 && known;
         uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;
         uint64_t seq = coll ? d->coll.seqNumber : 0;
-        ST(s, 1, seq);
+        ST(s, 1, ticks);
         ST(s, 2, (uint64_t)(uint32_t)(coll ? -1 : d->p2p.peer) | (uint64_t)(nch & 0xff) << 32 |
                      (uint64_t)kt << 40 | (uint64_t)et << 48);
-        ST(s, 3, fid);
-        ST(s, 5, 0); /* channels done; stop ticks; ProxyOps, done */
-        ST(s, 6, ticks);
-        ST(s, 7, 0);
-        ST(s, 8, 0);
-        ST(s, 9, 0);
-        ST(s, 11, ticks);
+        ST(s, 3, (seq & ((UINT64_C(1) << OP_SEQ_BITS) - 1)) << 16 | fid);
+        ST(s, 4, 0); /* ProxyOps started and done; channels done */
+        ST(s, 5, 0);
+        /* not w7, w11: the second line (the table at the top) */
         struct watch *wa = &watch[ci];
         atomic_store_explicit(&wa->enq_seq, seq, RLX);
         atomic_store_explicit(&wa->enq_meta, (uint32_t)fid << 8 | et, RLX);
-        /* after the fields (the slot's are published by `life` below) */
-        atomic_fetch_add_explicit(&wa->started, 1, memory_order_release);
+        /* after the fields (the slot's: `life` below). A comm's operations
+         * come from one thread at a time, so a load and a store count
+         * exactly without a locked add (which waits for the stores above). */
+        atomic_store_explicit(&wa->started, atomic_load_explicit(&wa->started, RLX) + 1,
+                              memory_order_release);
         break;
     }
     case NSC_OPST_PROXY:
         ST(s, 3, (uint64_t)(uint32_t)d->proxyOp.peer | (uint64_t)(d->proxyOp.channelId & 0xff) << 32 |
                      (uint64_t)(d->proxyOp.isSend != 0) << 40);
         ST(s, 4, (uint64_t)(uint32_t)d->proxyOp.nSteps);
-        ST(s, 7, 0); /* no state yet */
-        atomic_fetch_add_explicit(&ps->w[8], 1, RLX);
+        ST(s, 5, 0); /* no state yet */
+        atomic_fetch_add_explicit(&ps->w[4], UINT64_C(1) << 32, RLX); /* one more started */
         break;
     case NSC_OPST_STEP:
         ST(s, 3, (uint64_t)(uint32_t)d->proxyStep.step);
@@ -549,7 +562,7 @@ void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks) {
     if (kind == NSC_OPST_STEP)
         ST(s, 4, (uint64_t)state + 1);
     else if (kind == NSC_OPST_PROXY)
-        ST(s, 7, (uint64_t)state + 1);
+        ST(s, 5, (uint64_t)state + 1);
 }
 
 /* ---- the watchdog's scan ---- */
@@ -613,6 +626,9 @@ static int overtaken(uint64_t c, uint64_t w2, uint64_t seq, uint64_t func) {
 static uint32_t proxy_at[NSC_SLAB_SLOTS]; /* slot -> index in proxies + 1 */
 static uint32_t op_at[NSC_SLAB_SLOTS];    /* slot -> index in ops + 1 */
 static uint64_t scan_no;
+/* Per slot, the occupant a sweep found with its comm closed and that sweep's
+ * number (reclaimed ten scans later); here, so no start has to reset it. */
+static struct { uint64_t id, scan; } closed[NSC_SLAB_SLOTS];
 
 /* light: nothing collected, only operations without KernelCh completed
  * (the watchdog's pressed pace between its full scans): no sweep, no
@@ -660,15 +676,17 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                 /* Finalized comm: its events will never finish. Reclaim
                  * ten full scans (a second) after a sweep first saw it
                  * closed, once no child holds it; a light scan leaves it. */
-                if (!light && !LD(s, W_CLOSED))
-                    ST(s, W_CLOSED, scan_no);
-                if (!light && scan_no - LD(s, W_CLOSED) >= 10)
+                if (!light && closed[i].id != id) {
+                    closed[i].id = id;
+                    closed[i].scan = scan_no;
+                }
+                if (!light && closed[i].id == id && scan_no - closed[i].scan >= 10)
                     reclaim_alone(i, id, now, FIN_RECLAIMED);
                 else
                     detach(i, id, now, 0);
                 continue;
             }
-            if (pass == 0 && kind == NSC_OPST_OP && overtaken(c, LD(s, 2), LD(s, 1), LD(s, 3))) {
+            if (pass == 0 && kind == NSC_OPST_OP && overtaken(c, LD(s, 2), OP_SEQ(s), OP_FUNC(s))) {
                 /* Not in flight: it completed (counted as such; the comm's
                  * last completed stays the later one), retired when only
                  * we hold it (a child that never stopped keeps it,
@@ -700,19 +718,21 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                         o->id = id;
                         o->serial = (uint32_t)(c >> 32);
                         o->comm_index = (uint32_t)c & 0xffff;
-                        o->seq = LD(s, 1);
+                        o->seq = OP_SEQ(s);
                         o->peer = (int32_t)(uint32_t)w2;
                         o->nch = (uint8_t)(w2 >> 32);
                         o->kernel_tracked = (uint8_t)(w2 >> 40 & 1);
                         o->etype = (uint8_t)(w2 >> 48);
-                        o->func = (uint16_t)LD(s, 3);
+                        o->func = (uint16_t)OP_FUNC(s);
                         o->ch_done = LD(s, 5);
                         o->ch_started = o->ch_done; /* and the open ones: pass 1 */
-                        o->start_ticks = LD(s, 6);
-                        o->stop_ticks = LD(s, 7);
+                        o->start_ticks = LD(s, 1);
+                        /* a stop time before the start is a former occupant's */
+                        o->stop_ticks = LD(s, 7) >= o->start_ticks ? LD(s, 7) : 0;
                         o->stopped = (cur & NSC_LIFE_DONE) != 0;
-                        o->proxies = (uint32_t)LD(s, 8);
-                        o->proxies_done = (uint32_t)LD(s, 9);
+                        uint64_t w4 = LD(s, 4);
+                        o->proxies = (uint32_t)(w4 >> 32);
+                        o->proxies_done = (uint32_t)w4;
                         op_at[i] = no;
                     } else
                         lo++;

@@ -9,7 +9,8 @@
  *
  * Who calls what, concurrently:
  *   - nsc_opst_start/_stop/_state: NCCL's threads, from the callbacks,
- *     after the record is written (the trace never depends on this state).
+ *     after the record is written, a stop's before it (nccl_api.c says
+ *     why; the trace never depends on this state).
  *     No lock, no allocation: a CAS to take a slot, a CAS per reference.
  *   - nsc_opst_scan: the watchdog thread only (one at a time). It completes
  *     operations whose completion it must infer (KernelCh not recorded), and

@@ -3,7 +3,8 @@
 it loads the plugins the way NCCL does, drives every mix, writes its JSON
 (the fields below), reads ncclscope's own drop counters back from its
 trace and the counting plugin's counts from its file, runs a short knee
-search, and refuses bad arguments. No latency is asserted; one rate is: a
+search and the NCCL thread pattern (empty, floor and ncclscope side by side),
+and refuses bad arguments. No latency is asserted; one rate is: a
 single writer at SUSTAINED_RATE callbacks/s with every event type must
 keep every callback at default settings.
 
@@ -60,6 +61,49 @@ def main():
     check("p50/tsc" in r.stdout and "empty" in r.stdout and "ncclscope" in r.stdout,
           "table printed:\n" + r.stdout)
     print("ok: %d JSON rows, every event kept" % len(rows))
+
+    # NCCL's threads: application threads and a proxy thread, the three
+    # reference points in one run, two rounds; the shape of the report, not
+    # its timings (this machine is shared). Before the timed checks below,
+    # so that sanitizer builds, which may miss their rates, still run it
+    # (two application threads initialise comms at once).
+    floor = os.path.join(os.path.dirname(empty), "libnccl-profiler-floor.so")
+    js5 = os.path.join(d, "p.json")
+    r = run([bench, "--nccl-pattern", "--plugin", empty, "--plugin", floor, "--plugin", scope,
+             "--threads", "2", "--seconds", "0.2", "--rounds", "2", "--json", js5])
+    rows = json.load(open(js5))
+    runs = [x for x in rows if x["kind"] == "nccl-pattern"]
+    meds = [x for x in rows if x["kind"] == "nccl-pattern-median"]
+    check(len(rows) == 9 and len(runs) == 6 and len(meds) == 3, "pattern rows: %s" % rows)
+    check(sorted(x["plugin"] for x in meds) == ["empty", "floor", "ncclscope"]
+          and sorted((x["round"], x["plugin"]) for x in runs)
+          == [(k, p) for k in (1, 2) for p in ("empty", "floor", "ncclscope")], "every plugin ran: %s" % rows)
+    for x in rows:
+        check(x["app_threads"] == 2 and x["proxy_threads"] == 1, "threads: %s" % x)
+        check(x["app_ops"] > 0 and x["proxy_ops"] > 0 and x["app_p50_ticks"] > 0 and x["proxy_p50_ticks"] > 0,
+              "both sides timed: %s" % x)
+        check(abs(x["total_p50_ticks"] - x["app_p50_ticks"] - x["proxy_p50_ticks"]) < 1 or x["kind"] != "nccl-pattern",
+              "total is app + proxy: %s" % x)
+        # NCCL's split: 12 calls on the application thread, 32 on the proxy's
+        check(abs(x["app_calls_per_op"] - 12) < 0.01 and abs(x["proxy_calls_per_op"] - 32) < 0.5,
+              "calls per side: %s" % x)
+        check(x["total_x_floor"] is not None and x["total_x_floor"] > 0, "ratio to the floor: %s" % x)
+        if x["plugin"] == "floor":
+            check(x["total_x_floor"] == 1.0 and x["net_x_floor"] == 1.0, "the floor is its own unit: %s" % x)
+        check("net_x_floor" in x and (x["net_x_floor"] is None or x["net_x_floor"] >= 0), "net ratio: %s" % x)
+        check(x["callbacks_offered"] > 0 and x["callbacks_kept"] <= x["callbacks_offered"], "kept counted: %s" % x)
+        seen = {"ncclscope": "trace", "floor": "handles", "empty": "handles"}[x["plugin"]]
+        check(x["kept_seen_in"] == seen, "kept observed in %s: %s" % (seen, x))
+        if x["plugin"] != "ncclscope":
+            check(x["zero_drop"], "a reference plugin keeps every handle: %s" % x)
+    for word in ("nccl-pattern", "app p50", "proxy p50", "x floor", "net x", "median of 2 rounds"):
+        check(word in r.stdout, "%r in the table:\n%s" % (word, r.stdout))
+    print("ok: nccl-pattern: %s" % ", ".join("%s %.0f+%.0f ticks (x%.2f)" % (
+        x["plugin"], x["app_p50_ticks"], x["proxy_p50_ticks"], x["total_x_floor"]) for x in meds))
+    r = run([bench, "--nccl-pattern", "--mix", "allreduce64"], ok=(1,))
+    check("--nccl-pattern" in r.stderr, r.stderr)
+    r = run([bench, "--nccl-pattern", "--rounds", "0"], ok=(1,))
+    check("--rounds" in r.stderr, r.stderr)
 
     # Sustained rate: one writer, every event type, default settings (no
     # ring override), long enough that buffers alone cannot hide a flusher
