@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
-for p in meson ninja-build libzstd-dev zlib1g-dev pkg-config binutils python3-dev python3-numpy python3-pandas python3-dask python3-distributed; do
+for p in meson ninja-build libzstd-dev zlib1g-dev pkg-config binutils python3-dev python3-numpy python3-pandas python3-dask python3-distributed prometheus prometheus-node-exporter; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "live_metrics_int.h"
+#include "op_rules.h"
 
 struct nsc_live *_Atomic nsc_live_on;
 /* What is recorded now (control.h tells us): KernelCh in it makes new ops
@@ -71,11 +72,13 @@ int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, c
         snprintf(err, errlen, "NCCLSCOPE_METRICS_DIR: path too long");
         return -1;
     }
-    /* node-exporter reads *.prom only: the temporary name never matches. */
-    snprintf(m->tmp, sizeof(m->tmp), "%s.tmp", m->path);
+    /* mkostemp's template: node-exporter reads *.prom only, and
+     * <host>-<pid>.prom.XXXXXX never matches. */
+    snprintf(m->tmp, sizeof(m->tmp), "%s.XXXXXX", m->path);
     snprintf(m->host, sizeof(m->host), "%s", s->host);
     m->pid = (int)s->pid;
     m->ticks_per_sec = s->ticks_per_sec ? s->ticks_per_sec : 1000000000ull;
+    m->channels_known = nsc_op_channels_known((int)s->api_version);
     /* A finalized comm's last counts stay in the file for two periods and
      * at least a minute: a collector scraping less often than we write
      * still sees them once (a short-lived comm could otherwise be shown in

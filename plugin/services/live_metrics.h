@@ -10,24 +10,26 @@
  *     (Coll, P2p, CeColl, KernelCh and ProxyOp) and each comm finalize;
  *   - whoever takes comm descriptions for the file (the drainer at a seal,
  *     or a compressor): nsc_live_comms();
- *   - the ops thread (services/ops_thread.h): nsc_live_write() every
+ *   - the metrics thread (services/ops_thread.h): nsc_live_write() every
  *     NCCLSCOPE_METRICS_SECONDS and at the end, nsc_live_remove();
  *   - the session (its mutex): nsc_live_create() before the engine starts,
- *     nsc_live_destroy() after the engine and the ops thread stopped.
+ *     nsc_live_destroy() after the engine and the metrics thread stopped.
  * The aggregates are under one mutex, which the drainer holds for a pass
- * and the ops thread for a copy (never across I/O): the callbacks never
+ * and the metrics thread for a copy (never across I/O): the callbacks never
  * see any of this. Memory is bounded: operations in flight (NSC_LIVE_OPS),
  * their children (NSC_LIVE_KIDS), series (NSC_LIVE_SERIES); past a bound
  * an operation is counted but not timed, a series not created (counted in
  * ncclscope_metrics_overflow_total).
  *
  * An operation (Coll, P2p, CeColl) is counted at its START; it completes
+ * by nccl/op_rules.h, once it and every child it had (ProxyOp, KernelCh)
+ * stopped:
  *   - when every KernelCh of its nChannels has stopped, if KernelCh was
- *     recorded when it started: its latency is GPU time (last KernelChStop's
- *     %globaltimer − first KernelCh start), label timing="gpu";
- *   - otherwise when it has stopped, every child (ProxyOp) it had has
- *     stopped, and nothing touched it for 100 ms: its latency runs from its
- *     START to the last of those stops, label timing="host".
+ *     recorded when it started and NCCL gives it KernelCh (not a Send/Recv
+ *     to its own rank or of zero bytes): its latency is GPU time (last
+ *     KernelChStop's %globaltimer − first KernelCh start), timing="gpu";
+ *   - otherwise when nothing touched it for 100 ms: its latency runs from
+ *     its START to the last of those stops, label timing="host".
  */
 #ifndef NSC_LIVE_METRICS_H
 #define NSC_LIVE_METRICS_H

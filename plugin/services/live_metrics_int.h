@@ -22,14 +22,17 @@ extern _Atomic uint32_t live_recorded_mask;
 
 #define GRACE_NS 100000000ull /* host timing: quiet this long after the last stop */
 #define ORPHAN_PASSES 64      /* a child whose parent never shows up is forgotten */
-#define NLAT 19               /* latency buckets besides +Inf */
+#define NLAT 22               /* latency buckets besides +Inf */
 #define NSIZE 7               /* size buckets */
 #define MAX_COMMS_KNOWN 4096
 #define RETAIN_MIN_NS 60000000000ull /* a finalized comm stays in the files a minute at least */
 
-static const double lat_le[NLAT] = {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
-                                    2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25,
-                                    0.5, 1, 2.5, 5, 10};
+#define NFSEQ 12              /* functions whose seqNumber a comm follows */
+/* From 1 us: a small NCCL operation on NVLink takes a few microseconds on
+ * the GPU, and a first bucket of 10 us would hold all of them. */
+static const double lat_le[NLAT] = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4,
+                                    5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1,
+                                    0.25, 0.5, 1, 2.5, 5, 10};
 /* Per-rank message bytes (count x datatype size), upper bounds: powers of 16. */
 static const char *const size_name[NSIZE] = {"0-1KiB", "1KiB-16KiB", "16KiB-256KiB",
                                               "256KiB-4MiB", "4MiB-64MiB", "64MiB-1GiB",
@@ -50,7 +53,15 @@ struct series {
     uint8_t size, p2p;
     uint64_t ops, bytes;  /* counted at START */
     struct lat lat[2];    /* by timing */
-    double iv_bytes, iv_seconds; /* completed with a latency since the last file */
+    double gpu_bytes;     /* bytes (count x datatype size) of those with a GPU latency */
+};
+
+/* A collective function's seqNumbers on one comm (NCCL numbers them per
+ * function): the highest enqueued and the highest completed. */
+struct fseq {
+    uint16_t func;        /* string id; 0: free */
+    uint8_t any_done;
+    uint64_t enq, done;
 };
 
 struct comm {
@@ -59,6 +70,8 @@ struct comm {
     struct nsc_comm_info info;
     uint64_t in_flight;
     uint64_t first_ticks, last_done_ticks;
+    uint64_t first_unix_ns, last_done_unix_ns; /* the same two instants, Unix time */
+    struct fseq fseq[NFSEQ];
     uint64_t gone_ns;     /* the first file that showed it finalized and idle (0: none yet) */
 };
 
@@ -68,9 +81,10 @@ struct op {
     uint16_t func;
     uint8_t size, p2p;
     uint64_t start_ticks, end_ticks, gpu_start, gpu_end, touched_ns;
-    uint64_t bytes;
+    uint64_t bytes, count, seq;
+    int32_t peer;         /* P2p */
     uint16_t nch, kch_done, live_kids;
-    uint8_t kernel, stopped;
+    uint8_t kernel, stopped, coll; /* kernel: KernelCh recorded at its start; coll: seq is its */
 };
 
 struct kid {
@@ -88,6 +102,8 @@ struct nsc_live {
     int pid;
     uint64_t ticks_per_sec;
     uint64_t pass, now_ns;
+    uint64_t now_ticks, now_unix_ns; /* read with now_ns: record ticks -> Unix time */
+    int channels_known;   /* op_rules.h: the API version gives the channels KernelCh come on */
     int failing;          /* the last write failed (logged once) */
 
     struct nsc_id_map ops;  /* id -> struct op, at most NSC_LIVE_OPS */
@@ -124,6 +140,8 @@ static inline uint64_t live_mix(uint64_t k) { return k * 0x9e3779b97f4a7c15ull; 
 void live_rebuild(struct nsc_live *m, const struct comm *src, uint32_t n,
                   int (*drop)(const struct nsc_live *, const struct comm *));
 void live_settle(struct nsc_live *m, uint64_t grace_ns);
+/* Reads the clocks now_ns, now_ticks and now_unix_ns (under mu). */
+void live_now(struct nsc_live *m);
 /* the drainer's record hook (live_metrics.c sets it) */
 void live_record(const struct nsc_rec *r);
 

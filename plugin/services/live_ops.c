@@ -7,11 +7,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "intern.h"
 #include "live_metrics_int.h"
 #include "nccl_abi.h"
+#include "op_rules.h"
 #include "thread_state.h"
 
 __thread int live_in_pass;
@@ -173,6 +175,41 @@ static void lat_add(struct lat *l, double s) {
     l->sum += s;
 }
 
+void live_now(struct nsc_live *m) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->now_ns = nsc_clock_monotonic_ns();
+    m->now_ticks = nsc_clock_ticks();
+    m->now_unix_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A record's ticks as Unix time (ns), through the clocks read at the pass's
+ * start: an alert compares it with Prometheus's time(). */
+static uint64_t unix_ns(const struct nsc_live *m, uint64_t ticks) {
+    if (ticks >= m->now_ticks)
+        return m->now_unix_ns;
+    double ago = (double)(m->now_ticks - ticks) * 1e9 / (double)m->ticks_per_sec;
+    return ago < (double)m->now_unix_ns ? m->now_unix_ns - (uint64_t)ago : 0;
+}
+
+/* The comm's entry for a collective function; with `add`, a new one (NULL
+ * when all NFSEQ are taken: counted). */
+static struct fseq *fseq_get(struct nsc_live *m, struct comm *c, uint16_t func, int add) {
+    for (unsigned i = 0; i < NFSEQ; i++) {
+        if (c->fseq[i].func == func)
+            return &c->fseq[i];
+        if (!c->fseq[i].func) {
+            if (!add)
+                return NULL;
+            c->fseq[i].func = func;
+            return &c->fseq[i];
+        }
+    }
+    if (add)
+        m->overflow++;
+    return NULL;
+}
+
 /* Records an op's completion and forgets it. */
 static void complete(struct nsc_live *m, struct op *o, int timed) {
     struct comm *c = comm_get(m, o->serial, 0);
@@ -181,8 +218,15 @@ static void complete(struct nsc_live *m, struct op *o, int timed) {
             c->in_flight--;
         c->gone_ns = 0; /* after its end: its retention starts again with the next file */
         uint64_t end = o->end_ticks > o->start_ticks ? o->end_ticks : o->start_ticks;
-        if (end > c->last_done_ticks)
+        if (end > c->last_done_ticks) {
             c->last_done_ticks = end;
+            c->last_done_unix_ns = unix_ns(m, end);
+        }
+        struct fseq *f = o->coll && o->func ? fseq_get(m, c, o->func, 0) : NULL;
+        if (f && (!f->any_done || o->seq > f->done)) {
+            f->done = o->seq;
+            f->any_done = 1;
+        }
     }
     uint32_t si = timed ? series_get(m, o->serial, o->func, o->size, o->p2p) : 0;
     if (si) {
@@ -197,15 +241,32 @@ static void complete(struct nsc_live *m, struct op *o, int timed) {
         }
         if (sec > 0) {
             lat_add(&s->lat[timing], sec);
-            s->iv_bytes += (double)o->bytes;
-            s->iv_seconds += sec;
+            if (timing == T_GPU)
+                s->gpu_bytes += (double)o->bytes;
         }
         m->done_total++;
     }
     op_del(m, o);
 }
 
-static int kernel_done(const struct op *o) { return o->kernel && o->nch && o->kch_done >= o->nch; }
+/* op_rules.h's verdict on `o` now. Whether a Send or Recv expects KernelCh
+ * depends on its comm's rank, known once the comm is described (until then
+ * it waits for its channels; the next settle after the description decides
+ * again). `grace_ns`: the quiet the host rule asks for; ~0: none is enough
+ * (a record was just applied). */
+static int op_done(struct nsc_live *m, const struct op *o, uint64_t grace_ns) {
+    int rank = -1;
+    if (o->p2p) {
+        const struct comm *c = comm_get(m, o->serial, 0);
+        if (c && c->described)
+            rank = c->info.rank;
+    }
+    int expects = nsc_op_expects_kernel_ch(o->p2p, o->count, o->peer, rank);
+    int nch = nsc_op_kernel_channels(o->kernel, m->channels_known, expects, o->nch);
+    int quiet = grace_ns != ~0ull && m->now_ns - o->touched_ns >= grace_ns;
+    return nsc_op_complete(o->stopped, o->live_kids, nch, o->kch_done, quiet);
+}
+#define NOT_QUIET (~0ull)
 
 /* Applies a child's accumulated state to its op. */
 static void attach(struct nsc_live *m, struct op *o, struct kid *k) {
@@ -243,6 +304,12 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
         func = d->ce_coll.func, dtype = d->ce_coll.dtype, count = d->ce_coll.count;
         break;
     }
+    uint64_t seq = 0;
+    int32_t peer = 0;
+    if (r->h.etype == NSC_ET_COLL)
+        seq = d->coll.seq;
+    else if (p2p)
+        peer = d->p2p.peer;
     uint64_t bytes = count * elem_bytes(m, dtype);
     uint8_t size = size_bucket(bytes);
     uint32_t si = series_get(m, r->h.aux, func, size, p2p);
@@ -255,8 +322,14 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     struct comm *c = comm_get(m, r->h.aux, 1);
     if (c && !c->first_ticks)
         c->first_ticks = r->h.ticks;
-    if (c)
+    if (c) {
         c->gone_ns = 0; /* an operation after its end (late records): not idle */
+        if (!c->first_unix_ns)
+            c->first_unix_ns = unix_ns(m, r->h.ticks);
+        struct fseq *f = r->h.etype == NSC_ET_COLL && func ? fseq_get(m, c, func, 1) : NULL;
+        if (f && seq >= f->enq)
+            f->enq = seq;
+    }
     if (op_find(m, r->h.id))
         return; /* a duplicate id cannot happen; never track one twice */
     if (m->fifo_len == NSC_LIVE_OPS) {
@@ -287,9 +360,15 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     o->p2p = p2p;
     o->start_ticks = o->end_ticks = r->h.ticks;
     o->bytes = bytes;
+    o->count = count;
+    o->seq = seq;
+    o->peer = peer;
+    o->coll = r->h.etype == NSC_ET_COLL;
     o->nch = nch;
-    o->kernel = nch && (atomic_load_explicit(&live_recorded_mask, memory_order_relaxed) >>
-                        NSC_ET_KERNEL_CH & 1);
+    /* CeColl runs on copy engines: no channels, no KernelCh */
+    o->kernel = r->h.etype != NSC_ET_CE_COLL &&
+                (atomic_load_explicit(&live_recorded_mask, memory_order_relaxed) >>
+                     NSC_ET_KERNEL_CH & 1);
     o->touched_ns = m->now_ns;
 }
 
@@ -343,7 +422,7 @@ static void live_record_in(struct nsc_live *m, const struct nsc_rec *r) {
             o->touched_ns = m->now_ns;
             if (r->h.ticks > o->end_ticks)
                 o->end_ticks = r->h.ticks;
-            if (kernel_done(o))
+            if (op_done(m, o, NOT_QUIET))
                 complete(m, o, 1);
         } else {
             struct kid *k = kid_find(m, r->h.id);
@@ -360,11 +439,10 @@ static void live_record_in(struct nsc_live *m, const struct nsc_rec *r) {
                     o->live_kids--;
                 if (k->stop_ticks > o->end_ticks)
                     o->end_ticks = k->stop_ticks;
-                if (k->kch) {
+                if (k->kch)
                     o->kch_done++;
-                    if (kernel_done(o))
-                        complete(m, o, 1);
-                }
+                if (op_done(m, o, NOT_QUIET))
+                    complete(m, o, 1);
             }
             kid_del(m, k);
         }
@@ -397,7 +475,7 @@ void live_settle(struct nsc_live *m, uint64_t grace_ns) {
             attach(m, o, k);
             if (k->stopped) {
                 kid_del(m, k);
-                if (kernel_done(o))
+                if (op_done(m, o, NOT_QUIET))
                     complete(m, o, 1);
             }
         } else if (m->pass + 1 - k->orphan_pass > ORPHAN_PASSES) {
@@ -410,9 +488,7 @@ void live_settle(struct nsc_live *m, uint64_t grace_ns) {
     while (m->fifo_len) {
         struct op *o = op_find(m, m->fifo[m->fifo_head]);
         if (o) {
-            int host_done = !o->kernel && o->stopped && !o->live_kids &&
-                            m->now_ns - o->touched_ns >= grace_ns;
-            if (!host_done && !kernel_done(o))
+            if (!op_done(m, o, grace_ns))
                 break;
             complete(m, o, 1);
         }
@@ -436,7 +512,7 @@ void nsc_live_pass_begin(void) {
     pthread_mutex_lock(&m->mu);
     live_in_pass = 1;
     m->pass++;
-    m->now_ns = nsc_clock_monotonic_ns();
+    live_now(m);
 }
 
 void nsc_live_pass_end(void) {

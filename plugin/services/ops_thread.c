@@ -19,11 +19,17 @@
 
 #define POLL_MS 100
 
+/* Two threads: the ops thread polls the control files, the metrics thread
+ * writes the metrics file. One thread for both let a frozen metrics
+ * directory (a hung mount node-exporter's directory is on) stop `mark`,
+ * `stop` and `dump` from the control files with it. */
 struct ops {
-    pthread_t thread;
+    pthread_t thread, mthread;
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    int stop, done;    /* under mu */
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC */
+    int stop;           /* under mu */
+    int done, mdone;    /* under mu: each thread finished (1 when it never ran) */
+    int mstarted;       /* the metrics thread runs (the session's thread only) */
     struct nsc_config cfg;
 };
 
@@ -38,12 +44,6 @@ static void deadline_after_ms(struct timespec *ts, uint64_t ms) {
 
 static void *ops_main(void *arg) {
     struct ops *o = arg;
-    int metrics = o->cfg.metrics_dir[0] != '\0';
-    uint64_t period = (uint64_t)o->cfg.metrics_seconds * 1000000000ull;
-    /* The first file right away (within POLL_MS of the session's start),
-     * then every period: a collector sees the process from its start, and
-     * a job shorter than one period still shows up while it runs. */
-    uint64_t next_metrics = nsc_clock_monotonic_ns();
     pthread_mutex_lock(&o->mu);
     while (!o->stop) {
         struct timespec dl;
@@ -53,23 +53,38 @@ static void *ops_main(void *arg) {
             break;
         pthread_mutex_unlock(&o->mu);
         nsc_ctl_poll();
-        uint64_t now = nsc_clock_monotonic_ns();
-        if (metrics && now >= next_metrics) {
-            nsc_live_write(0);
-            next_metrics = now + period;
-        }
         pthread_mutex_lock(&o->mu);
     }
-    pthread_mutex_unlock(&o->mu);
-    /* The flusher has drained everything: the last numbers, or no file. */
-    if (metrics) {
-        if (o->cfg.metrics_keep)
-            nsc_live_write(1);
-        else
-            nsc_live_remove();
-    }
-    pthread_mutex_lock(&o->mu);
     o->done = 1;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+static void *metrics_main(void *arg) {
+    struct ops *o = arg;
+    uint64_t period_ms = (uint64_t)o->cfg.metrics_seconds * 1000ull;
+    /* The first file right away, then every period: a collector sees the
+     * process from its start, and a job shorter than one period still
+     * shows up while it runs. */
+    pthread_mutex_lock(&o->mu);
+    while (!o->stop) {
+        pthread_mutex_unlock(&o->mu);
+        nsc_live_write(0);
+        pthread_mutex_lock(&o->mu);
+        struct timespec dl;
+        deadline_after_ms(&dl, period_ms);
+        while (!o->stop && pthread_cond_timedwait(&o->cv, &o->mu, &dl) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&o->mu);
+    /* The engine has drained everything: the last numbers, or no file. */
+    if (o->cfg.metrics_keep)
+        nsc_live_write(1);
+    else
+        nsc_live_remove();
+    pthread_mutex_lock(&o->mu);
+    o->mdone = 1;
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);
     return NULL;
@@ -86,6 +101,7 @@ int nsc_ops_start(const struct nsc_config *cfg) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&o->cv, &ca);
     pthread_condattr_destroy(&ca);
+    o->mdone = 1; /* until its thread runs */
     int rc = nsc_bg_thread_start(&o->thread, cfg, ops_main, o, "ncclscope-ops");
     if (rc != 0) {
         nsc_log_warn("ncclscope: cannot start the ops thread (%s): no control files, no metrics",
@@ -94,6 +110,16 @@ int nsc_ops_start(const struct nsc_config *cfg) {
         pthread_mutex_destroy(&o->mu);
         free(o);
         return -1;
+    }
+    if (cfg->metrics_dir[0]) {
+        o->mdone = 0;
+        rc = nsc_bg_thread_start(&o->mthread, cfg, metrics_main, o, "ncclscope-prom");
+        o->mstarted = rc == 0;
+        if (rc != 0) {
+            o->mdone = 1;
+            nsc_log_warn("ncclscope: cannot start the metrics thread (%s): no metrics file",
+                         strerror(rc));
+        }
     }
     O = o;
     return 0;
@@ -117,19 +143,22 @@ int nsc_ops_stop(void) {
     pthread_mutex_lock(&o->mu);
     o->stop = 1;
     pthread_cond_broadcast(&o->cv);
-    while (!o->done)
+    while (!o->done || !o->mdone)
         if (pthread_cond_timedwait(&o->cv, &o->mu, &dl) == ETIMEDOUT)
             break;
-    int done = o->done;
+    int done = o->done, mdone = o->mdone;
     pthread_mutex_unlock(&o->mu);
-    if (!done) {
+    if (!done || !mdone) {
         pin_library();
-        nsc_log_warn("ncclscope: the metrics or control files in %s did not answer within "
-                     "NCCLSCOPE_EXIT_WAIT_MS=%u ms; leaving the ops thread behind",
-                     o->cfg.metrics_dir[0] ? o->cfg.metrics_dir : o->cfg.dir, o->cfg.exit_wait_ms);
-        return 0; /* o stays allocated: the thread still reads it */
+        nsc_log_warn("ncclscope: the %s files in %s did not answer within "
+                     "NCCLSCOPE_EXIT_WAIT_MS=%u ms; leaving the %s thread behind",
+                     done ? "metrics" : "control", done ? o->cfg.metrics_dir : o->cfg.dir,
+                     o->cfg.exit_wait_ms, done ? "metrics" : "ops");
+        return 0; /* o stays allocated: the threads still read it */
     }
     pthread_join(o->thread, NULL);
+    if (o->mstarted)
+        pthread_join(o->mthread, NULL);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * ops_thread.h - the ops thread: the slow, periodic work that must not run on the
- * callback path nor hold up the drainer or the disk writer:
- *   - every 100 ms: the control files and chained plugins' masks (control.h);
- *   - every NCCLSCOPE_METRICS_SECONDS: the Prometheus text file
- *     (live_metrics.h), written to a temporary name and renamed;
- *   - at the session's end: the last metrics file (NCCLSCOPE_METRICS_KEEP=1)
- *     or its removal.
- * It alone touches the control and metrics files, so a stalled file system
- * there stops only this thread; the session's end waits for it at most
- * NCCLSCOPE_EXIT_WAIT_MS and then leaves it behind (the library stays
- * mapped, as for the flusher).
+ * ops_thread.h - the slow, periodic work that must not run on the callback
+ * path nor hold up the drainer or the disk writer, on two threads of its own:
+ *   - the ops thread, every 100 ms: the control files and chained plugins'
+ *     masks (control.h);
+ *   - the metrics thread (with NCCLSCOPE_METRICS_DIR), every
+ *     NCCLSCOPE_METRICS_SECONDS: the Prometheus text file (live_metrics.h),
+ *     written to a fresh temporary name and renamed; at the session's end
+ *     the last file (NCCLSCOPE_METRICS_KEEP=1) or its removal.
+ * Each file system stalls only its own thread: a frozen metrics directory
+ * leaves `mark`, `stop` and `dump` from the control files working. The
+ * session's end waits for both at most NCCLSCOPE_EXIT_WAIT_MS and then
+ * leaves behind whichever did not answer (the library stays mapped, as for
+ * the flusher).
  */
 #ifndef NSC_OPS_H
 #define NSC_OPS_H

@@ -18,19 +18,11 @@
 #include "intern.h"
 #include "live_metrics_int.h"
 #include "log.h"
+#include "op_rules.h"
 #include "thread_state.h"
+#include "version.h"
 
 /* ---- the file ---- */
-
-static double bus_factor(const char *func, int n) {
-    if (!func || n <= 0)
-        return 1.0;
-    if (!strcmp(func, "AllReduce"))
-        return 2.0 * (n - 1) / n;
-    if (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter") || !strcmp(func, "AlltoAll"))
-        return (double)(n - 1) / n;
-    return 1.0;
-}
 
 /* Label values: printable ASCII, with \ " and newline escaped. */
 static void put_label(FILE *f, const char *v) {
@@ -64,7 +56,7 @@ struct snapshot {
     uint32_t nseries;
     struct comm *comms;
     uint32_t ncomms;
-    uint64_t overflow, done_total, now_ticks;
+    uint64_t overflow, done_total;
 };
 
 /* A finalized comm with nothing in flight that files have shown so far for
@@ -74,7 +66,7 @@ static int comm_expired(const struct nsc_live *m, const struct comm *c) {
 }
 
 /* Copies what the file shows; forgets finalized comms (and their series)
- * once shown for retain_ns, and restarts the interval bandwidth. Under mu. */
+ * once shown for retain_ns. Under mu. */
 static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
     sn->series = malloc((m->nseries + 1) * sizeof(*sn->series));
     sn->comms = malloc((m->ncomms + 1) * sizeof(*sn->comms));
@@ -82,10 +74,8 @@ static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
         return -1;
     sn->nseries = sn->ncomms = 0;
     for (uint32_t i = 0; i < SERIES_CAP; i++)
-        if (m->series[i].serial) {
+        if (m->series[i].serial)
             sn->series[sn->nseries++] = m->series[i];
-            m->series[i].iv_bytes = m->series[i].iv_seconds = 0;
-        }
     int dead = 0;
     for (uint32_t i = 0; i < COMMS_CAP; i++)
         if (m->comms[i].serial) {
@@ -97,7 +87,6 @@ static int take_snapshot(struct nsc_live *m, struct snapshot *sn) {
         }
     sn->overflow = m->overflow;
     sn->done_total = m->done_total;
-    sn->now_ticks = nsc_clock_ticks();
     if (dead) /* both tables without the expired comms */
         live_rebuild(m, sn->comms, sn->ncomms, comm_expired);
     m->compacted = 0;
@@ -168,21 +157,28 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
             if (s->lat[t].count)
                 write_hist(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?", t);
     }
-    fprintf(f, "# HELP ncclscope_busbw_bytes_per_second Bus bandwidth (nccl-tests' formula) of the operations completed since the previous file.\n"
-               "# TYPE ncclscope_busbw_bytes_per_second gauge\n");
+    fprintf(f, "# HELP ncclscope_gpu_seconds_total GPU time (first KernelCh start to last KernelChStop) of the operations completed with timing=\"gpu\".\n"
+               "# TYPE ncclscope_gpu_seconds_total counter\n");
     for (uint32_t i = 0; i < sn->nseries; i++) {
         const struct series *s = &sn->series[i];
         const struct comm *c = find_comm(sn, s->serial);
-        if (s->iv_seconds <= 0 || !c || !c->described)
+        if (!s->lat[T_GPU].count || !c || !c->described)
+            continue;
+        fputs("ncclscope_gpu_seconds_total{", f);
+        series_labels(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
+        fprintf(f, "} %.9g\n", s->lat[T_GPU].sum);
+    }
+    fprintf(f, "# HELP ncclscope_gpu_bus_bytes_total Bus bytes (nccl-tests' size and bus factor) of the same operations: rate(ncclscope_gpu_bus_bytes_total[w]) / rate(ncclscope_gpu_seconds_total[w]) is their bus bandwidth.\n"
+               "# TYPE ncclscope_gpu_bus_bytes_total counter\n");
+    for (uint32_t i = 0; i < sn->nseries; i++) {
+        const struct series *s = &sn->series[i];
+        const struct comm *c = find_comm(sn, s->serial);
+        if (!s->lat[T_GPU].count || !c || !c->described)
             continue;
         const char *op = nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?";
-        int n = c && c->described ? c->info.nranks : 0;
-        double bytes = s->iv_bytes;
-        if (!s->p2p && n > 0 && (!strcmp(op, "AllGather") || !strcmp(op, "ReduceScatter")))
-            bytes *= n; /* nccl-tests' size: the whole buffer */
-        fputs("ncclscope_busbw_bytes_per_second{", f);
+        fputs("ncclscope_gpu_bus_bytes_total{", f);
         series_labels(f, c, s, op);
-        fprintf(f, "} %.6g\n", bytes / s->iv_seconds * (s->p2p ? 1.0 : bus_factor(op, n)));
+        fprintf(f, "} %.17g\n", nsc_op_bus_bytes(op, s->p2p, c->info.nranks, s->gpu_bytes));
     }
     fprintf(f, "# HELP ncclscope_operations_in_flight Operations started and not completed.\n"
                "# TYPE ncclscope_operations_in_flight gauge\n");
@@ -193,19 +189,38 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
         comm_labels(f, &sn->comms[i]);
         fprintf(f, "} %" PRIu64 "\n", sn->comms[i].in_flight);
     }
-    fprintf(f, "# HELP ncclscope_seconds_since_last_completion Seconds since the communicator's last operation completed (since its first operation when none did).\n"
-               "# TYPE ncclscope_seconds_since_last_completion gauge\n");
+    for (int done = 0; done < 2; done++) {
+        const char *name = done ? "ncclscope_last_completed_seq" : "ncclscope_last_enqueued_seq";
+        fprintf(f, "# HELP %s The highest seqNumber of the communicator's collectives of this operation %s (NCCL numbers each operation's collectives on its own).\n"
+                   "# TYPE %s gauge\n",
+                name, done ? "completed" : "enqueued", name);
+        for (uint32_t i = 0; i < sn->ncomms; i++) {
+            const struct comm *c = &sn->comms[i];
+            if (!c->described)
+                continue;
+            for (unsigned k = 0; k < NFSEQ && c->fseq[k].func; k++) {
+                const struct fseq *q = &c->fseq[k];
+                if (done && !q->any_done)
+                    continue;
+                const char *op = nsc_intern_text(q->func) ? nsc_intern_text(q->func) : "?";
+                fprintf(f, "%s{", name);
+                comm_labels(f, c);
+                fputs(",op=\"", f);
+                put_label(f, op);
+                fprintf(f, "\"} %" PRIu64 "\n", done ? q->done : q->enq);
+            }
+        }
+    }
+    fprintf(f, "# HELP ncclscope_last_completion_timestamp_seconds Unix time of the communicator's last completed operation (of its first operation's start while none completed). It stays what it was in the file of a process that died.\n"
+               "# TYPE ncclscope_last_completion_timestamp_seconds gauge\n");
     for (uint32_t i = 0; i < sn->ncomms; i++) {
         const struct comm *c = &sn->comms[i];
-        uint64_t last = c->last_done_ticks ? c->last_done_ticks : c->first_ticks;
-        /* an ended comm waits for nothing: no gauge that would only grow
-         * (and fire a hang alert) through its retention */
-        if (!last || !c->described || c->finalized)
+        uint64_t t = c->last_done_ticks ? c->last_done_unix_ns : c->first_unix_ns;
+        if (!t || !c->described)
             continue;
-        fputs("ncclscope_seconds_since_last_completion{", f);
+        fputs("ncclscope_last_completion_timestamp_seconds{", f);
         comm_labels(f, c);
-        fprintf(f, "} %.3f\n",
-                sn->now_ticks > last ? (double)(sn->now_ticks - last) / (double)m->ticks_per_sec : 0.0);
+        fprintf(f, "} %.3f\n", (double)t * 1e-9);
     }
     uint64_t drops = atomic_load_explicit(&nsc_thread_sentinel()->drops_ring, memory_order_relaxed);
     uint64_t records = 0;
@@ -215,6 +230,14 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
         drops += atomic_load_explicit(&t->drops_ring, memory_order_relaxed);
         records += atomic_load_explicit(&t->ring.head, memory_order_relaxed);
     }
+    /* Per process, labelled with its pid: the processes of a host share the
+     * directory and node-exporter serves all their files as one scrape,
+     * where series of the same name and labels would collide. */
+    fprintf(f, "# HELP ncclscope_build_info The ncclscope writing this file (value 1).\n"
+               "# TYPE ncclscope_build_info gauge\n"
+               "ncclscope_build_info{pid=\"%d\",version=\"", m->pid);
+    put_label(f, NSC_VERSION);
+    fputs("\"} 1\n", f);
     fprintf(f, "# HELP ncclscope_records_total Records written into the rings.\n"
                "# TYPE ncclscope_records_total counter\n"
                "ncclscope_records_total{pid=\"%d\"} %" PRIu64 "\n"
@@ -232,7 +255,7 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
 
 /* The directory, as mkdir -p (0755: node-exporter runs as another user). */
 static void make_dirs(const char *file) {
-    char tmp[1400];
+    char tmp[1500];
     snprintf(tmp, sizeof(tmp), "%s", file);
     for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {
@@ -249,7 +272,7 @@ int nsc_live_write(int final) {
     struct snapshot sn;
     memset(&sn, 0, sizeof(sn));
     pthread_mutex_lock(&m->mu);
-    m->now_ns = nsc_clock_monotonic_ns();
+    live_now(m);
     /* Host-timed ops whose grace ended while nothing was drained; at the
      * end, when everything was drained, every op that stopped. */
     live_settle(m, final ? 0 : GRACE_NS);
@@ -257,16 +280,34 @@ int nsc_live_write(int final) {
     pthread_mutex_unlock(&m->mu);
     int err = ENOMEM;
     if (rc == 0) {
-        int fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        /* A fresh file of our own (mkostemp: O_CREAT | O_EXCL, mode 0600),
+         * never a name someone could have planted a link at: the directory
+         * is often writable by others (node-exporter's), and a symlink at a
+         * fixed temporary name made a job running as root truncate and
+         * overwrite its target at every start. */
+        char tmp[sizeof(m->tmp)];
+        snprintf(tmp, sizeof(tmp), "%s", m->tmp);
+        int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0 && errno == ENOENT) {
             make_dirs(m->tmp);
-            fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            snprintf(tmp, sizeof(tmp), "%s", m->tmp);
+            fd = mkostemp(tmp, O_CLOEXEC);
+        }
+        /* 0644 whatever the job's umask: node-exporter runs as another user */
+        if (fd >= 0 && fchmod(fd, 0644) != 0) {
+            err = errno;
+            close(fd);
+            unlink(tmp);
+            fd = -1;
+            errno = err;
         }
         FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (!f) {
             err = errno;
-            if (fd >= 0)
+            if (fd >= 0) {
                 close(fd);
+                unlink(tmp);
+            }
             rc = -1;
         } else {
             format(f, m, &sn);
@@ -274,12 +315,12 @@ int nsc_live_write(int final) {
             if (fclose(f) != 0 || bad) {
                 err = errno ? errno : EIO;
                 rc = -1;
-            } else if (rename(m->tmp, m->path) != 0) {
+            } else if (rename(tmp, m->path) != 0) { /* replaces a link, never follows it */
                 err = errno;
                 rc = -1;
             }
             if (rc != 0)
-                unlink(m->tmp);
+                unlink(tmp);
         }
     }
     free(sn.series);

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "event_types.h"
 #include "intern.h"
+#include "op_rules.h"
 #include "thread_state.h"
 
 /* Payload words per kind (every one an atomic word of the slot, so the
@@ -180,8 +181,11 @@ static void detach(uint32_t i, uint64_t id, uint64_t ticks, int touch) {
 /* Channels done >= nch (SEQ_CST: the other half of kch_done's Dekker
  * pair). Reads only w5, which stays readable in a freed slot (slab.c). */
 static int channels_done(const struct nsc_slab_slot *s, unsigned nch) {
-    return (unsigned)__builtin_popcountll(atomic_load_explicit(&s->w[5], memory_order_seq_cst)) >=
-           nch;
+    /* stopped with no child open: what the callers' `life` word says */
+    return nsc_op_complete(1, 0, (int)nch,
+                           (unsigned)__builtin_popcountll(
+                               atomic_load_explicit(&s->w[5], memory_order_seq_cst)),
+                           0);
 }
 
 /* The channels an operation waits for, or -1 when KernelCh is not recorded
@@ -360,7 +364,8 @@ static void try_finish(uint32_t i, uint64_t id, uint64_t ticks) {
 static _Atomic int channels_known = 1;
 
 void nsc_opst_set_api(int api_version) {
-    atomic_store_explicit(&channels_known, api_version >= 4, memory_order_relaxed);
+    atomic_store_explicit(&channels_known, nsc_op_channels_known(api_version),
+                          memory_order_relaxed);
 }
 
 void nsc_opst_set_tracking(int on) {
@@ -437,11 +442,13 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
          * no KernelCh at all (2.28: only proxy ops with steps get a
          * profiler op): it is completed as without KernelCh, else it would
          * stay in flight and fire at the comm's next quiet period. */
-        int known = atomic_load_explicit(&channels_known, memory_order_relaxed) &&
-                    (coll || (d->p2p.count &&
-                              d->p2p.peer != atomic_load_explicit(&c->rank, memory_order_relaxed)));
-        unsigned nch = !known ? 0 : coll ? d->coll.nChannels : d->p2p.nChannels;
-        int kt = (nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0 && known;
+        int expects = coll || nsc_op_expects_kernel_ch(
+                                  1, d->p2p.count, d->p2p.peer,
+                                  atomic_load_explicit(&c->rank, memory_order_relaxed));
+        int chk = atomic_load_explicit(&channels_known, memory_order_relaxed);
+        unsigned nch = !(chk && expects) ? 0 : coll ? d->coll.nChannels : d->p2p.nChannels;
+        int kt = nsc_op_kernel_channels((nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0, chk,
+                                        expects, nch) >= 0;
         uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;
         uint64_t seq = coll ? d->coll.seqNumber : 0;
         ST(s, 1, ticks);
@@ -703,8 +710,10 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                 uint64_t last = LD(s, 11) > LD(s, 7) ? LD(s, 11) : LD(s, 7);
                 /* `last < now`: a stop (or a child's) that came during
                  * this scan, after `now` was read, is not a long-ago one */
+                int quiet = last < now && now - last > grace;
+                /* cur: stopped (DONE) and no child open (our reference only) */
                 if (!((w2 >> 40) & 1) && cur == (NSC_LIFE(id) | NSC_LIFE_DONE | 1) &&
-                    last < now && now - last > grace &&
+                    nsc_op_complete(1, 0, -1, 0, quiet) &&
                     atomic_compare_exchange_strong_explicit(&s->life, &cur, 0,
                                                             memory_order_acq_rel, RLX)) {
                     finish(i, now, FIN_COMPLETED); /* no KernelCh: quiet after its stop */

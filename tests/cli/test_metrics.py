@@ -101,6 +101,7 @@ def main():
     check(len(sources) == 4, "the 4-process job: %s" % sources)
 
     # One replay per rank, each its own process and metrics file.
+    started = time.time()
     for src in sources:
         run([cli, "replay", "--plugin", plugin, src],
             env={"NCCLSCOPE_DIR": tracedir, "NCCLSCOPE_EVENTS": "all",
@@ -175,8 +176,32 @@ def main():
         check(len(flight) == 1 and float(flight[0]["value"][1]) == 0, "in flight %s" % flight)
         drops = query(prom_port, "sum(ncclscope_dropped_records_total)")
         check(len(drops) == 1 and float(drops[0]["value"][1]) == 0, "drops %s" % drops)
-        bw = query(prom_port, "ncclscope_busbw_bytes_per_second")
+        # bus bandwidth over any window from two counters; every operation
+        # here has a GPU latency, so the bus bytes are the bytes times
+        # nccl-tests' factors (4 ranks: AllReduce 2(n-1)/n = 1.5, AllGather
+        # n x (n-1)/n = 3, Broadcast 1)
+        bw = query(prom_port, "ncclscope_gpu_bus_bytes_total / ncclscope_gpu_seconds_total")
         check(bw and all(float(r["value"][1]) > 0 for r in bw), "bus bandwidth %s" % bw[:3])
+        ratio = query(prom_port, "ncclscope_gpu_bus_bytes_total / ncclscope_bytes_total")
+        factors = {"AllReduce": 1.5, "AllGather": 3.0, "ReduceScatter": 3.0, "Broadcast": 1.0,
+                   "Reduce": 1.0, "Send": 1.0, "Recv": 1.0}
+        check(ratio and all(abs(float(r["value"][1]) - factors[r["metric"]["op"]]) < 1e-9
+                            for r in ratio if float(r["value"][1]) == float(r["value"][1])),
+              "bus bytes / bytes %s" % [(r["metric"]["op"], r["value"][1]) for r in ratio])
+        # the small operations of this job take microseconds on the GPU:
+        # buckets from 1 us tell them apart
+        small = query(prom_port, 'sum(ncclscope_latency_seconds_bucket{le="1e-06"})')
+        check(small, "no 1 us bucket")
+        # everything enqueued completed, per comm, rank and operation
+        enq = query(prom_port, "ncclscope_last_enqueued_seq")
+        behind = query(prom_port, "ncclscope_last_enqueued_seq - ncclscope_last_completed_seq != 0")
+        check(enq and not behind, "seqNumbers: enqueued %s, not completed %s" % (enq[:3], behind))
+        now = time.time()
+        ts = query(prom_port, "ncclscope_last_completion_timestamp_seconds")
+        check(ts and all(started - 5 <= float(r["value"][1]) <= now for r in ts),
+              "completion timestamps %s, the replays ran from %.0f to %.0f" % (ts[:3], started, now))
+        info = query(prom_port, "ncclscope_build_info")
+        check(len(info) == 4 and all(r["metric"].get("version") for r in info), "build info %s" % info)
         errs = query(prom_port, "node_textfile_scrape_error")
         check(errs and float(errs[0]["value"][1]) == 0, "node-exporter could not read the files: %s" % errs)
     finally:

@@ -4,7 +4,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|metrics
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then a Send to its own rank
@@ -37,6 +37,12 @@
  *         Without KernelCh in the mask only a comm whose ProxyOps were seen,
  *         or that spans nodes, takes slots: 0 0 0 10 0 1; with it, every
  *         operation does: 10 10 1 10 10 1.
+ * metrics: for live metrics (test_live_metrics.py, KernelCh recorded): a
+ *         Send to its own rank, a Recv of zero bytes from another, a Send
+ *         of zero bytes to itself (NCCL gives these no KernelCh), then 50
+ *         AllReduces (seqNumber 0..49) whose two channels both stop; prints
+ *         "waiting" and waits for a line on stdin (3 s when stdin ends),
+ *         while the test reads the metrics file.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -236,8 +242,31 @@ int main(int argc, char **argv) {
         }
         ctx = first;
         printf("learn slab handles: %d %d %d %d %d %d\n", n[0], n[1], n[2], n[3], n[4], n[5]);
+    } else if (!strcmp(mode, "metrics")) {
+        for (int i = 0; i < 3; i++) {
+            nsc_abi_descr_v7 d;
+            memset(&d, 0, sizeof(d));
+            d.type = NSC_ABI_P2P;
+            d.rank = 0;
+            d.p2p.func = i == 1 ? "Recv" : "Send";
+            d.p2p.datatype = "ncclInt8";
+            d.p2p.count = i ? 0 : 4096;
+            d.p2p.peer = i == 1 ? 1 : 0; /* itself; zero bytes from another; zero to itself */
+            d.p2p.nChannels = 2;
+            nsc_host_stop(&host, start(&d));
+        }
+        for (uint64_t s = 0; s < 50; s++) {
+            void *op = coll(s, 2);
+            kch_stop(kch(op, 0));
+            kch_stop(kch(op, 1));
+        }
+        char line[16];
+        printf("waiting\n");
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+            usleep(3000000);
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics\n");
         return 1;
     }
     printf("done\n");
