@@ -31,6 +31,7 @@ struct nsc_convert_opts {
     int flows;               /* parent -> child and per-collective cross-rank flow arrows */
     int verbose;             /* per-file diagnostics on stderr (GPU clock mapping, lanes) */
     int jobs;                /* files read at once where the output allows (0: default) */
+    int detail;              /* --detail: operation lanes, a track per channel, proxy threads */
 };
 
 struct nsc_convert_result {

@@ -333,7 +333,7 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
                 "in flight or completed out of order), "
                 "%llu GPU starts mapped before their enqueue, %llu impossible GPU intervals "
                 "flagged\n",
-                p.path, (unsigned long long)n.ops_async, NSC_GPU_LANES,
+                p.path, (unsigned long long)n.ops_async, o->detail ? NSC_GPU_LANES : NSC_OPS_LANES,
                 (unsigned long long)n.gpu_before_enqueue, (unsigned long long)n.gpu_impossible);
     for (struct nsc_event *e; (e = nsc_events_next_open(&p.ev));) {
         nsc_timeline_event(tl, e, 1, p.last_ns);
@@ -514,7 +514,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(t0);
     j.to = (struct nsc_timeline_opts){o->ranks, o->nranks, o->comm, o->t_from, o->t_to,
                                    o->event_mask, o->flows, t_origin, o->nfiles,
-                                   pids, (const char(*)[64])hosts};
+                                   pids, (const char(*)[64])hosts, o->detail};
     j.tl = nsc_timeline_new(&j.to, j.sink);
     if (!j.tl) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
@@ -553,7 +553,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     struct nsc_run_meta rm = {j.meta, o->nfiles, tot.unfinished, j.res.parts, tot.filtered,
                               tot.flows, tot.chains_not_linked, j.orphans_by_type,
                               j.res.lost, j.res.drops, j.res.lost_write, j.res.lost_exit,
-                              j.res.unnamed, j.res.orphan_records, j.res.damaged};
+                              j.res.unnamed, j.res.orphan_records, j.res.damaged, o->detail};
     nsc_timeline_run_meta(&meta, &rm);
     err[0] = '\0';
     int rc = nsc_sink_finish(j.sink, &meta, t_origin == UINT64_MAX ? 0 : t_origin, err,
