@@ -34,6 +34,9 @@ static const char help[] =
     "  --events MASK             keep these event types (NCCLSCOPE_EVENTS syntax)\n"
     "  --split MB                a new file every MB (trace-000.json, trace-000.pftrace, ...)\n"
     "  --no-flows                no flow arrows (parent -> child, across ranks)\n"
+    "  --detail                  every event: operation lanes, a track per channel, proxy\n"
+    "                            threads (default: per rank its operations at GPU time\n"
+    "                            on one track, the host API, counters)\n"
     "  --align auto|realtime     clock alignment of files from several hosts\n"
     "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
     "  -j N                      files read at once (default: one per processor; same output)\n"
@@ -48,6 +51,7 @@ static const char help[] =
 struct convert_args {
     const char *out_path;
     int flows;
+    int detail;
     const char *ranks_arg;
     int ranks[MAX_RANKS];
     int nranks;
@@ -121,6 +125,7 @@ static int opt_events(const struct nsc_opt *o, const char *cmd, const char *v, v
 static const struct nsc_opt opts[] = {
     NSC_OPT_STR(NULL, 'o', struct convert_args, out_path),
     NSC_OPT_UNSET("no-flows", 0, struct convert_args, flows),
+    NSC_OPT_FLAG("detail", 0, struct convert_args, detail),
     NSC_OPT_FN("ranks", 0, struct convert_args, ranks_arg, opt_ranks),
     NSC_OPT_STR("comm", 0, struct convert_args, comm),
     NSC_OPT_WINDOW(struct convert_args, time),
@@ -194,6 +199,7 @@ static int run(int argc, char **argv) {
                    : NSC_OUT_JSON;
     o.shift_ns = al.shift_ns;
     o.flows = a.flows;
+    o.detail = a.detail;
     o.verbose = a.al.verbose;
     struct nsc_convert_result res;
     int rc = nsc_convert(&o, &res);
