@@ -332,10 +332,11 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
     else if (!o->quiet && o->verbose && (n.ops_async || n.gpu_before_enqueue || n.gpu_impossible))
         fprintf(msg,
                 "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
-                "in flight or completed out of order), "
+                "%s), "
                 "%llu GPU starts mapped before their enqueue, %llu impossible GPU intervals "
                 "flagged\n",
                 p.path, (unsigned long long)n.ops_async, o->detail ? NSC_GPU_LANES : NSC_OPS_LANES,
+                o->detail ? "in flight or completed out of order" : "overlapping on the GPU",
                 (unsigned long long)n.gpu_before_enqueue, (unsigned long long)n.gpu_impossible);
     for (struct nsc_event *e; (e = nsc_events_next_open(&p.ev));) {
         nsc_timeline_event(tl, e, 1, p.last_ns);

@@ -245,6 +245,27 @@ def main():
     json_nesting(doc2)
     print("ok: %d operations without GPU timers on one track" % len(ops2))
 
+    # ---- impossible GPU intervals: flagged on the operations track, left out ----
+    _, plugin, fake = env_paths()
+    td = os.path.join(d, "fake")
+    run([fake, "--plugin", plugin, "--synthetic", "1000", "--bad-gpu-every", "10"],
+        env={"NCCLSCOPE_DIR": td, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_RING_KB": "8192"})
+    t3 = os.path.join(d, "fake.json")
+    run([cli, "convert"] + [os.path.join(td, f) for f in sorted(os.listdir(td)) if f.endswith(".nsc")]
+        + ["-o", t3])
+    doc3 = load(t3)
+    m = doc3["metadata"]["ncclscope"]["files"][0]
+    flagged = [e for e in doc3["traceEvents"] if e.get("name") == "impossible GPU interval"]
+    check(len(flagged) == 99 == m["gpu_impossible_intervals"] and all(e["tid"] == GPU for e in flagged),
+          "flagged on the operations track: %d %s" % (len(flagged), m))
+    ops3 = [e for e in doc3["traceEvents"] if e.get("tid", 0) >= GPU and e["ph"] == "X"
+            and e["cat"] in ("GPU", "estimated", "enqueue")]
+    check(len(ops3) == m["operations_drawn"] == 1000, "every operation drawn: %d %s" % (len(ops3), m))
+    check(all(e["dur"] > 0 for e in doc3["traceEvents"] if e.get("cat") == "KernelCh" and e["ph"] == "X"),
+          "no impossible channel nested")
+    json_nesting(doc3)
+    print("ok: 99 impossible GPU intervals flagged on the operations track")
+
 
 if __name__ == "__main__":
     main()
