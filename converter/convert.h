@@ -31,6 +31,7 @@ struct nsc_convert_opts {
     int flows;               /* parent -> child and per-collective cross-rank flow arrows */
     int verbose;             /* per-file diagnostics on stderr (GPU clock mapping, lanes) */
     int jobs;                /* files read at once where the output allows (0: default) */
+    int detail;              /* --detail: operation lanes, a track per channel, proxy threads */
 };
 
 struct nsc_convert_result {
@@ -40,6 +41,8 @@ struct nsc_convert_result {
     unsigned long long lost_write, lost_exit;
     unsigned long long unnamed;    /* events naming a lost string ("?") */
     unsigned long long ranks_matched, comm_matched; /* events --ranks / --comm matched */
+    double span_s;                 /* the job: 0 to span_s seconds from its start, the range
+                                      t_from/t_to select from (< 0: no timed record) */
 };
 
 /* Returns 0 when every file was intact, 2 when damage was found (everything

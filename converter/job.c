@@ -45,6 +45,7 @@ struct file_res {
     char *msg;
     size_t msglen;
     int failed;
+    uint64_t last_ns;             /* its last record's time, on the merged timeline */
 };
 
 /* One file's pass: the model's state and where it goes. */
@@ -77,6 +78,7 @@ struct job {
     uint64_t orphans_by_type[16];
     uint64_t records_seen;
     double progress_t;
+    uint64_t last_ns;             /* the job's last record (0: none) */
 };
 
 static void say_sink_error(struct nsc_sink *s, FILE *out) {
@@ -330,10 +332,11 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
     else if (!o->quiet && o->verbose && (n.ops_async || n.gpu_before_enqueue || n.gpu_impossible))
         fprintf(msg,
                 "ncclscope convert: %s: %llu operations drawn as async slices (more than %d "
-                "in flight or completed out of order), "
+                "%s), "
                 "%llu GPU starts mapped before their enqueue, %llu impossible GPU intervals "
                 "flagged\n",
-                p.path, (unsigned long long)n.ops_async, NSC_GPU_LANES,
+                p.path, (unsigned long long)n.ops_async, o->detail ? NSC_GPU_LANES : NSC_OPS_LANES,
+                o->detail ? "in flight or completed out of order" : "overlapping on the GPU",
                 (unsigned long long)n.gpu_before_enqueue, (unsigned long long)n.gpu_impossible);
     for (struct nsc_event *e; (e = nsc_events_next_open(&p.ev));) {
         nsc_timeline_event(tl, e, 1, p.last_ns);
@@ -363,6 +366,7 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
     }
     if (!nsc_decoder_session(&p.dec))
         m->path = NULL; /* no line in the metadata */
+    r->last_ns = p.last_ns;
     r->res.drops += m->dropped;
     r->res.lost += l->total;
     r->res.lost_write += l->write;
@@ -377,6 +381,8 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
 }
 
 static void add_res(struct job *j, const struct file_res *r) {
+    if (r->last_ns > j->last_ns)
+        j->last_ns = r->last_ns;
     j->res.damaged += r->res.damaged;
     j->res.drops += r->res.drops;
     j->res.lost += r->res.lost;
@@ -514,7 +520,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     free(t0);
     j.to = (struct nsc_timeline_opts){o->ranks, o->nranks, o->comm, o->t_from, o->t_to,
                                    o->event_mask, o->flows, t_origin, o->nfiles,
-                                   pids, (const char(*)[64])hosts};
+                                   pids, (const char(*)[64])hosts, o->detail};
     j.tl = nsc_timeline_new(&j.to, j.sink);
     if (!j.tl) {
         fprintf(stderr, "ncclscope convert: out of memory\n");
@@ -543,6 +549,10 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     j.res.ranks_matched = tot.ranks_matched;
     j.res.comm_matched = tot.comm_matched;
     j.res.parts = (unsigned long long)nsc_sink_parts(j.sink);
+    /* the range --time selects from, for the CLI's warning when it missed */
+    j.res.span_s = t_origin == UINT64_MAX || j.last_ns == 0
+                       ? -1
+                       : (double)(j.last_ns > t_origin ? j.last_ns - t_origin : 0) / 1e9;
     /* The run's metadata: the JSON document's "metadata", or in the
      * protobuf trace an instant on the first file's summary track. */
     struct nsc_args meta;
@@ -553,7 +563,7 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     struct nsc_run_meta rm = {j.meta, o->nfiles, tot.unfinished, j.res.parts, tot.filtered,
                               tot.flows, tot.chains_not_linked, j.orphans_by_type,
                               j.res.lost, j.res.drops, j.res.lost_write, j.res.lost_exit,
-                              j.res.unnamed, j.res.orphan_records, j.res.damaged};
+                              j.res.unnamed, j.res.orphan_records, j.res.damaged, o->detail};
     nsc_timeline_run_meta(&meta, &rm);
     err[0] = '\0';
     int rc = nsc_sink_finish(j.sink, &meta, t_origin == UINT64_MAX ? 0 : t_origin, err,

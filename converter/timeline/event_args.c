@@ -159,7 +159,7 @@ void tl_losses_args(struct nsc_args *a, const struct nsc_losses *l, const struct
 
 /* One file's object in the metadata's "files" list, as JSON text (a nested
  * value: the protobuf output carries it as legacy JSON too). */
-static void file_meta_json(struct jw *w, const struct nsc_file_meta *f, int idx) {
+static void file_meta_json(struct jw *w, const struct nsc_file_meta *f, int idx, int detail) {
     const struct nsc_session *s = &f->session;
     const struct nsc_losses *l = &f->losses;
     const struct nsc_stats_header *h = &f->stats;
@@ -202,6 +202,11 @@ static void file_meta_json(struct jw *w, const struct nsc_file_meta *f, int idx)
     U("operations_async", f->counts.ops_async);
     U("gpu_impossible_intervals", f->counts.gpu_impossible);
     U("gpu_starts_before_enqueue", f->counts.gpu_before_enqueue);
+    if (!detail) { /* the default layout's operations tracks (ops_track.c) */
+        U("operations_estimated", f->counts.ops_estimated);
+        U("operation_tracks_max", f->counts.ops_lanes);
+        U("kernelch_not_drawn", f->counts.kernelch_not_drawn);
+    }
     if (f->have_py) {
         U("python_calls", f->py_calls);
         U("python_calls_not_recorded", f->py_skipped); /* per-function rate limit */
@@ -247,9 +252,10 @@ void nsc_timeline_run_meta(struct nsc_args *a, const struct nsc_run_meta *m) {
     int idx = 0;
     for (int i = 0; i < m->nfiles; i++)
         if (m->files[i].path)
-            file_meta_json(w, &m->files[i], idx++);
+            file_meta_json(w, &m->files[i], idx++, m->detail);
     jw_raw(w, "]");
     nsc_arg_json_end(a);
+    nsc_arg_s(a, "layout", m->detail ? "detail" : "default");
     nsc_arg_u(a, "unfinished_events", m->unfinished);
     nsc_arg_u(a, "parts", m->parts);
     nsc_arg_u(a, "filtered_out", m->filtered);

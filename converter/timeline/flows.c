@@ -48,10 +48,11 @@ void tl_chain_point(struct nsc_timeline *t, const struct nsc_chain_point *c) {
     *p = (struct placed){c->key, c->pid, c->tid, c->ts};
 }
 
-void tl_chain(struct nsc_timeline *t, const struct nsc_op_done *op, uint64_t pid, uint32_t tid) {
+void tl_chain(struct nsc_timeline *t, const struct nsc_op_done *op, uint64_t pid, uint32_t tid,
+              uint64_t ts) {
     struct nsc_chain_point c = {coll_key(op),
                                 tl_out_id(t, t->f.index, op->id) | (1ull << 62) /* apart from parent arrows */,
-                                pid, tid, op->start_ns, op->func ? op->func : "collective"};
+                                pid, tid, ts, op->func ? op->func : "collective"};
     if (nsc_sink_spool(t->sink)) { /* depends on the files before: resolved at the replay */
         if (nsc_sink_spool_chain(t->sink, &c) != 0)
             t->spool_failed = 1;

@@ -48,6 +48,7 @@ static void file_free(struct tl_file *f) {
         free(f->views[k]);
     free(f->views);
     free(f->phases);
+    tl_ops_free(f);
     memset(f, 0, sizeof(*f));
 }
 
@@ -73,6 +74,8 @@ int nsc_timeline_file_begin(struct nsc_timeline *t, int index, const char *path,
     f->gpu = gpu;
     f->ngpu = ngpu;
     t->have_file = 1;
+    if (!t->o.detail && tl_ops_init(f) != 0)
+        return -1;
     return nsc_id_map_init(&f->tracks, 64, sizeof(struct track *), NSC_ID_MAP_GROW);
 }
 
@@ -291,15 +294,11 @@ struct rank_view *tl_view_of(struct tl_file *f, uint32_t serial) {
     return f->views[serial];
 }
 
-static void name_thread(struct nsc_timeline *t, uint32_t serial, uint32_t tid, const char *name) {
+void tl_name_thread(struct nsc_timeline *t, uint32_t serial, uint32_t tid, const char *name) {
     /* GPU tracks sort first: lanes, then channels */
     struct nsc_tev e = {.k = NSC_TEV_THREAD, .pid = tl_out_pid(t->f.index, serial), .tid = tid,
                         .name = name, .sort = tid - NSC_TID_GPU_LANE + 1};
     tl_out(t, &e);
-}
-
-static const struct nsc_gpu_clock *gpu_clock(const struct tl_file *f, uint32_t serial) {
-    return serial < f->ngpu && f->gpu[serial].have ? &f->gpu[serial] : NULL;
 }
 
 /* A collective's (or p2p's) enqueue-to-completion slice on its rank's GPU
@@ -315,6 +314,12 @@ void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
     tl_rotate(t);
     if (!keep(t, op->comm_serial, op->is_p2p ? NSC_ET_P2P : NSC_ET_COLL, op->start_ns, end))
         return;
+    if (!t->o.detail) {
+        tl_inflight_add(t, op->comm_serial, v, op->start_ns, end,
+                        op->count * (uint64_t)nsc_dtype_size(op->dtype));
+        tl_ops_op(t, op);
+        return;
+    }
     int lane = -1;
     for (int l = 0; l < NSC_GPU_LANES; l++)
         if (v->lane_end[l] <= op->start_ns) {
@@ -328,7 +333,7 @@ void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
         snprintf(name, sizeof(name), "GPU: NCCL operations, enqueue to completion (lane %u)",
                  tid - NSC_TID_GPU_LANE);
         tl_name_process(t, op->comm_serial);
-        name_thread(t, op->comm_serial, tid, name);
+        tl_name_thread(t, op->comm_serial, tid, name);
     }
     if (lane >= 0)
         v->lane_end[lane] = end;
@@ -356,7 +361,7 @@ void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
               op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
                          : "unknown (no KernelCh/ProxyOp recorded): enqueue only");
     nsc_arg_u(a, "children", op->children);
-    const struct nsc_gpu_clock *g = gpu_clock(f, op->comm_serial);
+    const struct nsc_gpu_clock *g = tl_gpu_clock(f, op->comm_serial);
     if (g && op->gpu_start && op->gpu_end > op->gpu_start) {
         /* The check of the GPU clock mapping against the CPU's: a kernel
          * cannot start before the host enqueued it. */
@@ -378,7 +383,7 @@ void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
         return;
     /* One chain per collective across ranks, in the order the files are
      * read: following it shows who entered late. */
-    tl_chain(t, op, tl_out_pid(f->index, op->comm_serial), tid);
+    tl_chain(t, op, tl_out_pid(f->index, op->comm_serial), tid, op->start_ns);
 }
 
 /* The GPU track of channel ch of comm `serial`, named when first used. */
@@ -389,7 +394,7 @@ static uint32_t gpu_channel_track(struct nsc_timeline *t, uint32_t serial, unsig
         v->channels_named |= 1ull << ch;
         char name[64];
         snprintf(name, sizeof(name), "GPU channel %u (KernelCh, %%globaltimer)", ch);
-        name_thread(t, serial, tid, name);
+        tl_name_thread(t, serial, tid, name);
     }
     return tid;
 }
@@ -401,7 +406,7 @@ static uint32_t gpu_channel_track(struct nsc_timeline *t, uint32_t serial, unsig
 static void gpu_phase_out(struct nsc_timeline *t, const struct gpu_phase *p, uint64_t ps,
                           uint64_t pe) {
     struct tl_file *f = &t->f;
-    const struct nsc_gpu_clock *g = gpu_clock(f, p->serial);
+    const struct nsc_gpu_clock *g = tl_gpu_clock(f, p->serial);
     if (!g)
         return;
     uint64_t s = p->gs, e = p->ge;
@@ -494,7 +499,7 @@ static void gpu_phase_slice(struct nsc_timeline *t, const struct nsc_event *e) {
 static void gpu_channel_slice(struct nsc_timeline *t, const struct nsc_event *e) {
     struct tl_file *f = &t->f;
     const struct nsc_rec *r = &e->start;
-    const struct nsc_gpu_clock *g = gpu_clock(f, r->h.aux);
+    const struct nsc_gpu_clock *g = tl_gpu_clock(f, r->h.aux);
     if (!g)
         return;
     uint64_t gs = r->u.start.d.kernel_ch.ptimer, ge = nsc_event_gpu_end(e);
@@ -527,7 +532,30 @@ static void gpu_channel_slice(struct nsc_timeline *t, const struct nsc_event *e)
 
 /* ---- events ---- */
 
+/* What the default layout draws on the threads' tracks: the host API and
+ * what NCCL enqueues from it. GPU-side events are on the operations track
+ * (ops_track.c); the proxy, network and profiler threads' events are
+ * --detail's. */
+static int host_drawn(const struct nsc_timeline *t, unsigned etype) {
+    switch (etype) {
+    case NSC_ET_PROXY_OP:
+    case NSC_ET_PROXY_STEP:
+    case NSC_ET_PROXY_CTRL:
+    case NSC_ET_KERNEL_CH:
+    case NSC_ET_NET_PLUGIN:
+    case NSC_ET_KERNEL_PHASE:
+        return t->o.detail;
+    default:
+        return 1;
+    }
+}
+
 void nsc_timeline_started(struct nsc_timeline *t, struct nsc_event *e) {
+    if (!host_drawn(t, e->start.h.etype)) {
+        e->track = NULL;
+        e->prev = e->next = NULL;
+        return;
+    }
     struct track *k = track_of(t, e->start_thread, e->start.h.aux, e->start.h.etype);
     e->track = k;
     if (k) {
@@ -561,6 +589,11 @@ void nsc_timeline_event(struct nsc_timeline *t, struct nsc_event *e, int unfinis
     int kept = keep(t, r->h.aux, r->h.etype, e->start_ns, end);
     if (!kept)
         t->tot.filtered++;
+    if (!host_drawn(t, r->h.etype)) {
+        if (r->h.etype == NSC_ET_KERNEL_CH && !unfinished)
+            tl_ops_kernel_ch(t, e, kept);
+        kept = 0;
+    }
     if (kept && k && !k->named) /* a new part began after this event started */
         track_of(t, (uint32_t)(k->key >> 32), r->h.aux, r->h.etype);
     if (kept) {
@@ -600,7 +633,7 @@ void nsc_timeline_event(struct nsc_timeline *t, struct nsc_event *e, int unfinis
             *me = (struct placed){e->id + 1, pid, k->tid, e->start_ns};
         }
     }
-    if (r->h.etype == NSC_ET_KERNEL_CH && f->nphases)
+    if (r->h.etype == NSC_ET_KERNEL_CH && f->nphases && t->o.detail)
         gpu_phases_draw(t, e->id, 0, 0); /* its own GPU slice was not drawn */
     t->tot.events++;
     if (unfinished)
@@ -654,6 +687,7 @@ void nsc_timeline_py_slice(struct nsc_timeline *t, const struct nsc_py_slice *s)
 }
 
 void nsc_timeline_ops_done(struct nsc_timeline *t) {
+    tl_ops_flush(t);
     tl_inflight_drain(t);
     memset(t->recent, 0, PLACED_CAP * sizeof(*t->recent));
 }

@@ -26,10 +26,14 @@
 #include "sink.h"
 #include "trace_decode.h"
 
-/* GPU-side tracks of a rank (Perfetto thread ids inside the rank's process):
- * operation lanes (enqueue -> completion; several lanes because operations
- * overlap when the host runs ahead of the GPU) and one track per channel. */
+/* GPU-side tracks of a rank (Perfetto thread ids inside the rank's process).
+ * The default layout (ops_track.c): the operations at their GPU time, each
+ * with channels nested under it, on one track, a few more only where
+ * operations overlap on the GPU (NSC_OPS_LANES). --detail: operation lanes
+ * (enqueue -> completion; several lanes because operations overlap when the
+ * host runs ahead of the GPU) and one track per channel. */
 #define NSC_GPU_LANES 64
+#define NSC_OPS_LANES 4
 #define NSC_TID_GPU_LANE 0x40000000u
 #define NSC_TID_GPU_CHANNEL 0x40001000u
 
@@ -44,11 +48,15 @@ struct nsc_timeline_opts {
     int nfiles;
     const uint32_t *file_pids;     /* recorded pid per file, for PXN parents */
     const char (*file_hosts)[64];  /* and host */
+    int detail;              /* --detail: lanes, per-channel tracks, proxy threads */
 };
 
 /* What the timeline drew of one file, for the run's metadata. */
 struct nsc_timeline_counts {
     uint64_t ops_drawn, ops_async, gpu_impossible, gpu_before_enqueue;
+    uint64_t ops_estimated;  /* default layout: drawn without GPU timers (ops_track.c) */
+    uint64_t ops_lanes;      /* default layout: most operation tracks one rank needed */
+    uint64_t kernelch_not_drawn; /* default layout: KernelCh of no operation drawn */
 };
 
 /* One file's line in the run's metadata (the file itself is closed by then). */
@@ -130,6 +138,7 @@ struct nsc_run_meta {
     uint64_t unfinished, parts, filtered, flows, chains_not_linked;
     const uint64_t *orphans_by_type; /* [16] */
     uint64_t lost, dropped, lost_write, lost_exit, unnamed, orphans, damaged;
+    int detail;                      /* the layout drawn: --detail's, or the default */
 };
 void nsc_timeline_run_meta(struct nsc_args *a, const struct nsc_run_meta *m);
 

@@ -46,6 +46,8 @@ struct track {
     struct nsc_event *head, *tail; /* open events placed on it, in start order */
 };
 
+struct tl_ops;
+
 /* The file being laid out. */
 struct tl_file {
     int index;
@@ -59,6 +61,7 @@ struct tl_file {
     uint32_t nviews;
     uint32_t *comm_named;         /* per serial: process_name written */
     size_t ncomm_named;
+    struct tl_ops *ops;           /* default layout: operations waiting to be drawn (ops_track.c) */
     struct gpu_phase *phases;     /* KernelPhase GPU intervals waiting for their KernelCh's */
     uint32_t nphases, phases_cap;
     struct nsc_timeline_counts n;
@@ -97,7 +100,24 @@ static inline struct nsc_args *tl_args(struct nsc_timeline *t) {
 /* timeline.c */
 void tl_rotate(struct nsc_timeline *t);
 void tl_name_process(struct nsc_timeline *t, uint32_t serial);
+/* A GPU-side track of comm `serial` named (GPU tracks sort first). */
+void tl_name_thread(struct nsc_timeline *t, uint32_t serial, uint32_t tid, const char *name);
 struct rank_view *tl_view_of(struct tl_file *f, uint32_t serial);
+
+static inline const struct nsc_gpu_clock *tl_gpu_clock(const struct tl_file *f, uint32_t serial) {
+    return serial < f->ngpu && f->gpu[serial].have ? &f->gpu[serial] : NULL;
+}
+
+/* ops_track.c: the default layout's operations track */
+/* An operation complete (filters passed, counters done): drawn once its
+ * channels came. */
+void tl_ops_op(struct nsc_timeline *t, const struct nsc_op_done *op);
+/* A KernelCh stopped (drawable: it passed the filters). */
+void tl_ops_kernel_ch(struct nsc_timeline *t, const struct nsc_event *e, int drawable);
+/* The file's operations are all reported: what still waits is drawn. */
+void tl_ops_flush(struct nsc_timeline *t);
+int tl_ops_init(struct tl_file *f);
+void tl_ops_free(struct tl_file *f);
 
 /* flows.c */
 void tl_flow(struct nsc_timeline *t, uint64_t id, const char *name, const struct placed *from,
@@ -105,7 +125,8 @@ void tl_flow(struct nsc_timeline *t, uint64_t id, const char *name, const struct
 struct placed *tl_recent_slot(struct nsc_timeline *t, uint64_t local_id);
 /* The chain of one collective across ranks: an arrow from the rank written
  * before to this one. */
-void tl_chain(struct nsc_timeline *t, const struct nsc_op_done *op, uint64_t pid, uint32_t tid);
+void tl_chain(struct nsc_timeline *t, const struct nsc_op_done *op, uint64_t pid, uint32_t tid,
+              uint64_t ts);
 void tl_chain_point(struct nsc_timeline *t, const struct nsc_chain_point *c);
 
 /* counters.c */

@@ -40,8 +40,10 @@ def trace_files(d):
 
 
 def convert(inputs, out, ok=(0,)):
+    """The trace as JSON with every recorded event drawn (--detail: the
+    default layout leaves the proxy threads' events out)."""
     cli, _, _ = env_paths()
-    p = run([cli, "convert", *inputs, "-o", out], ok=ok)
+    p = run([cli, "convert", "--detail", *inputs, "-o", out], ok=ok)
     with open(out) as f:
         return json.load(f), p
 

@@ -30,6 +30,10 @@ def cases():
     for t in TRACES:
         out.append((t + ".convert.json", ["convert", t, "-o", "{out}"], "out.json"))
         out.append((t + ".convert.pftrace", ["convert", t, "-o", "{out}"], "out.pftrace"))
+        if t.endswith(".nsc"):  # --detail's layout too, on the two smaller traces
+            out.append((t + ".convert-detail.json", ["convert", "--detail", t, "-o", "{out}"], "out.json"))
+            out.append((t + ".convert-detail.pftrace", ["convert", "--detail", t, "-o", "{out}"],
+                        "out.pftrace"))
         out.append((t + ".stats.json", ["stats", "--json", t], None))
         out.append((t + ".stats.txt", ["stats", t], None))
         out.append((t + ".report.html", ["report", t, "-o", "{out}"], "out.html"))

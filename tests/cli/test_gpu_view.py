@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GPU time and completion in the converted trace.
+"""GPU time and completion in convert --detail's layout (test_layout.py: the
+default one).
 
 Real 4-process H200 trace: every collective and p2p operation gets an
 enqueue-to-completion slice on its rank's GPU lanes; every KernelCh is
@@ -21,7 +22,7 @@ def main():
     d = tmpdir()
     src = os.path.join(data_dir(), "h200x4_procs")
     out = os.path.join(d, "p4.json")
-    r = run([cli, "convert", "-v", src, "-o", out])
+    r = run([cli, "convert", "--detail", "-v", src, "-o", out])
     doc = json.load(open(out))
     files = doc["metadata"]["ncclscope"]["files"]
     check(len(files) == 4, "4 files")
@@ -81,7 +82,7 @@ def main():
     run([fake, "--plugin", plugin, "--synthetic", "1000", "--bad-gpu-every", "10"],
         env={"NCCLSCOPE_DIR": td, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_RING_KB": "8192"})  # no drops
     out2 = os.path.join(d, "fake.json")
-    run([cli, "convert"] + trace_files(td) + ["-o", out2])
+    run([cli, "convert", "--detail"] + trace_files(td) + ["-o", out2])
     doc = json.load(open(out2))
     m = doc["metadata"]["ncclscope"]["files"][0]
     flagged = [e for e in doc["traceEvents"] if e.get("name") == "impossible GPU interval"]

@@ -44,7 +44,7 @@ def fake(args, events_mask="all"):
     # session, converted together.
     check(len(files) >= 1 and (len(files) == 1 or "--replay" in args), "trace files: %s" % files)
     js = os.path.join(out, "t.json")
-    run([cli, "convert", *files, "-o", js])
+    run([cli, "convert", "--detail", *files, "-o", js])
     doc = json.load(open(js))
     meta = doc["metadata"]["ncclscope"]
     f = meta["files"][0]
@@ -166,7 +166,7 @@ def check_no_v7(doc):
 def check_pftrace(trace, doc):
     cli, _, _ = env_paths()
     pf = os.path.join(os.path.dirname(trace), "t.pftrace")
-    run([cli, "convert", trace, "-o", pf])
+    run([cli, "convert", "--detail", trace, "-o", pf])
     tracks, pevs = pftrace_read.read(pf)
     # the v7 values as typed arguments, as in the JSON
     def v7(evs):
@@ -220,7 +220,7 @@ def check_tsv():
     open(rec, "w").write("\n".join(lines) + "\n")
     run([fake_exe, "--plugin", plugin, "--replay", rec], env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "all"})
     js = os.path.join(d, "t.json")
-    run([cli, "convert", trace_files(d)[0], "-o", js])
+    run([cli, "convert", "--detail", trace_files(d)[0], "-o", js])
     c = by_cat(events(json.load(open(js))))
     a = c["Coll"][0]["args"]
     check(a["userTag"] == 77 and a["kernelVariant"] == "AGxLL_R" and a["isSymColl"] == 1, "Coll from TSV: %s" % a)

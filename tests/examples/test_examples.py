@@ -68,7 +68,7 @@ try:
 
     # ---- fields: every START's fields are the converter's arguments ----
     out = os.path.join(tmp, "t.json")
-    run([cli, "convert", trace, "-o", out])
+    run([cli, "convert", "--detail", trace, "-o", out])  # every event drawn
     conv = collections.Counter()
     ev = json.load(open(out))["traceEvents"]
     for e in ev:
