@@ -8,7 +8,8 @@
     timeline/       -> model/, sinks/
     sinks/          -> nothing of the converter but sinks/
     reports/        -> model/, reports/, and the byte streams of sinks/
-                       (json_writer.h, out_file.h) to write their files
+                       (json_writer.h, json_escape.h, out_file.h) to write
+                       their files
     parallel.h, cli_opts.h -> used by any stage (utilities, part of none:
                        the thread pool; option values parsed strictly)
 
@@ -25,7 +26,7 @@ ALLOWED = {
     'model': {'model'},
     'timeline': {'timeline', 'model', 'sinks'},
     'sinks': {'sinks'},
-    'reports': {'reports', 'model', 'sinks:json_writer.h', 'sinks:out_file.h'},
+    'reports': {'reports', 'model', 'sinks:json_writer.h', 'sinks:json_escape.h', 'sinks:out_file.h'},
 }
 
 
