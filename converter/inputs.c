@@ -57,6 +57,25 @@ static int dir_entry_is_file(const char *cmd, const char *path) {
     return 1;
 }
 
+/* A directory's regular entry that is no trace (a file the job is still
+ * creating is empty for a moment; a stray file named *.nsc): skipped with a
+ * note, as entries that are not regular files are, so that the traces
+ * beside it are still read. A file named on the command line that is no
+ * trace is an error (nsc_inputs_check_trace). */
+static int dir_entry_is_trace(const char *cmd, const char *path) {
+    struct nsc_reader r;
+    enum nsc_result rc = nsc_reader_open(&r, path);
+    if (rc == NSC_OK)
+        nsc_reader_close(&r);
+    if (rc != NSC_E_NOT_TRACE)
+        return 1;
+    struct stat st;
+    int empty = stat(path, &st) == 0 && st.st_size == 0;
+    fprintf(stderr, "ncclscope %s: %s: skipped: %s\n", cmd, path,
+            empty ? "empty (a process that has not written yet?)" : "not an ncclscope trace");
+    return 0;
+}
+
 struct list {
     char **v;
     int n, cap;
@@ -96,7 +115,7 @@ static int add_dir(const char *cmd, const char *dir, struct list *l) {
         char *p = malloc(len);
         if (p)
             snprintf(p, len, "%s/%s", dir, de->d_name);
-        if (p && !dir_entry_is_file(cmd, p)) {
+        if (p && (!dir_entry_is_file(cmd, p) || !dir_entry_is_trace(cmd, p))) {
             free(p);
             continue;
         }
