@@ -52,7 +52,7 @@ def planted_link(cli, plugin):
     os.symlink(victim, os.path.join(d, "%s-%d-crash.nsc" % (host, p.pid)))
     out, _ = p.communicate(timeout=60)
     check(p.returncode == -signal.SIGSEGV, "the job dies of its SIGSEGV: %d" % p.returncode)
-    check(open(victim).read() == "precious\n", "the crash dump wrote through a planted link")
+    check(open(victim, "rb").read() == b"precious\n", "the crash dump wrote through a planted link")
     files = dumps(d, "crash")
     check(len(files) == 1 and int(DUMP.search(files[0]).group(1)) == p.pid and
           not os.path.islink(files[0]), "one crash dump of its own name: %s" % trace_files(d))
