@@ -108,6 +108,18 @@ static int crash_chunk(void *ud, const struct nsc_anchor *a, unsigned char *bloc
 
 static void crash_dump(struct engine *f, const char *path) {
     nsc_flight_freeze(f->flight);
+    /* A drainer moving a segment finishes it first (at most 100 ms: the
+     * faulting thread may be a drainer itself), so every record is in a job
+     * or still in its ring when the two are read below. */
+    for (int waited = 0; waited < 100; waited++) {
+        int busy = 0;
+        for (unsigned i = 0; i < f->ndrainers; i++)
+            busy |= atomic_load(&f->drainers[i].in_segment);
+        if (!busy)
+            break;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     mkdir(crash_dir, 0750);
     /* a new file, never one that is there (a planted link, an earlier dump) */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);

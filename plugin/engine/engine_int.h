@@ -50,6 +50,11 @@ struct drainer {
     uint64_t next_dseq;
     uint64_t last_seal_ns;
     struct nsc_pack_state pack;
+    /* 1 while it moves a segment from a ring into its job: a crash dump
+     * waits for 0 before it reads the jobs and the rings, so no record is
+     * between the two (seq_cst with eng_crash_dumping: each side stores its
+     * flag, then loads the other's) */
+    _Atomic int in_segment;
 };
 
 /* One chunk on its way to the file: packed records and what they refer

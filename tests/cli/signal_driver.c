@@ -6,6 +6,11 @@
  *   signal_driver --plugin SO --two-faults
  *       4 threads record for 0.3 s, then two of them fault at the same
  *       moment (a store to a PROT_NONE page): one readable crash dump.
+ *   signal_driver --plugin SO --busy-crash
+ *       3 threads record without a pause; after 1 s the main thread prints
+ *       how many events were finished ("events N") and faults while the
+ *       others record on: the dump must hold at least N (chunks being
+ *       compressed at the fault included).
  *   signal_driver --plugin SO --fork-crash
  *       records, forks; the child faults (its parent's window is not its
  *       own), the parent waits for it, finalizes and exits 0.
@@ -74,6 +79,13 @@ static void *faulter(void *arg) {
     return NULL;
 }
 
+static void *busy(void *arg) {
+    (void)arg;
+    for (;;)
+        some_events(500);
+    return NULL;
+}
+
 static void on_app_signal(int sig) {
     (void)sig;
     app_calls++;
@@ -88,6 +100,7 @@ int main(int argc, char **argv) {
             mode = "chain";
             sig_name = argv[++i];
         } else if (!strcmp(argv[i], "--two-faults") || !strcmp(argv[i], "--fork-crash") ||
+                   !strcmp(argv[i], "--busy-crash") ||
                    !strcmp(argv[i], "--term-app"))
             mode = argv[i] + 2;
         else {
@@ -125,6 +138,17 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 4; i++)
             pthread_join(t[i], NULL);
         return 3; /* not reached: the faults end the process */
+    }
+    if (!strcmp(mode, "busy-crash")) {
+        pthread_t t[3];
+        for (int i = 0; i < 3; i++)
+            pthread_create(&t[i], NULL, busy, NULL);
+        struct timespec nap = {1, 0};
+        nanosleep(&nap, NULL);
+        printf("events %ld\n", atomic_load(&recorded));
+        fflush(stdout);
+        *nowhere = 1;
+        return 3;
     }
     if (!strcmp(mode, "fork-crash")) {
         some_events(20000);

@@ -21,7 +21,8 @@ DUMP = re.compile(r"-(\d+)-(crash|term)-[0-9a-f]{16}(-\d+)?\.nsc$")
 
 def flight_env(d, **kw):
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_MODE="flight", NCCLSCOPE_FLIGHT_MB="8",
-               NCCLSCOPE_FLUSH_MS="50", **kw)
+               NCCLSCOPE_FLUSH_MS="50")
+    env.update(kw)
     if "ASAN_OPTIONS" in env:  # under ASan: our SIGSEGV handler must be the one installed
         env["ASAN_OPTIONS"] += ":handle_segv=0:allow_user_segv_handler=1"
     return env
@@ -75,6 +76,25 @@ def two_faults(cli, plugin):
         kept = info_of(cli, files[0])
         check(kept >= total, "run %d: %d of %d events" % (i, kept, total))
     print("ok: two threads faulting together leave one whole dump (6 runs)")
+
+
+def busy_crash(cli, plugin):
+    """A fault while other threads record at full speed: every event
+    finished before it is in the dump (chunks being compressed, or refused
+    by the window frozen for the dump, and segments a drainer was moving)."""
+    for i in range(6):
+        d = tmpdir()
+        p = subprocess.run([driver, "--plugin", plugin, "--busy-crash"],
+                           env=flight_env(d, NCCLSCOPE_FLIGHT_MB="256"), capture_output=True,
+                           text=True, timeout=60)
+        check(p.returncode == -signal.SIGSEGV, "run %d: exit %d\n%s" % (i, p.returncode, p.stderr[-2000:]))
+        files = dumps(d, "crash")
+        check(len(files) == 1, "run %d: one crash dump: %s" % (i, trace_files(d)))
+        before = int(re.search(r"events (\d+)", p.stdout).group(1))
+        kept = info_of(cli, files[0])
+        check(kept >= before, "run %d: %d events finished before the fault, %d in the dump (%d missing, "
+              "none counted)" % (i, before, kept, before - kept))
+    print("ok: a fault while 3 threads record: every event finished before it is in the dump (6 runs)")
 
 
 def forked_child(cli, plugin):
@@ -171,7 +191,7 @@ def term_app(cli, plugin):
 
 def main():
     cli, plugin, _ = env_paths()
-    cases = sys.argv[4:] or ["planted_link", "two_faults", "forked_child", "chained_dump_signal",
+    cases = sys.argv[4:] or ["planted_link", "two_faults", "busy_crash", "forked_child", "chained_dump_signal",
                              "reserved_signal", "term_default", "term_app"]
     for c in cases:
         fn = globals()[c]
