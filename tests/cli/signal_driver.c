@@ -11,6 +11,10 @@
  *       how many events were finished ("events N") and faults while the
  *       others record on: the dump must hold at least N (chunks being
  *       compressed at the fault included).
+ *   signal_driver --plugin SO --fork-control
+ *       2 threads call the control API (mark, set_events) without a pause
+ *       while the main thread forks 20 children, each calling it too under
+ *       alarm(5). Prints "deadlocked N" (children killed by the alarm).
  *   signal_driver --plugin SO --fork-crash
  *       records, forks; the child faults (its parent's window is not its
  *       own), the parent waits for it, finalizes and exits 0.
@@ -25,6 +29,7 @@
  *       SIGTERM it records on and finalizes. Prints "app term N".
  * Prints "events N" before any fault.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -86,6 +91,18 @@ static void *busy(void *arg) {
     return NULL;
 }
 
+static int (*ctl_mark)(const char *);
+static int (*ctl_set_events)(const char *);
+
+static void *control_loop(void *arg) {
+    (void)arg;
+    for (;;) {
+        ctl_mark("busy mark");
+        ctl_set_events("all");
+    }
+    return NULL;
+}
+
 static void on_app_signal(int sig) {
     (void)sig;
     app_calls++;
@@ -100,7 +117,7 @@ int main(int argc, char **argv) {
             mode = "chain";
             sig_name = argv[++i];
         } else if (!strcmp(argv[i], "--two-faults") || !strcmp(argv[i], "--fork-crash") ||
-                   !strcmp(argv[i], "--busy-crash") ||
+                   !strcmp(argv[i], "--busy-crash") || !strcmp(argv[i], "--fork-control") ||
                    !strcmp(argv[i], "--term-app"))
             mode = argv[i] + 2;
         else {
@@ -149,6 +166,33 @@ int main(int argc, char **argv) {
         fflush(stdout);
         *nowhere = 1;
         return 3;
+    }
+    if (!strcmp(mode, "fork-control")) {
+        ctl_mark = (int (*)(const char *))dlsym(host.lib, "ncclscope_control_mark");
+        ctl_set_events = (int (*)(const char *))dlsym(host.lib, "ncclscope_control_set_events");
+        if (!ctl_mark || !ctl_set_events) {
+            fprintf(stderr, "signal_driver: no control API in %s\n", plugin);
+            return 1;
+        }
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, control_loop, NULL);
+        int stuck = 0;
+        for (int i = 0; i < 20; i++) {
+            pid_t c = fork();
+            if (c == 0) {
+                alarm(5);
+                ctl_mark("child mark");
+                ctl_set_events("all");
+                _exit(0);
+            }
+            int st = 0;
+            waitpid(c, &st, 0);
+            stuck += WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM;
+        }
+        printf("deadlocked %d\n", stuck);
+        fflush(stdout);
+        _exit(0); /* the control threads never end */
     }
     if (!strcmp(mode, "fork-crash")) {
         some_events(20000);

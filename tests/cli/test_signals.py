@@ -111,6 +111,17 @@ def forked_child(cli, plugin):
     print("ok: a forked child's fault writes no dump; the parent's session ends normally")
 
 
+def fork_control(plugin):
+    """fork() while other threads use the control API: every child can use
+    it too (a mutex held at fork by a thread the child lacks deadlocked)."""
+    d = tmpdir()
+    p = subprocess.run([driver, "--plugin", plugin, "--fork-control"], env=dict(os.environ, NCCLSCOPE_DIR=d),
+                       capture_output=True, text=True, timeout=200)
+    check(p.returncode == 0 and "deadlocked 0" in p.stdout, "exit %d: %s %s" % (p.returncode, p.stdout,
+                                                                               p.stderr[-1000:]))
+    print("ok: 20 children forked while 2 threads use the control API: none deadlocked")
+
+
 def chained_dump_signal(plugin):
     """The application's handler for the dump signal runs while we hold it,
     and is back after finalize and after unload (no handler left in
@@ -191,7 +202,7 @@ def term_app(cli, plugin):
 
 def main():
     cli, plugin, _ = env_paths()
-    cases = sys.argv[4:] or ["planted_link", "two_faults", "busy_crash", "forked_child", "chained_dump_signal",
+    cases = sys.argv[4:] or ["planted_link", "two_faults", "busy_crash", "forked_child", "fork_control", "chained_dump_signal",
                              "reserved_signal", "term_default", "term_app"]
     for c in cases:
         fn = globals()[c]
