@@ -6,17 +6,58 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "log.h"
 
+/* What a thread of ours runs first: an alternate signal stack, so that a
+ * fault in it (a stack overflow included) reaches flight mode's crash
+ * handler (SA_ONSTACK) instead of killing the process with no dump; and
+ * the fault signals unblocked (they are synchronous: delivered to the
+ * faulting thread only, never an application signal landing here; a
+ * blocked one would kill the process without running any handler). */
+#define ALT_STACK_BYTES (64 * 1024)
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *thread_start(void *p) {
+    struct start s = *(struct start *)p;
+    free(p);
+    stack_t ss = {.ss_sp = malloc(ALT_STACK_BYTES), .ss_size = ALT_STACK_BYTES, .ss_flags = 0};
+    int alt = ss.ss_sp && sigaltstack(&ss, NULL) == 0;
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    sigaddset(&faults, SIGFPE);
+    sigaddset(&faults, SIGILL);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+    void *r = s.fn(s.arg);
+    if (alt) {
+        stack_t off = {.ss_flags = SS_DISABLE};
+        sigaltstack(&off, NULL);
+    }
+    free(ss.ss_sp);
+    return r;
+}
+
 static int start_on(pthread_t *t, const cpu_set_t *cpus, void *(*fn)(void *), void *arg) {
+    struct start *s = malloc(sizeof(*s));
+    if (!s)
+        return EAGAIN;
+    s->fn = fn;
+    s->arg = arg;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     if (cpus)
         pthread_attr_setaffinity_np(&attr, sizeof(*cpus), cpus);
-    int rc = pthread_create(t, &attr, fn, arg);
+    int rc = pthread_create(t, &attr, thread_start, s);
     pthread_attr_destroy(&attr);
+    if (rc != 0)
+        free(s);
     return rc;
 }
 

@@ -317,12 +317,25 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
                 cfg->dump_signal = names[i].num;
         if (!cfg->dump_signal) {
             uint64_t num;
-            if (parse_decimal(sig, &num) != 0 || num < 1 || num > (uint64_t)SIGRTMAX || num == SIGKILL || num == SIGSTOP ||
-                num == SIGSEGV || num == SIGBUS || num == SIGFPE || num == SIGILL || num == SIGABRT) {
+            const char *why = NULL;
+            if (parse_decimal(sig, &num) != 0 || num < 1 || num > (uint64_t)SIGRTMAX)
+                why = "not a signal";
+            else if (num == SIGKILL || num == SIGSTOP)
+                why = "it cannot be caught";
+            else if (num == SIGSEGV || num == SIGBUS || num == SIGFPE || num == SIGILL ||
+                     num == SIGABRT || num == SIGTRAP || num == SIGSYS)
+                why = "a fatal signal (flight mode dumps on those anyway)";
+            else if (num >= 32 && num < (uint64_t)SIGRTMIN)
+                why = "the C library keeps it for its threads";
+            else if (num == SIGCHLD || num == SIGCONT || num == SIGTSTP || num == SIGTTIN ||
+                     num == SIGTTOU)
+                why = "job control uses it";
+            if (why) {
                 char q[300];
-                snprintf(err, errlen, "NCCLSCOPE_DUMP_SIGNAL=%s: accepted: USR1, USR2, HUP, INT, QUIT, TERM, "
-                         "PWR, WINCH or a number 1..%d other than KILL, STOP and the fatal signals",
-                         quoted(sig, q, sizeof(q)), SIGRTMAX);
+                snprintf(err, errlen, "NCCLSCOPE_DUMP_SIGNAL=%s: %s; accepted: USR1, USR2, HUP, INT, "
+                         "QUIT, TERM, PWR, WINCH or a number 1..%d other than KILL, STOP, the fatal "
+                         "signals, job control's and %d..%d (the C library's)",
+                         quoted(sig, q, sizeof(q)), why, SIGRTMAX, 32, SIGRTMIN - 1);
                 return -1;
             }
             cfg->dump_signal = (int)num;

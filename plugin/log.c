@@ -15,9 +15,29 @@ void nsc_log_set_logger(nsc_abi_logger fn) {
         __atomic_store_n(&logger, fn, __ATOMIC_RELEASE);
 }
 
+/* Control bytes (a newline or an escape sequence from an environment
+ * value, a control file, a mark) are written as \xNN: one log line stays
+ * one line and cannot drive the terminal. */
+static void escape(const char *in, char *out, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (; *in && o + 5 < n; in++) {
+        unsigned char c = (unsigned char)*in;
+        if (c < 0x20 || c == 0x7f) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        } else
+            out[o++] = (char)c;
+    }
+    out[o] = '\0';
+}
+
 static void emit(int level, const char *fmt, va_list ap) {
-    char msg[1024];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    char raw[1024], msg[1024];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    escape(raw, msg, sizeof(msg));
     nsc_abi_logger fn = __atomic_load_n(&logger, __ATOMIC_ACQUIRE);
     if (fn) {
         fn(level, NSC_ABI_LOG_SUBSYS_INIT | NSC_ABI_LOG_SUBSYS_PROFILE, __FILE__, __LINE__,

@@ -44,6 +44,27 @@ static void after_fork_child(void) {
 }
 static void register_atfork(void) { pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
 
+/* The control API and the string table are used before any session (a
+ * mark, Python names) and from any thread: their mutexes are held across
+ * every fork() from load on, so a child never inherits one locked by a
+ * thread it does not have.
+ * Registered at load, before the session's handlers: fork runs prepare
+ * handlers in reverse order, so the session mutex is taken first, then
+ * control's, then the table's: the order the code nests them in. */
+static void locks_prepare(void) {
+    nsc_ctl_atfork_prepare();
+    nsc_intern_atfork_prepare();
+}
+static void locks_parent(void) {
+    nsc_intern_atfork_parent();
+    nsc_ctl_atfork_parent();
+}
+static void locks_child(void) {
+    nsc_intern_atfork_child();
+    nsc_ctl_atfork_child();
+}
+__attribute__((constructor)) static void on_load(void) { pthread_atfork(locks_prepare, locks_parent, locks_child); }
+
 static int open_session(int api_version) {
     char err[512];
     if (nsc_config_load(&cfg, err, sizeof(err)) != 0) {

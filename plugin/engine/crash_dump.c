@@ -7,7 +7,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "block_payload.h"
@@ -20,27 +23,45 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
 
 
 /* On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT, flight mode writes the
- * window to <dir>/<host>-<pid>-crash.nsc from the signal handler, then hands
- * the signal to the handler that was there before (or the default action).
- * Only async-signal-safe calls: mkdir, open, write, close, sigaction, raise,
+ * window to <dir>/<host>-<pid>-crash-<random>.nsc from the signal handler,
+ * then hands the signal to the handler that was there before (or the
+ * default action). SIGTERM writes <host>-<pid>-term-<random>.nsc the same
+ * way, then does what it would have done without us (the previous handler,
+ * or the default action: the process ends). The random part is read at
+ * session start (no random source in a handler): another user cannot plant
+ * a link at a name they cannot predict, and two processes with the same
+ * host and pid (containers) do not share one; the file is created with
+ * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: mkdir,
+ * open, write, close, sigaction, raise, getpid, gettid, nanosleep,
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
  * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
  * (the recent descriptions), the kept chunks with their anchors, the chunk
- * jobs not kept yet (their packed bytes), the records still in the rings (packed by the handler: nsc_pack_record is a
- * pure function), END. The
- * path is prepared at session start. Checked by reading every function the
- * handler reaches (crash_*, nsc_strings_encode, nsc_intern_text,
- * nsc_flight_each/freeze, nsc_header_check, nsc_clock_anchor,
- * nsc_thread_count/at, ring_readable/slot, nsc_pack_reset/record) and by
- * tests/cli/test_flight.py, which crashes a process with SIGSEGV. */
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+ * jobs not kept yet (their packed bytes), the records still in the rings
+ * (packed by the handler: nsc_pack_record is a pure function), END.
+ * One dump per process: a second thread that faults while the first dumps
+ * waits for it (at most CRASH_WAIT_MS) and then meets its previous
+ * handler, so the process does not end with the dump cut mid-block; a
+ * fault inside the dump itself goes straight to the previous handler. A
+ * forked child (its pid is not the session's) writes nothing: the window
+ * is its parent's. Checked by reading every function the handler reaches
+ * (crash_*, nsc_strings_encode, nsc_intern_text, nsc_flight_each/freeze,
+ * nsc_header_check, nsc_clock_anchor, nsc_thread_count/at,
+ * ring_readable/slot, nsc_pack_reset/record) and by tests/cli/test_flight.py
+ * and test_crash_dump.py. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
 #define NFATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+#define CRASH_WAIT_MS 30000
 static struct sigaction old_fatal[NFATAL];
-static int fatal_installed;
-static char crash_dir[1024], crash_path[1280];
+static int fatal_installed, term_installed;
+static int crash_pid;
+static char crash_dir[1024], crash_path[1280], term_path[1280];
+static size_t term_stem_len; /* term_path up to its suffix: later dumps add -N */
+static unsigned term_dumps;
 static unsigned char crash_buf[65536];
 static struct nsc_pack_state crash_pack;
+static _Atomic int crash_done;    /* the dump in progress is finished */
+static _Atomic long crash_tid;    /* the thread writing it */
 
 static int crash_write(int fd, const void *p, size_t n) {
     const char *c = p;
@@ -85,10 +106,23 @@ static int crash_chunk(void *ud, const struct nsc_anchor *a, unsigned char *bloc
                        stored, raw_len);
 }
 
-static void crash_dump(struct engine *f) {
+static void crash_dump(struct engine *f, const char *path) {
     nsc_flight_freeze(f->flight);
+    /* A drainer moving a segment finishes it first (at most 100 ms: the
+     * faulting thread may be a drainer itself), so every record is in a job
+     * or still in its ring when the two are read below. */
+    for (int waited = 0; waited < 100; waited++) {
+        int busy = 0;
+        for (unsigned i = 0; i < f->ndrainers; i++)
+            busy |= atomic_load(&f->drainers[i].in_segment);
+        if (!busy)
+            break;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
     mkdir(crash_dir, 0750);
-    int fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    /* a new file, never one that is there (a planted link, an earlier dump) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
     if (fd < 0)
         return;
     struct nsc_file_header fh;
@@ -169,33 +203,132 @@ out:
     close(fd);
 }
 
-static void on_fatal(int sig, siginfo_t *si, void *uc) {
-    (void)uc;
+/* "-N" before the suffix of term_path, for the Nth SIGTERM dump of a
+ * process whose own handler let it live on (no snprintf in a handler). */
+static void term_name(unsigned n) {
+    size_t at = term_stem_len;
+    if (n) {
+        char digits[12];
+        int k = 0;
+        while (n && k < 11) {
+            digits[k++] = (char)('0' + n % 10);
+            n /= 10;
+        }
+        term_path[at++] = '-';
+        while (k)
+            term_path[at++] = digits[--k];
+    }
+    memcpy(term_path + at, NSC_FILE_SUFFIX, sizeof(NSC_FILE_SUFFIX));
+}
+
+/* The dump, once per process (resume: the process lives on after it, so
+ * recording resumes and a later signal dumps again). */
+static void dump_once(int sig, int resume) {
     struct engine *f = eng_running;
-    if (f && f->flight && !atomic_exchange_explicit(&eng_crash_dumping, 1, memory_order_acq_rel))
-        crash_dump(f);
+    if (!f || !f->flight || getpid() != crash_pid) /* a forked child: not its window */
+        return;
+    long me = (long)syscall(SYS_gettid);
+    int expect = 0;
+    if (atomic_compare_exchange_strong_explicit(&eng_crash_dumping, &expect, 1, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        atomic_store_explicit(&crash_tid, me, memory_order_relaxed);
+        if (sig == SIGTERM) {
+            term_name(term_dumps++);
+            crash_dump(f, term_path);
+        } else
+            crash_dump(f, crash_path);
+        if (resume) {
+            nsc_flight_thaw(f->flight);
+            atomic_store_explicit(&eng_crash_dumping, 0, memory_order_release);
+        } else
+            atomic_store_explicit(&crash_done, 1, memory_order_release);
+        return;
+    }
+    if (atomic_load_explicit(&crash_tid, memory_order_relaxed) == me)
+        return; /* a fault inside our own dump */
+    /* Another thread is writing the dump: let it finish before this signal
+     * ends the process. */
+    for (int waited = 0; waited < CRASH_WAIT_MS &&
+                         !atomic_load_explicit(&crash_done, memory_order_acquire); waited++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+}
+
+static size_t slot_of(int sig) {
+    for (size_t i = 0; i < NFATAL; i++)
+        if (fatal_signals[i] == sig)
+            return i;
+    return 0;
+}
+
+static void on_fatal(int sig, siginfo_t *si, void *uc) {
+    int saved_errno = errno;
+    struct sigaction *old = &old_fatal[slot_of(sig)];
+    int app_handler = old->sa_handler != SIG_IGN && old->sa_handler != SIG_DFL;
+    dump_once(sig, sig == SIGTERM && app_handler);
+    if (sig == SIGTERM) {
+        /* SIGTERM: what it would have done. The application's handler runs
+         * and the process may live on: recording resumes and a later
+         * SIGTERM dumps again. */
+        if (old->sa_handler == SIG_IGN) {
+        } else if (old->sa_handler == SIG_DFL) {
+            sigaction(sig, old, NULL);
+            raise(sig); /* blocked here: delivered when we return */
+        } else {
+            if (old->sa_flags & SA_SIGINFO)
+                old->sa_sigaction(sig, si, uc);
+            else
+                old->sa_handler(sig);
+        }
+        errno = saved_errno;
+        return;
+    }
     /* The handler that was there before takes it from here: a fault
      * re-executes and meets it; a sent signal (abort, kill) is raised again
      * once we return. */
-    for (size_t i = 0; i < NFATAL; i++)
-        if (fatal_signals[i] == sig)
-            sigaction(sig, &old_fatal[i], NULL);
+    sigaction(sig, old, NULL);
     if (si->si_code <= 0)
         raise(sig);
+    errno = saved_errno;
+}
+
+static void random_tag(char *out, size_t n) {
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        /* no entropy yet (early boot): still unlike any other process's */
+        uint64_t x = nsc_clock_monotonic_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&r;
+        memcpy(r, &x, sizeof(r));
+    }
+    for (size_t i = 0; i < sizeof(r) && 2 * i + 2 < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", r[i]);
 }
 
 void eng_fatal_install(const struct engine *f, const char *host, int pid) {
     if (fatal_installed)
         return;
+    char tag[17] = "";
+    random_tag(tag, sizeof(tag));
+    crash_pid = pid;
     snprintf(crash_dir, sizeof(crash_dir), "%s", f->cfg.dir);
-    snprintf(crash_path, sizeof(crash_path), "%s/%s-%d-crash%s", f->cfg.dir, host, pid, NSC_FILE_SUFFIX);
+    snprintf(crash_path, sizeof(crash_path), "%s/%s-%d-crash-%s%s", f->cfg.dir, host, pid, tag,
+             NSC_FILE_SUFFIX);
+    int n = snprintf(term_path, sizeof(term_path) - 16, "%s/%s-%d-term-%s", f->cfg.dir, host, pid, tag);
+    term_stem_len = n > 0 && (size_t)n < sizeof(term_path) - 16 ? (size_t)n : 0;
+    term_dumps = 0;
+    atomic_store(&crash_done, 0);
+    atomic_store(&crash_tid, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_fatal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
+    /* SIGTERM unless it is the dump signal (then it asks for a dump and the
+     * process goes on) */
+    term_installed = f->cfg.dump_signal != SIGTERM && term_stem_len;
     for (size_t i = 0; i < NFATAL; i++)
-        sigaction(fatal_signals[i], &sa, &old_fatal[i]);
+        if (fatal_signals[i] != SIGTERM || term_installed)
+            sigaction(fatal_signals[i], &sa, &old_fatal[i]);
     fatal_installed = 1;
 }
 
@@ -206,6 +339,8 @@ void eng_fatal_uninstall(void) {
         return;
     for (size_t i = 0; i < NFATAL; i++) {
         struct sigaction cur;
+        if (fatal_signals[i] == SIGTERM && !term_installed)
+            continue;
         if (sigaction(fatal_signals[i], NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
             cur.sa_sigaction == on_fatal)
             sigaction(fatal_signals[i], &old_fatal[i], NULL);

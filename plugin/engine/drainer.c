@@ -70,7 +70,13 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
         return 0; /* the crash handler reads the rings now */
     uint64_t pos, n = ring_readable(&t->ring, &pos), total = 0;
     while (n > 0) {
+        atomic_store(&d->in_segment, 1);
+        if (atomic_load(&eng_crash_dumping)) { /* the rest is the crash handler's to read */
+            atomic_store(&d->in_segment, 0);
+            break;
+        }
         if (!ensure_job(d)) {
+            atomic_store(&d->in_segment, 0);
             *blocked = 1;
             break;
         }
@@ -78,6 +84,7 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
         size_t room = j->raw_cap - j->raw_len - sizeof(struct nsc_packed_segment);
         uint64_t fit = room / NSC_PACK_MAX;
         if (fit == 0 || j->raw_len >= (size_t)f->cfg.chunk_records * NSC_REC_SIZE) {
+            atomic_store(&d->in_segment, 0);
             seal(d, 0);
             continue;
         }
@@ -115,6 +122,7 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
         memcpy(seg_at, &seg, sizeof(seg));
         j->raw_len = (size_t)(p - j->raw);
         atomic_fetch_add_explicit(&j->records, take, memory_order_relaxed);
+        atomic_store(&d->in_segment, 0);
         pos += take;
         n -= take;
         total += take;

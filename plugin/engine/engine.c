@@ -230,14 +230,20 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
         return -1;
     }
     eng_running = f;
+    /* flight mode: the watcher creates the directory and looks for the
+     * trigger files (triggers.c); without it only the signal, the control
+     * API and the watchdog can ask for a dump */
+    if (f->flight && eng_watch_start(cfg) != 0)
+        nsc_log_warn("ncclscope: flight recorder: cannot start the thread that watches %s: dump-now "
+                     "and dump-all are not served", cfg->dir);
     return 0;
 }
 
 /* Keeps the library mapped for threads left behind (dlclose would unmap
  * the code they run). */
-static void pin_library(void) {
+void eng_pin_library(void) {
     Dl_info info;
-    if (dladdr((void *)&pin_library, &info) && info.dli_fname)
+    if (dladdr((void *)&eng_pin_library, &info) && info.dli_fname)
         dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
@@ -246,7 +252,10 @@ int nsc_engine_stop(void) {
     if (!f)
         return 1;
     eng_fatal_uninstall();
+    eng_dump_signal_uninstall();
     eng_running = NULL;
+    if (f->flight) /* the watcher first: it may still be asking for a dump */
+        eng_watch_stop(f->cfg.exit_wait_ms < 1000 ? f->cfg.exit_wait_ms : 1000);
     struct timespec dl;
     eng_deadline_after(&dl, (uint64_t)f->cfg.exit_wait_ms * 1000ull);
     pthread_mutex_lock(&f->mu);
@@ -305,7 +314,7 @@ int nsc_engine_stop(void) {
         }
     }
     atomic_fetch_add(&f->lost_exit, lost);
-    pin_library();
+    eng_pin_library();
     nsc_log_warn("ncclscope: the trace in %s did not finish within NCCLSCOPE_EXIT_WAIT_MS=%u ms "
                  "(disk stalled?); %llu records not written, %llu lost to write errors",
                  f->cfg.dir, f->cfg.exit_wait_ms, (unsigned long long)lost,

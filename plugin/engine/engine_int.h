@@ -50,6 +50,11 @@ struct drainer {
     uint64_t next_dseq;
     uint64_t last_seal_ns;
     struct nsc_pack_state pack;
+    /* 1 while it moves a segment from a ring into its job: a crash dump
+     * waits for 0 before it reads the jobs and the rings, so no record is
+     * between the two (seq_cst with eng_crash_dumping: each side stores its
+     * flag, then loads the other's) */
+    _Atomic int in_segment;
 };
 
 /* One chunk on its way to the file: packed records and what they refer
@@ -174,9 +179,15 @@ void eng_hang_block(struct engine *e, int dump);
 void eng_account(struct engine *e, struct job *j, int ok);
 
 /* triggers.c: flight mode's triggers (the dump signal, dump-now, dump-all,
- * the watchdog's request), drainer 0; the dump signal's handler. */
+ * the watchdog's request): drainer 0's poll (atomics only), the watcher
+ * thread that looks at the files, the dump signal's handler. */
 int eng_flight_triggers(struct engine *e, uint64_t now);
 void eng_dump_signal_install(const struct nsc_config *cfg);
+void eng_dump_signal_uninstall(void);
+int eng_watch_start(const struct nsc_config *cfg);
+void eng_watch_stop(unsigned wait_ms);
+/* engine.c: keeps the library mapped for a thread left behind */
+void eng_pin_library(void);
 
 /* crash_dump.c: the fatal signals' handlers (flight mode). crash_dumping is
  * set while one writes the rings: the drainers take nothing then. */

@@ -59,7 +59,9 @@ void nsc_flight_destroy(struct nsc_flight *w) {
 int nsc_flight_keep(struct nsc_flight *w, const struct nsc_anchor *a, const void *payload,
                     size_t stored, size_t raw_len, uint16_t flags, uint64_t records) {
     size_t need = sizeof(struct chunk) + sizeof(struct nsc_block_header) + stored;
-    if (need > w->budget || atomic_load_explicit(&w->frozen, memory_order_acquire)) {
+    if (atomic_load_explicit(&w->frozen, memory_order_acquire))
+        return -2; /* not counted: the caller keeps the chunk for the dump */
+    if (need > w->budget) {
         w->dropped += records;
         return -1;
     }
@@ -103,4 +105,8 @@ uint64_t nsc_flight_dropped(const struct nsc_flight *w) { return w->dropped; }
 
 void nsc_flight_freeze(struct nsc_flight *w) {
     atomic_store_explicit(&w->frozen, 1, memory_order_release);
+}
+
+void nsc_flight_thaw(struct nsc_flight *w) {
+    atomic_store_explicit(&w->frozen, 0, memory_order_release);
 }

@@ -27,7 +27,9 @@ void nsc_flight_destroy(struct nsc_flight *w);
 
 /* Keeps a chunk: its anchor and its PACKED block payload (stored bytes,
  * zstd frame when flags says so), dropping the oldest chunks to stay in
- * budget. Returns 0, or -1 when it could not be kept (counted). */
+ * budget. Returns 0, -1 when it could not be kept (counted), or -2 while
+ * the window is frozen (not counted: a crash dump in progress takes the
+ * chunk from the caller's job instead). */
 int nsc_flight_keep(struct nsc_flight *w, const struct nsc_anchor *a, const void *payload,
                     size_t stored, size_t raw_len, uint16_t flags, uint64_t records);
 
@@ -41,6 +43,9 @@ int nsc_flight_each(struct nsc_flight *w, nsc_flight_fn fn, void *ud);
 /* Crash: from now on the window takes and frees nothing (async-signal-safe:
  * one atomic store). */
 void nsc_flight_freeze(struct nsc_flight *w);
+/* A dump from SIGTERM whose application handler lets the process live on:
+ * the window takes chunks again (async-signal-safe: one atomic store). */
+void nsc_flight_thaw(struct nsc_flight *w);
 
 /* Records in the window now, and records that left it (oldest dropped or
  * not kept) since creation. */

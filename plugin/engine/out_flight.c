@@ -6,6 +6,7 @@
  * (crash_dump.c). */
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "engine_int.h"
@@ -21,9 +22,18 @@ static int flight_chunk(struct engine *f, struct job *j, unsigned char *out, uin
         f->recent[f->nrecent++ % RECENT_COMMS] = f->pending_comms[i];
     f->npending = 0;
     nsc_clock_anchor(&j->anchor);
-    if (j->raw_len)
-        nsc_flight_keep(f->flight, &j->anchor, out + sizeof(struct nsc_block_header), stored,
-                        j->raw_len, flags, j->records);
+    /* A window frozen by a dump from a signal handler refuses the chunk:
+     * then the job stays as it is, not marked kept, so that dump writes it
+     * from the job's packed bytes; this thread waits for the dump to end
+     * (a fatal signal: the process ends first; SIGTERM with the
+     * application's handler: the window thaws and takes the chunk). */
+    while (j->raw_len && nsc_flight_keep(f->flight, &j->anchor, out + sizeof(struct nsc_block_header),
+                                         stored, j->raw_len, flags, j->records) == -2) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    /* RELEASE: the crash handler's ACQUIRE load skips this job from now on
+     * (its chunk is in the window) */
     atomic_store_explicit(&j->kept, 1, memory_order_release);
     return 0;
 }

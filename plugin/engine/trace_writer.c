@@ -108,7 +108,7 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
             w->last_errno = ENAMETOOLONG;
             return -1;
         }
-        w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FILE_MODE);
+        w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
         if (w->fd >= 0 && w->rotate)
             w->first_index = (unsigned)n; /* the next segments keep it */
         if (w->fd >= 0 || errno != EEXIST)

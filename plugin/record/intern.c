@@ -81,6 +81,11 @@ uint64_t nsc_intern_overflows(void) {
     return atomic_load_explicit(&overflows, memory_order_relaxed);
 }
 
+/* fork(): see intern.h */
+void nsc_intern_atfork_prepare(void) { pthread_mutex_lock(&lock); }
+void nsc_intern_atfork_parent(void) { pthread_mutex_unlock(&lock); }
+void nsc_intern_atfork_child(void) { pthread_mutex_init(&lock, NULL); }
+
 void nsc_intern_free_all(void) {
     pthread_mutex_lock(&lock);
     uint32_t n = atomic_load_explicit(&count, memory_order_relaxed);

@@ -105,4 +105,11 @@ uint64_t nsc_intern_overflows(void);
 /* Frees the table (library unload only). */
 void nsc_intern_free_all(void);
 
+/* fork(): the table's mutex held by the forking thread across it, so a
+ * forked child never finds it locked by a thread it does not have
+ * (session.c registers these). */
+void nsc_intern_atfork_prepare(void);
+void nsc_intern_atfork_parent(void);
+void nsc_intern_atfork_child(void);
+
 #endif /* NSC_INTERN_H */

@@ -35,6 +35,13 @@ static _Atomic uint64_t marks;   /* marks written by this process */
 
 static int (*dump_fn)(void); /* the session's (nsc_ctl_set_dump) */
 
+/* fork(): held across it by the forking thread, so the child's copy is
+ * never locked by a thread that does not exist there (session.c registers
+ * these, in the lock order session, control, strings). */
+void nsc_ctl_atfork_prepare(void) { pthread_mutex_lock(&lock); }
+void nsc_ctl_atfork_parent(void) { pthread_mutex_unlock(&lock); }
+void nsc_ctl_atfork_child(void) { pthread_mutex_init(&lock, NULL); }
+
 static void publish(void) {
     uint32_t m = running ? session_mask : 0;
     atomic_store_explicit(&nsc_ctl_record_mask, m, memory_order_relaxed);

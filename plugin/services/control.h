@@ -69,4 +69,9 @@ void nsc_ctl_files_open(const char *dir, const char *stem);
  * masks. Never blocks on anything but the file system. */
 void nsc_ctl_poll(void);
 
+/* fork() handlers for the control state's mutex (session.c registers them). */
+void nsc_ctl_atfork_prepare(void);
+void nsc_ctl_atfork_parent(void);
+void nsc_ctl_atfork_child(void);
+
 #endif /* NSC_CONTROL_H */

@@ -24,7 +24,12 @@ struct cfile {
     dev_t dev;
     ino_t ino;
     off_t off;
+    int skipping; /* inside a line longer than the buffer: skipped up to its newline */
 };
+/* A junk control file must not flood the log: at most WARN_BURST
+ * complaints, then one line saying the rest are counted only. */
+#define WARN_BURST 20
+static unsigned warned, unwarned;
 static struct cfile files[2];
 
 static void cfile_init(struct cfile *f, const char *dir, const char *name) {
@@ -39,6 +44,7 @@ static void cfile_init(struct cfile *f, const char *dir, const char *name) {
         f->ino = 0;
         f->off = 0;
     }
+    f->skipping = 0;
 }
 
 void nsc_ctl_files_open(const char *dir, const char *stem) {
@@ -72,13 +78,21 @@ static void run_command(char *line, const char *from) {
         rc = nsc_ctl_mark(arg);
     else if (!strcmp(line, "mask") || !strcmp(line, "events"))
         rc = nsc_ctl_set_events(arg);
-    else {
-        nsc_log_warn("ncclscope: %s: unknown command \"%.64s\" (start, stop, dump, mark TEXT, mask EVENTS)",
-                     from, line);
+    else
+        rc = -1;
+    if (rc == NCCLSCOPE_OK)
+        return;
+    if (warned >= WARN_BURST) {
+        if (!unwarned++)
+            nsc_log_warn("ncclscope: %s: more bad commands; not logged from now on", from);
         return;
     }
-    if (rc != NCCLSCOPE_OK)
-        nsc_log_warn("ncclscope: %s: %s: %s", from, line, nsc_ctl_strerror(rc));
+    warned++;
+    if (rc == -1) /* the log escapes control bytes (log.c) */
+        nsc_log_warn("ncclscope: %s: unknown command \"%.64s\" (start, stop, dump, mark TEXT, mask EVENTS)",
+                     from, line);
+    else
+        nsc_log_warn("ncclscope: %s: %.64s: %s", from, line, nsc_ctl_strerror(rc));
 }
 
 static void poll_file(struct cfile *f) {
@@ -93,6 +107,7 @@ static void poll_file(struct cfile *f) {
         f->dev = st.st_dev;
         f->ino = st.st_ino;
         f->off = 0;
+        f->skipping = 0;
     }
     if (st.st_size == f->off)
         return;
@@ -105,17 +120,35 @@ static void poll_file(struct cfile *f) {
     if (got <= 0)
         return;
     buf[got] = '\0';
-    /* Complete lines only: a command being appended waits for its newline.
-     * A line longer than the buffer is skipped. */
-    char *end = memrchr(buf, '\n', (size_t)got);
-    if (!end) {
-        if (got == (ssize_t)sizeof(buf) - 1)
+    char *start = buf;
+    if (f->skipping) { /* the rest of an over-long line: never a command */
+        char *nl = memchr(buf, '\n', (size_t)got);
+        if (!nl) {
             f->off += got;
+            return;
+        }
+        f->skipping = 0;
+        f->off += nl + 1 - buf;
+        start = nl + 1;
+    }
+    /* Complete lines only: a command being appended waits for its newline.
+     * A line longer than the buffer is skipped whole, up to its newline. */
+    char *end = memrchr(start, '\n', (size_t)(buf + got - start));
+    if (!end) {
+        if (start == buf && got == (ssize_t)sizeof(buf) - 1) {
+            f->off += got;
+            f->skipping = 1;
+            if (warned < WARN_BURST) {
+                warned++;
+                nsc_log_warn("ncclscope: %s: a line over %zu bytes; skipped", f->path, sizeof(buf) - 2);
+            }
+        }
         return;
     }
-    f->off += end + 1 - buf;
+    f->off += end + 1 - start;
     *end = '\0';
-    for (char *line = buf, *next; line; line = next) {
+    char *buf_start = start;
+    for (char *line = buf_start, *next; line; line = next) {
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';

@@ -68,7 +68,7 @@ def crash(cli, plugin, d):
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == -signal.SIGSEGV, "the job still dies of its SIGSEGV: exit %d" % p.returncode)
     files = trace_files(d)
-    check(len(files) == 1 and files[0].endswith("-crash.nsc"), "one crash dump: %s" % files)
+    check(len(files) == 1 and re.search(r"-crash-[0-9a-f]{16}\.nsc$", files[0]), "one crash dump: %s" % files)
     total = int(re.search(r"events (\d+)", p.stdout).group(1))
     kept = events_in(cli, files[0])
     # the window, the chunk jobs not kept yet and the rings: every event of the
