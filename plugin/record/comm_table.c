@@ -15,9 +15,17 @@ struct nsc_comm nsc_comms[NSC_MAX_COMMS] __attribute__((aligned(64)));
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_serial = 1;
 static unsigned active_count;
-/* Next-fit: the search for a free slot starts after the last slot taken,
- * so a slot is reused as late as possible (a context kept by mistake is
- * rejected by its generation anyway; this only makes reuse rarer). */
+/* Slots [0, bound) have been taken at least once; active_count of them are
+ * taken now. Written under the lock; RELAXED loads elsewhere (a bound for
+ * passes over per-slot arrays: a slot above a stale bound is one just
+ * opened, which the next pass sees; what a slot holds is validated by its
+ * generation or serial, never by the bound). */
+static _Atomic unsigned bound;
+/* Next-fit below the bound: the search for a free slot starts after the
+ * last slot taken, so a slot is reused as late as possible (a context kept
+ * by mistake is rejected by its generation anyway; this only makes reuse
+ * rarer). The bound grows only when every slot below it is taken, so the
+ * slots ever written are as many as the most comms open at once. */
 static unsigned cursor;
 /* Descriptions of comms closed before the flusher took them, in closing
  * order: [head, n) are pending. */
@@ -64,13 +72,20 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
                                int rank, uint64_t init_ticks) {
     pthread_mutex_lock(&lock);
     struct nsc_comm *c = NULL;
-    for (unsigned k = 0; k < NSC_MAX_COMMS; k++) {
-        unsigned i = (cursor + k) % NSC_MAX_COMMS;
-        if (!nsc_comms[i].in_use) {
-            c = &nsc_comms[i];
-            cursor = i + 1;
-            break;
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed); /* ours: the lock */
+    if (active_count < nb) { /* a free slot below the bound */
+        for (unsigned k = 0; k < nb; k++) {
+            unsigned i = (cursor + k) % nb;
+            if (!nsc_comms[i].in_use) {
+                c = &nsc_comms[i];
+                cursor = i + 1;
+                break;
+            }
         }
+    } else if (nb < NSC_MAX_COMMS) { /* every slot below is taken: one more */
+        c = &nsc_comms[nb];
+        cursor = nb + 1;
+        atomic_store_explicit(&bound, nb + 1, memory_order_relaxed);
     }
     if (c) {
         c->serial = next_serial++;
@@ -134,6 +149,8 @@ void nsc_comm_close(struct nsc_comm *c) {
     pthread_mutex_unlock(&lock);
 }
 
+unsigned nsc_comm_slot_bound(void) { return atomic_load_explicit(&bound, memory_order_relaxed); }
+
 unsigned nsc_comm_active_count(void) {
     pthread_mutex_lock(&lock);
     unsigned n = active_count;
@@ -180,9 +197,10 @@ unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max) {
         retired = NULL;
         retired_head = retired_n = retired_cap = 0;
     }
-    /* Then open comms, by a pass over every slot: 1,024 flag tests per call,
-     * a few calls per chunk. */
-    for (unsigned i = 0; i < NSC_MAX_COMMS && n < max; i++)
+    /* Then open comms, by a pass over the slots ever taken: one flag test
+     * per slot below the bound per call, a few calls per chunk. */
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed);
+    for (unsigned i = 0; i < nb && n < max; i++)
         if (nsc_comms[i].dirty) {
             out[n++] = nsc_comms[i].info;
             nsc_comms[i].dirty = 0;
@@ -197,7 +215,8 @@ void nsc_comm_reset_pending(void) {
     free(retired);
     retired = NULL;
     retired_head = retired_n = retired_cap = 0;
-    for (unsigned i = 0; i < NSC_MAX_COMMS; i++)
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed);
+    for (unsigned i = 0; i < nb; i++)
         nsc_comms[i].dirty = nsc_comms[i].in_use;
     pthread_mutex_unlock(&lock);
 }
@@ -207,7 +226,8 @@ uint64_t nsc_comm_overflows(void) { return atomic_load_explicit(&overflows, memo
 unsigned nsc_comm_describe_open(struct nsc_comm_info *out, unsigned max) {
     unsigned n = 0;
     pthread_mutex_lock(&lock);
-    for (unsigned i = 0; i < NSC_MAX_COMMS && n < max; i++)
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed);
+    for (unsigned i = 0; i < nb && n < max; i++)
         if (nsc_comms[i].in_use)
             out[n++] = nsc_comms[i].info;
     pthread_mutex_unlock(&lock);

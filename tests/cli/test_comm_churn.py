@@ -4,9 +4,10 @@ description reaches the trace however many come and go between two flushes
 (3,000 here; 2,048 were kept), and a second finalize of a dead context is
 counted and harms no live comm, even one that now holds its slot.
 
-Run A stalls the flusher (it takes descriptions only at the end: all 4,024
+Run A stalls the flusher (it takes descriptions only at the end: all 19,384
 at once); run B makes it take every millisecond, concurrently with the
-churn. Each comm runs one AllReduce; `info` must list every comm, `stats`
+churn; run C holds 10,000 comms open at once (the comm table once held
+1,024: the rest got no context and their events were lost). Each comm runs one AllReduce; `info` must list every comm, `stats`
 must put each AllReduce under its own commHash, and (run A) in the converted
 trace each must sit under its own comm's process, named with its name and
 commHash."""
@@ -17,13 +18,13 @@ import sys
 from nsctest import *
 
 CHURN = 3000
-LATE = 1023
+LATE = 16383  # every slot of the comm table but the anchor's (comm_churn.c)
 
 
-def expected(stale):
+def expected(stale, churn):
     """commHash -> (name, rank) of every comm the driver creates."""
     e = {0xA11C0DE: ("anchor", 0)}
-    for i in range(CHURN):
+    for i in range(churn):
         e[0xC0000000 + i] = ("churn-%d" % i, i % 4)
     if stale:
         for j in range(LATE):
@@ -31,15 +32,15 @@ def expected(stale):
     return e
 
 
-def check_run(driver, env, args, stale, converted):
+def check_run(driver, env, args, stale, converted, churn=CHURN):
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(env, NCCLSCOPE_DIR=d)
-    out = run([driver, "--plugin", plugin, "--comms", str(CHURN), *args], env=env).stdout
-    check("comms %d" % CHURN in out, out)
+    out = run([driver, "--plugin", plugin, "--comms", str(churn), *args], env=env).stdout
+    check("comms %d" % churn in out, out)
     files = trace_files(d)
     check(len(files) == 1, "one session, one file: %s" % files)
-    want = expected(stale)
+    want = expected(stale, churn)
 
     # info: every comm listed once, with its name, rank and commHash
     info = run([cli, "info", files[0]]).stdout
@@ -55,8 +56,8 @@ def check_run(driver, env, args, stale, converted):
     # stale: every churn comm's second finalize, and the Coll of the comm
     # refused past the full table (comm_churn.c)
     m = re.search(r"invalid calls\s+(\d+) unknown contexts", info)
-    check(m and int(m.group(1)) == (CHURN + 1 if stale else 0),
-          "unknown contexts: %s (want %d)" % (m and m.group(1), CHURN + 1 if stale else 0))
+    check(m and int(m.group(1)) == (churn + 1 if stale else 0),
+          "unknown contexts: %s (want %d)" % (m and m.group(1), churn + 1 if stale else 0))
 
     # convert: each comm's AllReduce under its own comm's process
     if converted:
@@ -128,9 +129,11 @@ def main():
                   ["--open-at-once", "100", "--stale-finalize"], True, True)
     m = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "1", "NCCLSCOPE_DRAIN_US": "100"},
                   ["--open-at-once", "1000"], False, False)
+    w = check_run(driver, {}, ["--open-at-once", "10000"], False, False, churn=10000)
     print("ok: %d comms with a stalled flusher (%d stale finalizes counted, no live comm harmed), "
-          "%d with a flusher taking every millisecond; every description in the trace; %d ended comms' "
-          "counts still in the live metrics after 2.5 s, also after 4,200 ended comms" % (n, CHURN, m, kept))
+          "%d with a flusher taking every millisecond, %d open at once; every description and "
+          "operation in the trace; %d ended comms' counts still in the live metrics after 2.5 s, "
+          "also after 4,200 ended comms" % (n, CHURN, m, w, kept))
 
 
 main()
