@@ -16,8 +16,9 @@
  *
  *   ncclscope-comm-lookup [--samples N]
  *
- * Each figure is the median of N single lookups, each between two fenced
- * TSC reads (their own cost subtracted), in ns:
+ * Each figure is the median of N single lookups (default 301), each
+ * between two fenced TSC reads (their own cost subtracted), in ns, the
+ * designs' samples interleaved:
  *   warm  the same context looked up just before (its lines in L1);
  *   cold  every cache level and the TLB flushed first, by reading a
  *         buffer of twice the last-level cache (what a thread meets
@@ -161,38 +162,53 @@ static double median_ns(uint64_t *t, unsigned n) {
     return (double)t[n / 2] * cycle_ns_per_tick();
 }
 
-static void measure(const char *name, lookup_fn f, void *const *ctxs, unsigned n,
+struct variant {
+    const char *name;
+    lookup_fn f;
+    uint64_t *warm, *cold;
+};
+
+/* Every variant's samples interleaved (variant after variant for each
+ * sample), so what else runs on the machine meanwhile weighs on all alike. */
+static void measure(struct variant *v, unsigned nv, void *const *ctxs, unsigned n,
                     unsigned samples, uint64_t overhead) {
-    uint64_t *warm = malloc(samples * sizeof(*warm)), *cold = malloc(samples * sizeof(*cold));
-    if (!warm || !cold) {
-        fprintf(stderr, "comm_lookup: out of memory\n");
-        exit(1);
-    }
     unsigned wrong = 0;
-    for (unsigned s = 0; s < samples; s++) {
-        const void *ctx = ctxs[next_rand() % n];
-        wrong += f(ctx) == NULL; /* and now it is warm */
-        uint64_t t0 = cycle_fenced();
-        struct nsc_comm *c = f(ctx);
-        uint64_t t1 = cycle_fenced();
-        wrong += c == NULL;
-        warm[s] = t1 - t0 > overhead ? t1 - t0 - overhead : 0;
+    for (unsigned k = 0; k < nv; k++) {
+        v[k].warm = malloc(samples * sizeof(uint64_t));
+        v[k].cold = malloc(samples * sizeof(uint64_t));
+        if (!v[k].warm || !v[k].cold) {
+            fprintf(stderr, "comm_lookup: out of memory\n");
+            exit(1);
+        }
     }
-    for (unsigned s = 0; s < samples; s++) {
-        const void *ctx = ctxs[next_rand() % n];
-        evict();
-        uint64_t t0 = cycle_fenced();
-        struct nsc_comm *c = f(ctx);
-        uint64_t t1 = cycle_fenced();
-        wrong += c == NULL;
-        cold[s] = t1 - t0 > overhead ? t1 - t0 - overhead : 0;
+    for (unsigned s = 0; s < samples; s++)
+        for (unsigned k = 0; k < nv; k++) {
+            const void *ctx = ctxs[next_rand() % n];
+            wrong += v[k].f(ctx) == NULL; /* and now it is warm */
+            uint64_t t0 = cycle_fenced();
+            struct nsc_comm *c = v[k].f(ctx);
+            uint64_t t1 = cycle_fenced();
+            wrong += c == NULL;
+            v[k].warm[s] = t1 - t0 > overhead ? t1 - t0 - overhead : 0;
+            ctx = ctxs[next_rand() % n];
+            evict();
+            t0 = cycle_fenced();
+            c = v[k].f(ctx);
+            t1 = cycle_fenced();
+            wrong += c == NULL;
+            v[k].cold[s] = t1 - t0 > overhead ? t1 - t0 - overhead : 0;
+        }
+    for (unsigned k = 0; k < nv; k++) {
+        printf("%-10s %6u comms  warm %7.1f ns  cold %7.1f ns\n", v[k].name, n,
+               median_ns(v[k].warm, samples), median_ns(v[k].cold, samples));
+        free(v[k].warm);
+        free(v[k].cold);
     }
-    printf("%-10s %6u comms  warm %7.1f ns  cold %7.1f ns%s\n", name, n, median_ns(warm, samples),
-           median_ns(cold, samples), wrong ? "  (LOOKUPS FAILED)" : "");
-    free(warm);
-    free(cold);
-    if (wrong)
+    fflush(stdout);
+    if (wrong) {
+        fprintf(stderr, "comm_lookup: %u lookups of open comms failed\n", wrong);
         exit(1);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -218,6 +234,7 @@ int main(int argc, char **argv) {
     uint64_t overhead = cycle_fence_overhead();
     printf("table capacity %u comms; median of %u lookups each, fence overhead %.1f ns subtracted\n",
            NSC_MAX_COMMS, samples, (double)overhead * cycle_ns_per_tick());
+    fflush(stdout);
     unsigned nopen = 0;
     static const unsigned sizes[] = {1000, 10000};
     for (unsigned z = 0; z < 2; z++) {
@@ -229,20 +246,22 @@ int main(int argc, char **argv) {
         }
         if (nopen < sizes[z]) {
             printf("table      %6u comms  not measured: the table holds %u\n", sizes[z], nopen);
+            fflush(stdout);
             break;
         }
-        measure("table", table_lookup, ctxs, nopen, samples, overhead);
+        struct variant v[3] = {{"table", table_lookup, 0, 0}, {"two-level", two_level_lookup, 0, 0}};
+        unsigned nv = 2;
         if (two_level_fill((const void *const *)ctxs, nopen) != 0)
             return 1;
-        measure("two-level", two_level_lookup, ctxs, nopen, samples, overhead);
 #ifdef NSC_BENCH_URCU
         if (ht)
             cds_lfht_destroy(ht, NULL); /* nodes leak: a benchmark */
         if (urcu_fill(ctxs, nopen) != 0)
             return 1;
         urcu_lookup(ctxs[0]); /* the reader's registration, once per thread */
-        measure("urcu-lfht", urcu_lookup, ctxs, nopen, samples, overhead);
+        v[nv++] = (struct variant){"urcu-lfht", urcu_lookup, 0, 0};
 #endif
+        measure(v, nv, ctxs, nopen, samples, overhead);
     }
     return 0;
 }
