@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "id_map.h"
+
 /* Aligned: a slot's first words (gen, serial, rank, proxied), read by
  * every start, on one line. */
 struct nsc_comm nsc_comms[NSC_MAX_COMMS] __attribute__((aligned(64)));
@@ -32,6 +34,13 @@ static unsigned cursor;
 static struct nsc_comm_info *retired;
 static unsigned retired_head, retired_n, retired_cap;
 static _Atomic uint64_t overflows;
+/* serial -> slot of every taken slot, for nsc_comm_serial_live (lock).
+ * Grows on the open path (init may allocate) and is given back when the
+ * last comm closes. An insert that failed for memory leaves it incomplete
+ * (`serials_lost`) until then: a serial it lacks is "not known" then, not
+ * "ended". */
+static struct nsc_id_map serials;
+static int serials_ready, serials_lost;
 
 static void count_overflow(uint64_t n) {
     /* Relaxed: a statistic; the flusher reads it whenever it writes STATS. */
@@ -109,6 +118,13 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
         c->in_use = 1;
         c->dirty = 1;
         active_count++;
+        if (!serials_ready)
+            serials_ready = nsc_id_map_init(&serials, 64, sizeof(uint32_t), NSC_ID_MAP_GROW) == 0;
+        uint32_t *slot = serials_ready ? nsc_id_map_insert(&serials, c->serial, NULL) : NULL;
+        if (slot)
+            *slot = (uint32_t)(c - nsc_comms);
+        else
+            serials_lost = 1;
         /* A free slot's generation is even; this makes it odd (open).
          * RELEASE: pairs with nsc_comm_from_context's ACQUIRE, which then
          * sees serial and info filled for this generation. */
@@ -145,11 +161,33 @@ void nsc_comm_close(struct nsc_comm *c) {
         c->dirty = 0;
         c->in_use = 0;
         active_count--;
+        if (serials_ready)
+            nsc_id_map_remove(&serials, c->serial);
+        if (!active_count && serials_ready) { /* nothing left for an unload to leak */
+            nsc_id_map_destroy(&serials);
+            serials_ready = serials_lost = 0;
+        }
     }
     pthread_mutex_unlock(&lock);
 }
 
 unsigned nsc_comm_slot_bound(void) { return atomic_load_explicit(&bound, memory_order_relaxed); }
+
+int nsc_comm_serial_live(uint32_t serial) {
+    pthread_mutex_lock(&lock);
+    const uint32_t *slot = serials_ready ? nsc_id_map_find(&serials, serial) : NULL;
+    int live;
+    if (slot) {
+        const struct nsc_comm *c = &nsc_comms[*slot];
+        /* Relaxed: gen changes only under the lock, which we hold. */
+        live = c->in_use && c->serial == serial &&
+               (atomic_load_explicit(&c->gen, memory_order_relaxed) & 1);
+    } else {
+        live = serials_lost ? -1 : 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return live;
+}
 
 unsigned nsc_comm_active_count(void) {
     pthread_mutex_lock(&lock);

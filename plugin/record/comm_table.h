@@ -125,6 +125,13 @@ struct nsc_comm *nsc_comm_claim_context(const void *ctx);
 void nsc_comm_close(struct nsc_comm *c);
 /* Number of taken slots. */
 unsigned nsc_comm_active_count(void);
+/* Whether the comm with this serial is open and not finalizing: 1 until
+ * its finalize claims its context (before the finalize's record is
+ * written), 0 from then on (and for a serial never opened), -1 when the
+ * table cannot say (memory was short when a comm still open was opened).
+ * For the live metrics, which learn comms from their descriptions and
+ * from their records in either order (live_metrics.c). The table's lock. */
+int nsc_comm_serial_live(uint32_t serial);
 /* One past the highest slot ever taken: the most comms open at once so
  * far. Every slot at or above it has never been written. Only grows. */
 unsigned nsc_comm_slot_bound(void);

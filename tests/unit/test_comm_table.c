@@ -50,9 +50,13 @@ static void test_contexts(void) {
     CHECK(!nsc_comm_from_context((void *)(v ^ (1ull << NSC_COMM_INDEX_BITS))));
     CHECK(!nsc_comm_from_context((void *)(v ^ 1))); /* a free neighbour slot */
 
+    /* live by serial until its finalize claims it (the live metrics ask) */
+    uint32_t sa = a->serial;
+    CHECK(nsc_comm_serial_live(sa) == 1 && nsc_comm_serial_live(sa + 1) == 0);
     /* finalize: claimed once; the context is dead from then on */
     CHECK(nsc_comm_claim_context(ca) == a);
     CHECK(!nsc_comm_from_context(ca));
+    CHECK(nsc_comm_serial_live(sa) == 0);
     CHECK(nsc_comm_active_count() == 1); /* taken until closed */
     CHECK(!nsc_comm_claim_context(ca));  /* a second finalize before close */
     nsc_comm_close(a);
@@ -72,6 +76,7 @@ static void test_contexts(void) {
             nsc_comm_close(c);
     }
     CHECK(b == a);
+    CHECK(nsc_comm_serial_live(sa) == 0 && nsc_comm_serial_live(b->serial) == 1);
     void *cb = nsc_comm_context(b);
     CHECK(cb != ca && nsc_comm_from_context(cb) == b);
     /* the stale context neither validates nor finalizes the new comm */
@@ -339,6 +344,10 @@ static void test_many_open(void) {
             seen[s] = 1;
     }
     CHECK(right == MANY && distinct == MANY);
+    unsigned live = 0;
+    for (unsigned i = 0; i < MANY; i++)
+        live += nsc_comm_serial_live(c[i]->serial) == 1;
+    CHECK(live == MANY);
     unsigned bound = nsc_comm_slot_bound();
     CHECK(bound == (bound0 > MANY ? bound0 : MANY));
     unsigned below = 0;
@@ -358,8 +367,11 @@ static void test_many_open(void) {
                  taken[i].rank == (int)((taken[i].comm_id - 10000000) % 8);
     CHECK(n == MANY && found == MANY);
     /* half go, 5,000 others come: the same slots, the bound unchanged */
-    for (unsigned i = 0; i < MANY; i += 2)
+    static uint32_t gone[MANY / 2];
+    for (unsigned i = 0; i < MANY; i += 2) {
+        gone[i / 2] = c[i]->serial;
         nsc_comm_close(c[i]);
+    }
     for (unsigned i = 0; i < MANY; i += 2) {
         c[i] = open_n(20000000 + i, 0);
         ok &= c[i] != NULL;
@@ -369,9 +381,17 @@ static void test_many_open(void) {
     for (unsigned i = 0; i < MANY; i += 2)
         stale += nsc_comm_from_context(ctx[i]) != NULL; /* their slots have new comms */
     CHECK(stale == 0);
+    /* by serial: the closed half ended, the comms in their slots now live */
+    unsigned right_live = 0;
+    for (unsigned i = 0; i < MANY; i++)
+        right_live += nsc_comm_serial_live(c[i]->serial) == 1 &&
+                      (i % 2 || nsc_comm_serial_live(gone[i / 2]) == 0);
+    CHECK(right_live == MANY);
+    uint32_t first = c[1]->serial;
     for (unsigned i = 0; i < MANY; i++)
         if (c[i])
             nsc_comm_close(c[i]);
+    CHECK(nsc_comm_serial_live(first) == 0);
     CHECK(nsc_comm_active_count() == 0);
     take_all(taken, 200000);
 }
