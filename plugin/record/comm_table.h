@@ -37,6 +37,8 @@
  *     and the first descriptors of v1-v3 (slow path, the table's mutex);
  *   - nsc_comm_take_pending(), nsc_comm_overflows(): the flusher (the same
  *     mutex for take, held only to copy; never across I/O);
+ *   - nsc_comm_serial_live(): the live metrics, on the flusher (the same
+ *     mutex);
  *   - nsc_comm_slot_bound(): anyone (one atomic load; background threads
  *     bound their passes over per-slot arrays with it).
  *
