@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "id_map.h"
+
 /* Aligned: a slot's first words (gen, serial, rank, proxied), read by
  * every start, on one line. */
 struct nsc_comm nsc_comms[NSC_MAX_COMMS] __attribute__((aligned(64)));
@@ -15,15 +17,30 @@ struct nsc_comm nsc_comms[NSC_MAX_COMMS] __attribute__((aligned(64)));
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_serial = 1;
 static unsigned active_count;
-/* Next-fit: the search for a free slot starts after the last slot taken,
- * so a slot is reused as late as possible (a context kept by mistake is
- * rejected by its generation anyway; this only makes reuse rarer). */
+/* Slots [0, bound) have been taken at least once; active_count of them are
+ * taken now. Written under the lock; RELAXED loads elsewhere (a bound for
+ * passes over per-slot arrays: a slot above a stale bound is one just
+ * opened, which the next pass sees; what a slot holds is validated by its
+ * generation or serial, never by the bound). */
+static _Atomic unsigned bound;
+/* Next-fit below the bound: the search for a free slot starts after the
+ * last slot taken, so a slot is reused as late as possible (a context kept
+ * by mistake is rejected by its generation anyway; this only makes reuse
+ * rarer). The bound grows only when every slot below it is taken, so the
+ * slots ever written are as many as the most comms open at once. */
 static unsigned cursor;
 /* Descriptions of comms closed before the flusher took them, in closing
  * order: [head, n) are pending. */
 static struct nsc_comm_info *retired;
 static unsigned retired_head, retired_n, retired_cap;
 static _Atomic uint64_t overflows;
+/* serial -> slot of every taken slot, for nsc_comm_serial_live (lock).
+ * Grows on the open path (init may allocate) and is given back when the
+ * last comm closes. An insert that failed for memory leaves it incomplete
+ * (`serials_lost`) until then: a serial it lacks is "not known" then, not
+ * "ended". */
+static struct nsc_id_map serials;
+static int serials_ready, serials_lost;
 
 static void count_overflow(uint64_t n) {
     /* Relaxed: a statistic; the flusher reads it whenever it writes STATS. */
@@ -64,13 +81,20 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
                                int rank, uint64_t init_ticks) {
     pthread_mutex_lock(&lock);
     struct nsc_comm *c = NULL;
-    for (unsigned k = 0; k < NSC_MAX_COMMS; k++) {
-        unsigned i = (cursor + k) % NSC_MAX_COMMS;
-        if (!nsc_comms[i].in_use) {
-            c = &nsc_comms[i];
-            cursor = i + 1;
-            break;
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed); /* ours: the lock */
+    if (active_count < nb) { /* a free slot below the bound */
+        for (unsigned k = 0; k < nb; k++) {
+            unsigned i = (cursor + k) % nb;
+            if (!nsc_comms[i].in_use) {
+                c = &nsc_comms[i];
+                cursor = i + 1;
+                break;
+            }
         }
+    } else if (nb < NSC_MAX_COMMS) { /* every slot below is taken: one more */
+        c = &nsc_comms[nb];
+        cursor = nb + 1;
+        atomic_store_explicit(&bound, nb + 1, memory_order_relaxed);
     }
     if (c) {
         c->serial = next_serial++;
@@ -94,6 +118,13 @@ struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, i
         c->in_use = 1;
         c->dirty = 1;
         active_count++;
+        if (!serials_ready)
+            serials_ready = nsc_id_map_init(&serials, 64, sizeof(uint32_t), NSC_ID_MAP_GROW) == 0;
+        uint32_t *slot = serials_ready ? nsc_id_map_insert(&serials, c->serial, NULL) : NULL;
+        if (slot)
+            *slot = (uint32_t)(c - nsc_comms);
+        else
+            serials_lost = 1;
         /* A free slot's generation is even; this makes it odd (open).
          * RELEASE: pairs with nsc_comm_from_context's ACQUIRE, which then
          * sees serial and info filled for this generation. */
@@ -130,8 +161,32 @@ void nsc_comm_close(struct nsc_comm *c) {
         c->dirty = 0;
         c->in_use = 0;
         active_count--;
+        if (serials_ready)
+            nsc_id_map_remove(&serials, c->serial);
+        if (!active_count && serials_ready) { /* nothing left for an unload to leak */
+            nsc_id_map_destroy(&serials);
+            serials_ready = serials_lost = 0;
+        }
     }
     pthread_mutex_unlock(&lock);
+}
+
+unsigned nsc_comm_slot_bound(void) { return atomic_load_explicit(&bound, memory_order_relaxed); }
+
+int nsc_comm_serial_live(uint32_t serial) {
+    pthread_mutex_lock(&lock);
+    const uint32_t *slot = serials_ready ? nsc_id_map_find(&serials, serial) : NULL;
+    int live;
+    if (slot) {
+        const struct nsc_comm *c = &nsc_comms[*slot];
+        /* Relaxed: gen changes only under the lock, which we hold. */
+        live = c->in_use && c->serial == serial &&
+               (atomic_load_explicit(&c->gen, memory_order_relaxed) & 1);
+    } else {
+        live = serials_lost ? -1 : 0;
+    }
+    pthread_mutex_unlock(&lock);
+    return live;
 }
 
 unsigned nsc_comm_active_count(void) {
@@ -180,9 +235,10 @@ unsigned nsc_comm_take_pending(struct nsc_comm_info *out, unsigned max) {
         retired = NULL;
         retired_head = retired_n = retired_cap = 0;
     }
-    /* Then open comms, by a pass over every slot: 1,024 flag tests per call,
-     * a few calls per chunk. */
-    for (unsigned i = 0; i < NSC_MAX_COMMS && n < max; i++)
+    /* Then open comms, by a pass over the slots ever taken: one flag test
+     * per slot below the bound per call, a few calls per chunk. */
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed);
+    for (unsigned i = 0; i < nb && n < max; i++)
         if (nsc_comms[i].dirty) {
             out[n++] = nsc_comms[i].info;
             nsc_comms[i].dirty = 0;
@@ -197,7 +253,8 @@ void nsc_comm_reset_pending(void) {
     free(retired);
     retired = NULL;
     retired_head = retired_n = retired_cap = 0;
-    for (unsigned i = 0; i < NSC_MAX_COMMS; i++)
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed);
+    for (unsigned i = 0; i < nb; i++)
         nsc_comms[i].dirty = nsc_comms[i].in_use;
     pthread_mutex_unlock(&lock);
 }
@@ -207,7 +264,8 @@ uint64_t nsc_comm_overflows(void) { return atomic_load_explicit(&overflows, memo
 unsigned nsc_comm_describe_open(struct nsc_comm_info *out, unsigned max) {
     unsigned n = 0;
     pthread_mutex_lock(&lock);
-    for (unsigned i = 0; i < NSC_MAX_COMMS && n < max; i++)
+    unsigned nb = atomic_load_explicit(&bound, memory_order_relaxed);
+    for (unsigned i = 0; i < nb && n < max; i++)
         if (nsc_comms[i].in_use)
             out[n++] = nsc_comms[i].info;
     pthread_mutex_unlock(&lock);

@@ -3,14 +3,24 @@
  * comm_table.h - the communicators ncclscope profiles: one slot per live
  * communicator in a static array, and the contexts handed to NCCL for them.
  *
+ * Capacity. NSC_MAX_COMMS (16,384) slots are reserved, as zero-filled
+ * static memory: the system backs a page of it only once something writes
+ * there. Slots are taken from the low end (below), so what is written, and
+ * what the per-slot arrays beside this one (op_state.c, chain.c,
+ * control.c, watchdog.c) write, is the slots below the most comms ever open
+ * at once: memory follows the live comms' peak, not the reservation, and
+ * nothing is ever freed, so a reader on NCCL's threads needs neither a lock
+ * nor a grace period (docs/design.md "Communicator table").
+ *
  * Contexts. NCCL never dereferences the context init returns; it passes it
  * back to every callback and to finalize. Ours is not a pointer but an
  * encoded integer (bits, low to high):
  *
- *     0..9    slot index (NSC_MAX_COMMS = 1024 slots)
- *     10..15  NSC_COMM_CTX_TAG, so that small integers and most pointers
+ *     0..13   slot index (NSC_MAX_COMMS = 16,384 slots)
+ *     14..19  NSC_COMM_CTX_TAG, so that small integers and most pointers
  *             (another plugin's context) are rejected at once
- *     16..63  the slot's generation when it was opened (48 low bits)
+ *     20..63  the slot's generation when it was opened (44 low bits: a
+ *             slot would have to be reopened 2^43 times to come round)
  *
  * A slot's generation is odd while its communicator is open and is bumped
  * when it is opened and when finalize begins, so a context is accepted only
@@ -26,7 +36,11 @@
  *     nsc_comm_learn_slow(), nsc_comm_reset_pending(): init, finalize
  *     and the first descriptors of v1-v3 (slow path, the table's mutex);
  *   - nsc_comm_take_pending(), nsc_comm_overflows(): the flusher (the same
- *     mutex for take, held only to copy; never across I/O).
+ *     mutex for take, held only to copy; never across I/O);
+ *   - nsc_comm_serial_live(): the live metrics, on the flusher (the same
+ *     mutex);
+ *   - nsc_comm_slot_bound(): anyone (one atomic load; background threads
+ *     bound their passes over per-slot arrays with it).
  *
  * Descriptions for the trace. A slot is marked dirty when its description
  * changes (open; rank, commHash or name learnt later); the flusher's take copies dirty
@@ -48,10 +62,10 @@
 
 #include "trace_format.h"
 
-#define NSC_COMM_INDEX_BITS 10
+#define NSC_COMM_INDEX_BITS 14
 #define NSC_MAX_COMMS (1u << NSC_COMM_INDEX_BITS)
 #define NSC_COMM_CTX_TAG 0x2bu /* 6 bits */
-#define NSC_COMM_GEN_SHIFT 16
+#define NSC_COMM_GEN_SHIFT (NSC_COMM_INDEX_BITS + 6)
 #define NSC_COMM_GEN_MASK ((UINT64_C(1) << (64 - NSC_COMM_GEN_SHIFT)) - 1)
 #define NSC_COMM_RETIRED_MAX 65536u
 
@@ -98,7 +112,9 @@ static inline struct nsc_comm *nsc_comm_from_context(const void *ctx) {
 void *nsc_comm_context(const struct nsc_comm *c);
 
 /* Takes a free slot and fills it (serial assigned here); its description
- * is pending for the flusher. NULL when NSC_MAX_COMMS are open. */
+ * is pending for the flusher. NULL when NSC_MAX_COMMS are open. The slot
+ * is a free one below nsc_comm_slot_bound() when there is one (next-fit
+ * among them), else the slot at the bound, which then grows by one. */
 struct nsc_comm *nsc_comm_open(uint64_t comm_id, const char *name, int nnodes, int nranks,
                                int rank, uint64_t init_ticks);
 /* Finalize's first step: validates ctx like nsc_comm_from_context and, for
@@ -111,6 +127,16 @@ struct nsc_comm *nsc_comm_claim_context(const void *ctx);
 void nsc_comm_close(struct nsc_comm *c);
 /* Number of taken slots. */
 unsigned nsc_comm_active_count(void);
+/* Whether the comm with this serial is open and not finalizing: 1 until
+ * its finalize claims its context (before the finalize's record is
+ * written), 0 from then on (and for a serial never opened), -1 when the
+ * table cannot say (memory was short when a comm still open was opened).
+ * For the live metrics, which learn comms from their descriptions and
+ * from their records in either order (live_metrics.c). The table's lock. */
+int nsc_comm_serial_live(uint32_t serial);
+/* One past the highest slot ever taken: the most comms open at once so
+ * far. Every slot at or above it has never been written. Only grows. */
+unsigned nsc_comm_slot_bound(void);
 
 /* v1-v3: NCCL's init tells neither the rank nor the commHash and name;
  * Coll and P2p descriptors tell all three, a ProxyOp the rank (comm_id 0,

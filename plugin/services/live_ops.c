@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "comm_table.h"
 #include "intern.h"
 #include "live_metrics_int.h"
 #include "nccl_abi.h"
@@ -312,6 +313,9 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
         peer = d->p2p.peer;
     uint64_t bytes = count * elem_bytes(m, dtype);
     uint8_t size = size_bucket(bytes);
+    /* The comm first: making room for it drops the series of every comm
+     * not in the table (rebuild), which would take this one's with it. */
+    struct comm *c = comm_get(m, r->h.aux, 1);
     uint32_t si = series_get(m, r->h.aux, func, size, p2p);
     if (si) {
         m->series[si - 1].ops++;
@@ -319,7 +323,6 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     } else {
         m->overflow++;
     }
-    struct comm *c = comm_get(m, r->h.aux, 1);
     if (c && !c->first_ticks)
         c->first_ticks = r->h.ticks;
     if (c) {
@@ -532,7 +535,14 @@ void nsc_live_comms(const struct nsc_comm_info *ci, unsigned n) {
     if (lock)
         pthread_mutex_lock(&m->mu);
     for (unsigned i = 0; i < n; i++) {
-        struct comm *c = comm_get(m, ci[i].serial, 1);
+        /* A comm these metrics do not follow enters from its description
+         * only while it is open. One that ended first (let go already, or
+         * its finalize record found the table full) has nothing to show:
+         * entering, it would stay as a live comm that never ends and push
+         * out ended comms the files still show. */
+        struct comm *c = comm_get(m, ci[i].serial, 0);
+        if (!c && nsc_comm_serial_live(ci[i].serial) != 0)
+            c = comm_get(m, ci[i].serial, 1);
         if (c) {
             c->info = ci[i];
             c->described = 1;

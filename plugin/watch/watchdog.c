@@ -87,6 +87,7 @@ struct comm_agg {
     int have_st;
 };
 static struct comm_agg agg[NSC_MAX_COMMS];
+static uint32_t nslots; /* agg's entries in use this check: nsc_comm_slot_bound() */
 
 /* Builds the HANG payload for every comm with operations in flight and
  * publishes it; logs one line per stalled comm. */
@@ -98,7 +99,7 @@ static int by_start(const void *a, const void *b) {
 static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out) {
     uint32_t ninfo = nsc_comm_describe_open(infos, NSC_MAX_COMMS);
     uint32_t nc = 0;
-    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++)
+    for (uint32_t ci = 0; ci < nslots; ci++)
         nc += agg[ci].inflight && agg[ci].have_st;
     /* The oldest operations first; the ProxyOps of those kept. (The
      * per-comm aggregates point into ops: they are read before this.) */
@@ -129,10 +130,10 @@ static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out)
         goto out;
     uint32_t k = 0;
     /* Stalled comms first, then the others, up to the block's room. */
-    for (uint32_t pass = 0; pass < 2 * NSC_MAX_COMMS && k < nc; pass++) {
-        uint32_t ci = pass % NSC_MAX_COMMS;
+    for (uint32_t pass = 0; pass < 2 * nslots && k < nc; pass++) {
+        uint32_t ci = pass % nslots;
         struct comm_agg *a = &agg[ci];
-        if (!a->inflight || !a->have_st || (pass < NSC_MAX_COMMS) != (a->stuck != 0))
+        if (!a->inflight || !a->have_st || (pass < nslots) != (a->stuck != 0))
             continue;
         struct nsc_hang_comm *c = &hc[k++];
         c->serial = a->st.serial;
@@ -211,7 +212,7 @@ static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out)
     pthread_mutex_unlock(&mu);
 out:
     /* The log line, once per firing, per stalled comm (NCCL_DEBUG=WARN shows it). */
-    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++) {
+    for (uint32_t ci = 0; ci < nslots; ci++) {
         struct comm_agg *a = &agg[ci];
         if (a->stuck != 2)
             continue;
@@ -246,8 +247,14 @@ static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
     uint32_t nops = 0, nprox = 0, left_out = 0;
     uint32_t retired =
         nsc_opst_scan(now, grace, ops, &nops, OPS_CAP, proxies, &nprox, PROXIES_CAP, &left_out);
-    memset(agg, 0, sizeof(agg));
+    /* Only the slots ever taken (comm_table.h): the rest of agg is never
+     * written, so its memory is not touched either. An operation of a comm
+     * opened after this load waits for the next check. */
+    nslots = nsc_comm_slot_bound();
+    memset(agg, 0, nslots * sizeof(*agg));
     for (uint32_t i = 0; i < nops; i++) {
+        if (ops[i].comm_index >= nslots)
+            continue;
         struct comm_agg *a = &agg[ops[i].comm_index];
         if (!a->inflight || ops[i].start_ticks < a->oldest_start) {
             a->oldest_start = ops[i].start_ticks;
@@ -257,7 +264,7 @@ static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
     }
     uint64_t limit = (uint64_t)hang_seconds * tps;
     int any_new = 0;
-    for (uint32_t ci = 0; ci < NSC_MAX_COMMS; ci++) {
+    for (uint32_t ci = 0; ci < nslots; ci++) {
         struct comm_agg *a = &agg[ci];
         if (!a->inflight)
             continue;

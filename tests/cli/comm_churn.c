@@ -11,7 +11,9 @@
  * session and one file). N comms "churn-<i>" (commHash 0xc0000000 + i,
  * rank i % 4 of 4) are created in quick succession, each runs one Coll
  * (AllReduce, seqNumber i) and is finalized once K newer ones are open.
- * With --stale-finalize, 1,023 comms "late-<j>" (commHash 0xd0000000 + j)
+ * K may be N: all N open at once (more than the 1,024 the comm table once
+ * held), each with its Coll, then all finalized.
+ * With --stale-finalize, 16,383 comms "late-<j>" (commHash 0xd0000000 + j)
  * then fill every slot besides the anchor's, every churn comm's context
  * is finalized a second time (each now names a slot another live comm
  * holds), and only then does each late comm run its Coll and finalize:
@@ -92,8 +94,8 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    if (comms < 1 || at_once < 1 || at_once > 1000) {
-        fprintf(stderr, "comm_churn: --comms >= 1, --open-at-once 1..1000\n");
+    if (comms < 1 || at_once < 1 || at_once > 100000) {
+        fprintf(stderr, "comm_churn: --comms >= 1, --open-at-once 1..100000\n");
         return 1;
     }
     char err[1024];
@@ -129,7 +131,7 @@ int main(int argc, char **argv) {
         nsc_host_finalize(&host, ctx[i]);
     long late = 0, stale_calls = 0;
     if (stale) {
-        enum { LATE = 1023 };
+        enum { LATE = 16383 }; /* the comm table's 16,384 slots, less the anchor's */
         static void *lctx[LATE];
         for (; late < LATE; late++) {
             snprintf(name, sizeof(name), "late-%ld", late);

@@ -4,9 +4,10 @@ description reaches the trace however many come and go between two flushes
 (3,000 here; 2,048 were kept), and a second finalize of a dead context is
 counted and harms no live comm, even one that now holds its slot.
 
-Run A stalls the flusher (it takes descriptions only at the end: all 4,024
+Run A stalls the flusher (it takes descriptions only at the end: all 19,384
 at once); run B makes it take every millisecond, concurrently with the
-churn. Each comm runs one AllReduce; `info` must list every comm, `stats`
+churn; run C holds 10,000 comms open at once (the comm table once held
+1,024: the rest got no context and their events were lost). Each comm runs one AllReduce; `info` must list every comm, `stats`
 must put each AllReduce under its own commHash, and (run A) in the converted
 trace each must sit under its own comm's process, named with its name and
 commHash."""
@@ -17,13 +18,13 @@ import sys
 from nsctest import *
 
 CHURN = 3000
-LATE = 1023
+LATE = 16383  # every slot of the comm table but the anchor's (comm_churn.c)
 
 
-def expected(stale):
+def expected(stale, churn):
     """commHash -> (name, rank) of every comm the driver creates."""
     e = {0xA11C0DE: ("anchor", 0)}
-    for i in range(CHURN):
+    for i in range(churn):
         e[0xC0000000 + i] = ("churn-%d" % i, i % 4)
     if stale:
         for j in range(LATE):
@@ -31,15 +32,15 @@ def expected(stale):
     return e
 
 
-def check_run(driver, env, args, stale, converted):
+def check_run(driver, env, args, stale, converted, churn=CHURN):
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(env, NCCLSCOPE_DIR=d)
-    out = run([driver, "--plugin", plugin, "--comms", str(CHURN), *args], env=env).stdout
-    check("comms %d" % CHURN in out, out)
+    out = run([driver, "--plugin", plugin, "--comms", str(churn), *args], env=env).stdout
+    check("comms %d" % churn in out, out)
     files = trace_files(d)
     check(len(files) == 1, "one session, one file: %s" % files)
-    want = expected(stale)
+    want = expected(stale, churn)
 
     # info: every comm listed once, with its name, rank and commHash
     info = run([cli, "info", files[0]]).stdout
@@ -55,8 +56,8 @@ def check_run(driver, env, args, stale, converted):
     # stale: every churn comm's second finalize, and the Coll of the comm
     # refused past the full table (comm_churn.c)
     m = re.search(r"invalid calls\s+(\d+) unknown contexts", info)
-    check(m and int(m.group(1)) == (CHURN + 1 if stale else 0),
-          "unknown contexts: %s (want %d)" % (m and m.group(1), CHURN + 1 if stale else 0))
+    check(m and int(m.group(1)) == (churn + 1 if stale else 0),
+          "unknown contexts: %s (want %d)" % (m and m.group(1), churn + 1 if stale else 0))
 
     # convert: each comm's AllReduce under its own comm's process
     if converted:
@@ -92,7 +93,7 @@ def check_converted(files, d, want):
     check(all(n == 1 for n in seen.values()), "a comm's AllReduce appears twice")
 
 
-def check_metrics(driver, idle=0):
+def check_metrics(driver, idle=0, flush_ms=None):
     """Live metrics keep a finalized comm's last counts for a while (a
     minute at least: a collector scraping less often than they are written
     still sees them): 40 comms each run an AllReduce and end, then the
@@ -100,13 +101,21 @@ def check_metrics(driver, idle=0):
     file left at the end (NCCLSCOPE_METRICS_KEEP) still counts all 40.
     idle: that many comms end without an operation first and are shown
     ended in a file (more than the 4,096 the metrics follow): they give way
-    to the 40, which must all be counted still."""
+    to the 40, which must all be counted still.
+    flush_ms: the flusher takes comm descriptions that late (4 s: after the
+    churn comms ended and a file showed them). The idle comms' finalize
+    records came long before (their entries gave way to the 40, or found
+    the table full), and their descriptions must not bring them back as
+    live comms that never end: they filled the table and pushed the 40
+    out (also what a loaded machine did now and then without the delay)."""
     _, plugin, _ = env_paths()
     d, m = tmpdir(), tmpdir()
+    env = {"NCCLSCOPE_DIR": d, "NCCLSCOPE_METRICS_DIR": m, "NCCLSCOPE_METRICS_SECONDS": "1",
+           "NCCLSCOPE_METRICS_KEEP": "1"}
+    if flush_ms:
+        env["NCCLSCOPE_FLUSH_MS"] = str(flush_ms)
     run([driver, "--plugin", plugin, "--comms", "40", "--open-at-once", "5", "--linger-ms", "2500",
-         "--idle", str(idle)],
-        env={"NCCLSCOPE_DIR": d, "NCCLSCOPE_METRICS_DIR": m, "NCCLSCOPE_METRICS_SECONDS": "1",
-             "NCCLSCOPE_METRICS_KEEP": "1"})
+         "--idle", str(idle)], env=env)
     proms = [os.path.join(m, f) for f in os.listdir(m) if f.endswith(".prom")]
     check(len(proms) == 1, "one metrics file: %s" % os.listdir(m))
     ops = {}
@@ -124,13 +133,16 @@ def main():
     driver = sys.argv[1]
     kept = check_metrics(driver)
     check_metrics(driver, idle=4200)
+    check_metrics(driver, idle=4200, flush_ms=4000)
     n = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "3600000", "NCCLSCOPE_DRAIN_US": "3600000000"},
                   ["--open-at-once", "100", "--stale-finalize"], True, True)
     m = check_run(driver, {"NCCLSCOPE_FLUSH_MS": "1", "NCCLSCOPE_DRAIN_US": "100"},
                   ["--open-at-once", "1000"], False, False)
+    w = check_run(driver, {}, ["--open-at-once", "10000"], False, False, churn=10000)
     print("ok: %d comms with a stalled flusher (%d stale finalizes counted, no live comm harmed), "
-          "%d with a flusher taking every millisecond; every description in the trace; %d ended comms' "
-          "counts still in the live metrics after 2.5 s, also after 4,200 ended comms" % (n, CHURN, m, kept))
+          "%d with a flusher taking every millisecond, %d open at once; every description and "
+          "operation in the trace; %d ended comms' counts still in the live metrics after 2.5 s, "
+          "also after 4,200 ended comms, described early or late" % (n, CHURN, m, w, kept))
 
 
 main()

@@ -4,7 +4,8 @@
  * contexts rejected, a second finalize harmless after the slot's reuse),
  * the table's reuse over 100,000 open/close cycles, and comm descriptions:
  * none lost between two takes however many comms came and went, each
- * reported once, what cannot be kept counted.
+ * reported once, what cannot be kept counted; 10,000 comms open at once,
+ * and slots written only as far as the most comms open at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,13 @@ static void test_contexts(void) {
     CHECK(!nsc_comm_from_context((void *)(v ^ (1ull << NSC_COMM_INDEX_BITS))));
     CHECK(!nsc_comm_from_context((void *)(v ^ 1))); /* a free neighbour slot */
 
+    /* live by serial until its finalize claims it (the live metrics ask) */
+    uint32_t sa = a->serial;
+    CHECK(nsc_comm_serial_live(sa) == 1 && nsc_comm_serial_live(sa + 1) == 0);
     /* finalize: claimed once; the context is dead from then on */
     CHECK(nsc_comm_claim_context(ca) == a);
     CHECK(!nsc_comm_from_context(ca));
+    CHECK(nsc_comm_serial_live(sa) == 0);
     CHECK(nsc_comm_active_count() == 1); /* taken until closed */
     CHECK(!nsc_comm_claim_context(ca));  /* a second finalize before close */
     nsc_comm_close(a);
@@ -71,6 +76,7 @@ static void test_contexts(void) {
             nsc_comm_close(c);
     }
     CHECK(b == a);
+    CHECK(nsc_comm_serial_live(sa) == 0 && nsc_comm_serial_live(b->serial) == 1);
     void *cb = nsc_comm_context(b);
     CHECK(cb != ca && nsc_comm_from_context(cb) == b);
     /* the stale context neither validates nor finalizes the new comm */
@@ -307,6 +313,89 @@ static void test_reset(void) {
     take_all(taken, 200000);
 }
 
+/* 10,000 comms open at once (elastic jobs, many subgroups): each gets its
+ * own slot and a context that names it, every description comes out once;
+ * the slots written are the first 10,000 and no more (the bound), and
+ * closing half of them and opening 5,000 others reuses their slots instead
+ * of writing new ones. Contexts past the bound never validate. */
+static void test_many_open(void) {
+    enum { MANY = 10000 };
+    static struct nsc_comm *c[MANY];
+    static void *ctx[MANY];
+    static unsigned char seen[NSC_MAX_COMMS];
+    take_all(taken, 200000);
+    unsigned bound0 = nsc_comm_slot_bound();
+    int ok = 1;
+    for (unsigned i = 0; i < MANY && ok; i++) {
+        c[i] = open_n(10000000 + i, (int)(i % 8));
+        ok = c[i] != NULL;
+        if (ok)
+            ctx[i] = nsc_comm_context(c[i]);
+    }
+    CHECK(ok && nsc_comm_active_count() == MANY);
+    if (!ok)
+        return;
+    unsigned right = 0, distinct = 0;
+    for (unsigned i = 0; i < MANY; i++) {
+        right += nsc_comm_from_context(ctx[i]) == c[i];
+        unsigned s = slot_of(c[i]);
+        distinct += s < NSC_MAX_COMMS && !seen[s];
+        if (s < NSC_MAX_COMMS)
+            seen[s] = 1;
+    }
+    CHECK(right == MANY && distinct == MANY);
+    unsigned live = 0;
+    for (unsigned i = 0; i < MANY; i++)
+        live += nsc_comm_serial_live(c[i]->serial) == 1;
+    CHECK(live == MANY);
+    unsigned bound = nsc_comm_slot_bound();
+    CHECK(bound == (bound0 > MANY ? bound0 : MANY));
+    unsigned below = 0;
+    for (unsigned i = 0; i < MANY; i++)
+        below += slot_of(c[i]) < bound;
+    CHECK(below == MANY);
+    /* a context's index past the bound: never a live comm */
+    uintptr_t v = (uintptr_t)ctx[0] & ~(uintptr_t)(NSC_MAX_COMMS - 1);
+    unsigned past = 0;
+    for (unsigned i = bound; i < NSC_MAX_COMMS; i++)
+        past += nsc_comm_from_context((void *)(v | i)) != NULL;
+    CHECK(past == 0);
+    unsigned n = take_all(taken, 200000);
+    unsigned found = 0;
+    for (unsigned i = 0; i < n; i++)
+        found += taken[i].comm_id >= 10000000 && taken[i].comm_id < 10000000 + MANY &&
+                 taken[i].rank == (int)((taken[i].comm_id - 10000000) % 8);
+    CHECK(n == MANY && found == MANY);
+    /* half go, 5,000 others come: the same slots, the bound unchanged */
+    static uint32_t gone[MANY / 2];
+    for (unsigned i = 0; i < MANY; i += 2) {
+        gone[i / 2] = c[i]->serial;
+        nsc_comm_close(c[i]);
+    }
+    for (unsigned i = 0; i < MANY; i += 2) {
+        c[i] = open_n(20000000 + i, 0);
+        ok &= c[i] != NULL;
+    }
+    CHECK(ok && nsc_comm_slot_bound() == bound && nsc_comm_active_count() == MANY);
+    unsigned stale = 0;
+    for (unsigned i = 0; i < MANY; i += 2)
+        stale += nsc_comm_from_context(ctx[i]) != NULL; /* their slots have new comms */
+    CHECK(stale == 0);
+    /* by serial: the closed half ended, the comms in their slots now live */
+    unsigned right_live = 0;
+    for (unsigned i = 0; i < MANY; i++)
+        right_live += nsc_comm_serial_live(c[i]->serial) == 1 &&
+                      (i % 2 || nsc_comm_serial_live(gone[i / 2]) == 0);
+    CHECK(right_live == MANY);
+    uint32_t first = c[1]->serial;
+    for (unsigned i = 0; i < MANY; i++)
+        if (c[i])
+            nsc_comm_close(c[i]);
+    CHECK(nsc_comm_serial_live(first) == 0);
+    CHECK(nsc_comm_active_count() == 0);
+    take_all(taken, 200000);
+}
+
 static void test_full_table(void) {
     static struct nsc_comm *c[NSC_MAX_COMMS];
     int ok = 1;
@@ -330,6 +419,7 @@ int main(void) {
     test_retired_limit();
     test_partial_takes();
     test_reset();
+    test_many_open();
     test_full_table();
     return check_summary();
 }
