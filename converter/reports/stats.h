@@ -54,6 +54,12 @@ struct nsc_stats_opts {
     const struct nsc_stats_hooks *hooks; /* NULL: none */
     const char *cmd;         /* prefix of the messages on stderr (NULL: "stats") */
     int jobs;                /* files read at once (0: one per processor); same output */
+    /* --skip-first: the first N operations of each rank of a comm are left
+     * out (connection set-up); 0: none */
+    uint64_t skip_first;
+    /* --time: what overlaps [t_from, t_to] seconds from the job's start
+     * (the earliest SESSION start); t_to <= 0: everything */
+    double t_from, t_to;
 };
 
 /* Returns 0, 2 when some input was damaged (the rest is still counted). */
@@ -73,10 +79,15 @@ struct nsc_stats_row {
      * given, or p2p operations */
     uint64_t count, rank_ops, gpu_ops, enqueue_only;
     double p50, p99, max, gpu_p50, gpu_p99, queue_p50, queue_p99, host_p50, host_p99;
-    /* GB/s; < 0: none (host-only and no operation with a completion:
-     * enqueue to the Coll's stop moves no data) */
+    /* GPU time split at the last rank's GPU start (stats.c split_kind):
+     * wait before it, transfer after; < 0: no such split in the row */
+    double wait_p50, wait_p99, xfer_p50, xfer_p99;
+    uint64_t split_ops;      /* rank-operations split */
+    /* GB/s; < 0: none (enqueue-only: enqueue to the Coll's stop moves no
+     * data); from the time bw_from names: "transfer", "gpu", "host" (NULL
+     * when none) */
     double avg_bytes, algbw, busbw;
-    const char *timing, *note;      /* static strings */
+    const char *timing, *note, *bw_from; /* static strings */
 };
 
 /* Stragglers by GPU start, per (comm, rank): the stats table's rows. */
@@ -109,6 +120,7 @@ struct nsc_stats_coll {
 
 struct nsc_stats_result {
     uint64_t ops;                     /* rank-operations */
+    uint64_t skipped, outside;        /* left out by skip_first, by the window */
     struct nsc_stats_row *rows;       /* sorted by comm, p2p, op, datatype, size */
     size_t nrows;
     struct nsc_stats_late *late;      /* largest wait first */
