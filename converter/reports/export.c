@@ -11,11 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli_opts.h"
 #include "ops_table.h"
-#include "out_file.h"
-#include "trace_format.h"
-#include "trace_reader.h"
 
 /* Tables written one file per trace file, and one file for the job. */
 static const enum nsc_ot_table_id per_file[] = {NSC_OT_T_OPS, NSC_OT_T_KCH, NSC_OT_T_STEPS};
@@ -154,98 +150,6 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Files and directories -> trace files (a directory's *.nsc, sorted), as
- * the other commands expand them. */
-static char **expand(char **in, int n, int *nout) {
-    int cap = 16, k = 0;
-    char **v = malloc((size_t)cap * sizeof(*v));
-    for (int i = 0; v && i < n; i++) {
-        struct stat st;
-        if (stat(in[i], &st) != 0) {
-            fprintf(stderr, "ncclscope export: %s: %s\n", in[i], strerror(errno));
-            goto fail;
-        }
-        DIR *d = S_ISDIR(st.st_mode) ? opendir(in[i]) : NULL;
-        if (S_ISDIR(st.st_mode) && !d) {
-            fprintf(stderr, "ncclscope export: %s: %s\n", in[i], strerror(errno));
-            goto fail;
-        }
-        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
-            fprintf(stderr, "ncclscope export: %s: expected a trace file or a directory\n", in[i]);
-            goto fail;
-        }
-        int start = k;
-        struct dirent *de;
-        while (1) {
-            const char *name = NULL;
-            if (d) {
-                if (!(de = readdir(d)))
-                    break;
-                if (!ends_with(de->d_name, NSC_FILE_SUFFIX))
-                    continue;
-                /* not a regular file: skipped with a note, as main.c's
-                 * expand() does for the other commands */
-                char p[4096];
-                struct stat es;
-                snprintf(p, sizeof(p), "%s/%s", in[i], de->d_name);
-                if (stat(p, &es) != 0) {
-                    int e = errno;
-                    fprintf(stderr, "ncclscope export: %s: skipped: %s%s\n", p,
-                            lstat(p, &es) == 0 && S_ISLNK(es.st_mode) ? "a symlink to nothing readable: " : "",
-                            strerror(e));
-                    continue;
-                }
-                if (!S_ISREG(es.st_mode)) {
-                    fprintf(stderr, "ncclscope export: %s: skipped: %s, not a trace file\n", p,
-                            nsc_file_kind(es.st_mode));
-                    continue;
-                }
-                name = de->d_name;
-            }
-            if (k == cap) {
-                char **p = realloc(v, (size_t)(cap *= 2) * sizeof(*v));
-                if (!p) {
-                    if (d)
-                        closedir(d);
-                    goto fail;
-                }
-                v = p;
-            }
-            size_t len = strlen(in[i]) + (name ? strlen(name) : 0) + 2;
-            if (!(v[k] = malloc(len))) {
-                if (d)
-                    closedir(d);
-                goto fail;
-            }
-            if (name)
-                snprintf(v[k], len, "%s/%s", in[i], name);
-            else
-                snprintf(v[k], len, "%s", in[i]);
-            k++;
-            if (!d)
-                break;
-        }
-        if (d) {
-            closedir(d);
-            qsort(v + start, (size_t)(k - start), sizeof(*v), cmp_str);
-        }
-    }
-    int twice = nsc_inputs_dedupe(v, &k);
-    if (twice)
-        fprintf(stderr, "ncclscope export: %d input(s) named twice, read once\n", twice);
-    *nout = k;
-    return v;
-fail:
-    for (int i = 0; v && i < k; i++)
-        free(v[i]);
-    free(v);
-    return NULL;
-}
-
 /* An export into a directory that holds an earlier one must not leave that
  * one's files behind (a glob over DIR/ops/<host>/rank-<R>.csv would read
  * two jobs' ranks as one job), and must not delete files it did not write. DIR/.ncclscope-export
@@ -368,71 +272,18 @@ static int close_csv(FILE *f, const char *dir, const char *rel) {
     return 0;
 }
 
-int nsc_export_main(int argc, char **argv) {
-    const char *out = NULL;
-    int mode = 0;
-    double max_unc = 1e6;
-    char **inputs = malloc((size_t)argc * sizeof(*inputs) + 1);
-    int nin = 0;
-    if (!inputs)
-        return 3;
-    static const char *const valued[] = {"-o", "--align", "--max-uncertainty-us", NULL};
-    for (int i = 0; i < argc; i++) {
-        if (nsc_opt_missing("export", argc, argv, i, valued)) {
-            free(inputs);
-            return 1;
-        } else if (!strcmp(argv[i], "-o"))
-            out = argv[++i];
-        else if (!strcmp(argv[i], "--align")) {
-            const char *v = argv[++i];
-            if (strcmp(v, "auto") && strcmp(v, "realtime")) {
-                fprintf(stderr, "ncclscope export: --align takes auto or realtime, not '%s'\n", v);
-                free(inputs);
-                return 1;
-            }
-            mode = !strcmp(v, "realtime");
-        } else if (!strcmp(argv[i], "--max-uncertainty-us")) {
-            double us;
-            /* as the other commands (main.c): "abc" and "-3" were taken as 0 */
-            if (nsc_opt_double("export", "--max-uncertainty-us", argv[++i], 1e-9, 1e12,
-                               "a number of microseconds > 0", &us) != 0) {
-                free(inputs);
-                return 1;
-            }
-            max_unc = us * 1e3;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "ncclscope export: unknown option %s\n", argv[i]);
-            free(inputs);
-            return 1;
-        } else
-            inputs[nin++] = argv[i];
-    }
-    if (!nin || !out) {
-        fprintf(stderr, "ncclscope export: expected trace files or directories and -o DIR\n");
-        free(inputs);
-        return 1;
-    }
-    int nfiles = 0;
-    char **files = expand(inputs, nin, &nfiles);
-    free(inputs);
-    if (!files)
-        return 3;
+int nsc_export(const char *const *files, int nfiles, const char *out, int mode, double max_unc) {
     int rc = 0;
     int64_t *shift = calloc((size_t)nfiles + 1, sizeof(*shift));
     char (*used)[160] = calloc((size_t)nfiles + 1, sizeof(*used));
     FILE *job[3] = {NULL, NULL, NULL};
     FILE *marker = NULL;
     char err[1024];
-    if (!nfiles) {
-        fprintf(stderr, "ncclscope export: no trace files\n");
-        rc = 1;
-        goto done;
-    }
     if (!shift || !used) {
         rc = 3;
         goto done;
     }
-    if (nsc_ot_job_shifts((const char *const *)files, nfiles, mode, max_unc, shift, err, sizeof(err)) != 0) {
+    if (nsc_ot_job_shifts(files, nfiles, mode, max_unc, shift, err, sizeof(err)) != 0) {
         fprintf(stderr, "ncclscope export: %s\n", err);
         rc = 3;
         goto done;
@@ -519,9 +370,6 @@ done:
         fprintf(stderr, "ncclscope export: %s/%s: write failed: %s\n", out, MARKER, strerror(errno));
         rc = 3;
     }
-    for (int i = 0; i < nfiles; i++)
-        free(files[i]);
-    free(files);
     free(shift);
     free(used);
     return rc;

@@ -12,8 +12,9 @@
 #ifndef NSC_EXPORT_H
 #define NSC_EXPORT_H
 
-/* argv: what follows `export`. Returns 0, 1 (usage), 2 (damaged input:
+/* files: the job's trace files (directories already expanded), out: DIR,
+ * mode and max_unc (ns) as clock_align.h's. Returns 0, 2 (damaged input:
  * the intact part is exported), 3 (unreadable input or a failed write). */
-int nsc_export_main(int argc, char **argv);
+int nsc_export(const char *const *files, int nfiles, const char *out, int mode, double max_unc);
 
 #endif /* NSC_EXPORT_H */

@@ -113,35 +113,3 @@ int nsc_out_finish(struct nsc_out *o, int ok, char *err, size_t errlen) {
     o->fd = -1;
     return rc;
 }
-
-int nsc_inputs_dedupe(char **files, int *n) {
-    struct id {
-        dev_t dev;
-        ino_t ino;
-        int ok;
-    } *ids = calloc((size_t)*n + 1, sizeof(*ids));
-    if (!ids)
-        return 0; /* out of memory: read them as given rather than fail */
-    int k = 0, dropped = 0;
-    for (int i = 0; i < *n; i++) {
-        struct stat st;
-        int ok = stat(files[i], &st) == 0; /* one that fails says so when read */
-        int dup = 0;
-        for (int j = 0; ok && j < k && !dup; j++)
-            dup = ids[j].ok && ids[j].dev == st.st_dev && ids[j].ino == st.st_ino;
-        if (dup) {
-            free(files[i]);
-            dropped++;
-            continue;
-        }
-        ids[k].ok = ok;
-        if (ok) {
-            ids[k].dev = st.st_dev;
-            ids[k].ino = st.st_ino;
-        }
-        files[k++] = files[i];
-    }
-    *n = k;
-    free(ids);
-    return dropped;
-}

@@ -32,10 +32,4 @@ int nsc_out_open(struct nsc_out *o, const char *path, const char *const *inputs,
  * in err when the rename failed (the temporary file is removed then too). */
 int nsc_out_finish(struct nsc_out *o, int ok, char *err, size_t errlen);
 
-/* Inputs that name one file twice (a directory and its files, overlapping
- * globs, a link) would be read twice and every count doubled: drops the
- * later names of a file (the same device and inode), freeing them, and
- * keeps the order of the rest. Returns how many names were dropped. */
-int nsc_inputs_dedupe(char **files, int *n);
-
 #endif /* NSC_OUT_FILE_H */

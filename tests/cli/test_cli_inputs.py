@@ -264,6 +264,70 @@ def stale_outputs(cli, src, d):
     print("ok: stale --split parts warned, export replaces its own files (not through links)")
 
 
+def option_forms(cli, src, d):
+    """Every command reads its options with getopt_long: --opt=value,
+    --opt value, -o value and -ovalue are the same, options and inputs mix
+    in any order, an unambiguous prefix of a long name is that option, and
+    `--` ends the options, so that a file named like one (-x.nsc) is an
+    input; before `--` it is an unknown option (usage error, exit 1)."""
+    import shutil
+    base = run([cli, "stats", "--json", "--top", "3", src]).stdout
+    for args in (["--top=3", "--json", src], [src, "--json", "--top=3"], ["--json", "--to=3", src],
+                 ["--json", "--top", "3", "--", src]):
+        r = run([cli, "stats"] + args)
+        check(json.loads(r.stdout) == json.loads(base), "stats %s is stats --top 3" % " ".join(args))
+    check(json.loads(base) != json.loads(run([cli, "stats", "--json", src]).stdout), "--top 3 changes the output")
+    a, b, c = (os.path.join(d, n) for n in ("o1.txt", "o2.txt", "o3.txt"))
+    run([cli, "stats", src, "-o", a])
+    run([cli, "stats", src, "-o" + b])
+    check(open(a).read() == open(b).read() and open(a).read(), "-oFILE is -o FILE")
+    # getopt takes what follows a short option's letter as its value, '='
+    # included: -o=FILE writes "=FILE" (long options take --opt=value)
+    here = os.getcwd()
+    os.chdir(d)
+    try:
+        run([cli, "stats", src, "-o=" + "o3.txt"])
+    finally:
+        os.chdir(here)
+    check(os.path.exists(os.path.join(d, "=o3.txt")) and not os.path.exists(c), "-o=FILE names '=FILE'")
+    run([cli, "convert", src, "--ranks=0-1", "--time=0:1e3", "-j2", "-o" + os.path.join(d, "f.json")])
+    r = run([cli, "convert", src, "--ranks", "0-1", "-o", os.path.join(d, "g.json")])
+    check(open(os.path.join(d, "f.json"), "rb").read() == open(os.path.join(d, "g.json"), "rb").read(),
+          "--ranks=0-1 is --ranks 0-1")
+
+    # a trace file whose name starts with '-'
+    one = sorted(glob.glob(os.path.join(src, "*.nsc")))[0]
+    odd = os.path.join(d, "dash")
+    os.makedirs(odd)
+    shutil.copy(one, os.path.join(odd, "-x.nsc"))
+    here = os.getcwd()
+    os.chdir(odd)
+    try:
+        want = run([cli, "stats", "--json", one]).stdout
+        got = run([cli, "stats", "--json", "--", "-x.nsc"])
+        check(json.loads(got.stdout) == json.loads(want), "stats -- -x.nsc reads the file -x.nsc")
+        r = run([cli, "stats", "--json", "-x.nsc"], ok=(1,))
+        check(r.stderr == "ncclscope stats: unknown option -x\n", repr(r.stderr))
+        run([cli, "info", "--", "-x.nsc"])
+        run([cli, "hang", "--", "-x.nsc"])
+        run([cli, "convert", "-o", "t.json", "--", "-x.nsc"])
+        check(json.load(open("t.json"))["traceEvents"], "convert -- -x.nsc")
+        # --help after `--` is a file name, not a request for the usage
+        r = run([cli, "info", "--", "--help"], ok=(3,))
+        check("--help: No such file" in r.stderr, r.stderr)
+    finally:
+        os.chdir(here)
+
+    # messages name the option as the table does, one line each
+    for args, want in ((["stats", src, "--json=1"], "ncclscope stats: --json takes no value, not '1'\n"),
+                       (["convert", src, "-o", "x.json", "--bogus=2"], "ncclscope convert: unknown option --bogus\n"),
+                       (["stats", src, "--top="], "ncclscope stats: --top takes a number of rows (0-1000000), not ''\n"),
+                       (["hang", src, "-vj"], "ncclscope hang: unknown option -v\n")):
+        r = run([cli] + args, ok=(1,))
+        check(r.stderr == want, "%s: %r" % (args, r.stderr))
+    print("ok: --opt=value, -oFILE, prefixes and -- before a file named -x.nsc")
+
+
 def man_page():
     """docs/ncclscope.1 matches each command's --help (tests/cli/expected):
     every command in SYNOPSIS, every option of a command's usage in OPTIONS
@@ -305,6 +369,7 @@ def main():
     filters(cli, src, d)
     dir_entries(cli, src, d)
     stale_outputs(cli, src, d)
+    option_forms(cli, src, d)
     man_page()
 
 
