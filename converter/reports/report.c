@@ -1159,7 +1159,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
 }
 
 int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, const char *out_path,
-               const char *alignment_text) {
+               const char *alignment_text, const struct nsc_report_window *w) {
     FILE *f = stdout;
     struct nsc_out of;
     char err[1200];
@@ -1178,6 +1178,12 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
     r->stride = 1;
     struct nsc_stats_hooks hooks = {on_op, on_file, r};
     struct nsc_stats_opts so = {files, nfiles, shift_ns, 0, 20, NULL, 0, &hooks, "report"};
+    if (w) {
+        so.skip_first = w->skip_first;
+        so.t_from = w->t_from;
+        so.t_to = w->t_to;
+        so.jobs = w->jobs;
+    }
     struct nsc_stats_result s;
     int rc = nsc_stats_collect(&so, &s);
     if (rc == 3 || r->oom) {
