@@ -6,19 +6,21 @@
  * how much).
  *
  * Per rank and operation: GPU time (first KernelCh GPU start to last
- * KernelCh GPU end across channels), queue time (enqueue to the GPU start
- * mapped to the host clock, gpu_clock.h) and host time (enqueue, the
- * Coll/P2p start, to completion, the last KernelCh/ProxyOp child's stop, or
- * to the Coll's own stop when the trace has no children: "enqueue only").
- * Percentiles and bandwidths come from GPU time when a row has it, else
- * from host time (labelled host-only). Bytes follow nccl-tests: all_gather
- * and reduce_scatter count the whole buffer (count x nranks); busbw = algbw
- * x 2(n-1)/n (all_reduce), (n-1)/n (all_gather, reduce_scatter), 1
- * (others), algbw = bytes / median latency (host-only rows: of the
- * operations with a completion only; none has one: no bandwidth). The
- * count is of distinct collectives. Stragglers by GPU start: per rank,
- * how often its kernel started last and how long it made the first rank
- * wait, late on the host or on the GPU (docs/converter.md).
+ * KernelCh GPU end across channels), split at the collective's last GPU
+ * start into wait and transfer (AllReduce, AllGather, ReduceScatter,
+ * AlltoAll whose every rank has a mapped GPU start), queue time (enqueue to
+ * the GPU start mapped to the host clock, gpu_clock.h) and host time
+ * (enqueue, the Coll/P2p start, to completion, the last KernelCh/ProxyOp
+ * child's stop). An operation without a child has no completion (enqueue
+ * only): no time or bandwidth comes from it. Percentiles come from GPU time
+ * when a row has it, else from host time (host-only). Bytes follow
+ * nccl-tests: all_gather and reduce_scatter count the whole buffer (count x
+ * nranks); busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (all_gather,
+ * reduce_scatter), 1 (others), algbw = bytes / the p50 of transfer time
+ * where the whole row is split, else of GPU time, else of host time. The
+ * count is of distinct collectives. Stragglers by GPU start: per rank, how
+ * often its kernel started last and how long it made the first rank wait,
+ * late on the host or on the GPU (docs/converter.md).
  */
 #ifndef NSC_STATS_H
 #define NSC_STATS_H
