@@ -186,13 +186,14 @@ static uint64_t basis_ns(const struct row *r, enum basis b) {
     return b == BASIS_GPU ? r->gpu_ns : b == BASIS_HOST ? r->host_ns : 0;
 }
 
-static enum basis sort_basis; /* by_time's: qsort takes no context */
-
+/* Largest share first: by GPU time, then host time (the basis when no row
+ * has GPU time, and the order of the rows without it), then operations. */
 static int by_time(const void *a, const void *b) {
     const struct row *x = *(const struct row *const *)a, *y = *(const struct row *const *)b;
-    uint64_t tx = basis_ns(x, sort_basis), ty = basis_ns(y, sort_basis);
-    if (tx != ty)
-        return tx < ty ? 1 : -1;
+    if (x->gpu_ns != y->gpu_ns)
+        return x->gpu_ns < y->gpu_ns ? 1 : -1;
+    if (x->host_ns != y->host_ns)
+        return x->host_ns < y->host_ns ? 1 : -1;
     if (x->ops != y->ops)
         return x->ops < y->ops ? 1 : -1;
     int c = strcmp(x->caller, y->caller);
@@ -225,7 +226,6 @@ void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) 
             with_caller += r->ops;
     }
     enum basis b = gpu_ops ? BASIS_GPU : host_ops ? BASIS_HOST : BASIS_NONE;
-    sort_basis = b;
     qsort(v, k, sizeof(*v), by_time);
     double total = (double)(b == BASIS_GPU ? gpu_ns : host_ns);
     const char *basis = b == BASIS_GPU ? "GPU time (KernelCh %globaltimer)"

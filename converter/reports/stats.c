@@ -116,7 +116,6 @@ struct agg {
     double t_from, t_to;    /* seconds from t_origin; t_to <= 0: no window */
     uint64_t t_origin;
     uint64_t skipped, outside;
-    uint64_t mask_or;       /* the event types recorded, over the files */
 };
 
 static unsigned bucket_of(uint64_t bytes) {
@@ -380,7 +379,6 @@ static void on_session(void *ud, const struct nsc_decoder *d) {
     struct file_run *fr = ud;
     fr->d = d;
     const struct nsc_session *s = nsc_dec_session(d);
-    fr->a->mask_or |= s->event_mask;
     if ((s->event_mask >> NSC_ET_KERNEL_CH) & 1 && !nsc_session_replayed(s) &&
         nsc_gpu_clock_scan(fr->path, fr->shift, &fr->gpu, &fr->ngpu) != 0) {
         fr->gpu = NULL;
@@ -1032,7 +1030,6 @@ static int merge_agg(struct agg *into, struct agg *p) {
     }
     into->skipped += p->skipped;
     into->outside += p->outside;
-    into->mask_or |= p->mask_or;
     return 0;
 }
 
