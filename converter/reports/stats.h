@@ -70,8 +70,9 @@ int nsc_stats(const struct nsc_stats_opts *o);
 /* ---- the same numbers as data (ncclscope report draws them) ---- */
 
 /* One table row: per (comm, op, datatype, size bucket). Times in ns; < 0:
- * none. p50/p99/max and the bandwidths come from GPU time, or from host
- * time when host_only. */
+ * none. p50/p99/max come from GPU time, or from host time (enqueue to
+ * completion) when host_only; none when no operation has a completion
+ * (timing "enqueue-only"). The bandwidths come from the time bw_from names. */
 struct nsc_stats_row {
     uint64_t comm_id;
     int nranks, is_p2p, host_only;
