@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-/* cli_window.c - --time FROM:TO for stats and report (cli_window.h). */
+/* cli_window.c - --time FROM:TO and its warning (cli_window.h). */
 #include "cli_window.h"
 
 #include <math.h>
@@ -8,22 +8,37 @@
 #include <string.h>
 
 int nsc_opt_window(const struct nsc_opt *o, const char *cmd, const char *v, void *args) {
-    struct nsc_window_args *w = (struct nsc_window_args *)((char *)args + o->off);
-    /* strict, as convert's: sscanf took "1:2junk", "nan:inf" */
+    struct nsc_window *w = (struct nsc_window *)((char *)args + o->off);
     const char *colon = strchr(v, ':');
     char *e1 = NULL, *e2 = NULL;
-    double a = 0, b = 0;
+    double from = 0, to = 0;
     if (colon) {
-        a = strtod(v, &e1);
-        b = strtod(colon + 1, &e2);
+        from = strtod(v, &e1);
+        to = strtod(colon + 1, &e2);
     }
-    if (!colon || e1 != colon || e1 == v || *e2 || e2 == colon + 1 || !isfinite(a) ||
-        !isfinite(b) || b <= a || b <= 0) {
+    if (!colon || e1 != colon || e1 == v || *e2 || e2 == colon + 1 || !isfinite(from) ||
+        !isfinite(to) || to <= from) {
         fprintf(stderr, "ncclscope %s: --time takes FROM:TO in seconds from the job's "
                         "start, TO > FROM, not %s\n", cmd, v);
         return -1;
     }
-    w->t_from = a;
-    w->t_to = b;
+    w->arg = v;
+    w->from = from;
+    w->to = to;
     return 0;
+}
+
+int nsc_window_warn(const char *cmd, const struct nsc_window *w, double span_s) {
+    if (!w->arg)
+        return 0;
+    if (span_s < 0) {
+        fprintf(stderr, "ncclscope %s: warning: --time %s: the inputs hold no timed event\n", cmd,
+                w->arg);
+        return 1;
+    }
+    if (w->to > 0 && w->from <= span_s) /* a window that ends at 0 selects nothing (convert.h) */
+        return 0;
+    fprintf(stderr, "ncclscope %s: warning: --time %s is outside the job (0.000 s to %.3f s)\n", cmd,
+            w->arg, span_s);
+    return 1;
 }

@@ -12,6 +12,7 @@
 
 #include "cli_align.h"
 #include "cli_opts.h"
+#include "cli_window.h"
 #include "commands.h"
 #include "convert.h"
 #include "event_types.h"
@@ -39,8 +40,8 @@ static const char help[] =
     "  -v, --verbose             per-file diagnostics (GPU clock mapping, alignment)\n"
     "  -h, --help                this text\n"
     "\n"
-    "Exit: 0 ok, 1 usage, 2 damaged input (the intact parts converted), 3 output\n"
-    "or unreadable input.\n";
+    "Exit: 0 ok, 1 usage, 2 damaged input (the intact parts converted), 3 output,\n"
+    "unreadable input or an input that is not a trace (nothing written).\n";
 
 #define MAX_RANKS 4096
 
@@ -51,7 +52,7 @@ struct convert_args {
     int ranks[MAX_RANKS];
     int nranks;
     const char *comm;
-    double t_from, t_to; /* t_to <= 0: no window */
+    struct nsc_window time;
     uint32_t event_mask;
     double split_mb;
     struct nsc_align_args al;
@@ -108,25 +109,6 @@ static int opt_ranks(const struct nsc_opt *o, const char *cmd, const char *v, vo
     return 0;
 }
 
-static int opt_time(const struct nsc_opt *o, const char *cmd, const char *v, void *args) {
-    (void)o;
-    struct convert_args *a = args;
-    /* strict: sscanf took "1:2junk", "nan:inf" */
-    const char *colon = strchr(v, ':');
-    char *e1 = NULL, *e2 = NULL;
-    if (colon) {
-        a->t_from = strtod(v, &e1);
-        a->t_to = strtod(colon + 1, &e2);
-    }
-    if (!colon || e1 != colon || e1 == v || *e2 || e2 == colon + 1 || !isfinite(a->t_from) ||
-        !isfinite(a->t_to) || a->t_to <= a->t_from) {
-        fprintf(stderr, "ncclscope %s: --time takes FROM:TO in seconds from the job's "
-                        "start, TO > FROM, not %s\n", cmd, v);
-        return -1;
-    }
-    return 0;
-}
-
 static int opt_events(const struct nsc_opt *o, const char *cmd, const char *v, void *args) {
     char err[256];
     if (nsc_mask_parse(v, (uint32_t *)((char *)args + o->off), err, sizeof(err)) != 0) {
@@ -141,7 +123,7 @@ static const struct nsc_opt opts[] = {
     NSC_OPT_UNSET("no-flows", 0, struct convert_args, flows),
     NSC_OPT_FN("ranks", 0, struct convert_args, ranks_arg, opt_ranks),
     NSC_OPT_STR("comm", 0, struct convert_args, comm),
-    NSC_OPT_FN("time", 0, struct convert_args, t_from, opt_time),
+    NSC_OPT_WINDOW(struct convert_args, time),
     NSC_OPT_FN("events", 0, struct convert_args, event_mask, opt_events),
     /* at most 1e9 MB (a petabyte): mb * 1e6 fits a uint64_t */
     NSC_OPT_NUM("split", 0, struct convert_args, split_mb, 1, 1e9, "a size in MB (1 to 1e9)"),
@@ -181,8 +163,15 @@ static int run(int argc, char **argv) {
     o.ranks = a.nranks ? a.ranks : NULL;
     o.nranks = a.nranks;
     o.comm = a.comm;
-    o.t_from = a.t_from;
-    o.t_to = a.t_to;
+    if (a.time.arg) {
+        o.t_from = a.time.from;
+        o.t_to = a.time.to;
+        /* The timeline takes t_to <= 0 for "no window": a window that ends
+         * at or before the job's start selects nothing (no event ends
+         * after 1e300 s) and is warned about below. */
+        if (o.t_to <= 0)
+            o.t_from = 1e300, o.t_to = 2e300;
+    }
     o.event_mask = a.event_mask;
     o.split_bytes = (uint64_t)(a.split_mb * 1e6);
     char **files;
@@ -257,6 +246,8 @@ static int run(int argc, char **argv) {
     if (rc != 3 && o.nranks && !res.ranks_matched)
         fprintf(stderr, "ncclscope convert: warning: --ranks %s matches no communicator rank in the "
                         "inputs\n", a.ranks_arg);
+    if (rc != 3)
+        nsc_window_warn("convert", &a.time, res.span_s);
     if (rc != 3 && o.comm && !res.comm_matched)
         fprintf(stderr, "ncclscope convert: warning: --comm %s matches no communicator in the inputs "
                         "(a commId prefix, 0x optional, or a name)\n", o.comm);

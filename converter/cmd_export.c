@@ -29,7 +29,7 @@ static const char help[] =
     "  -h, --help                this text\n"
     "\n"
     "Exit: 0, 1 usage, 2 damaged input (the intact part is exported), 3 unreadable\n"
-    "input or a failed write.\n";
+    "input, an input that is not a trace, or a failed write.\n";
 
 struct export_args {
     const char *out;

@@ -30,9 +30,9 @@ static const char help[] =
     "                            the output does not depend on it)\n"
     "  -h, --help                this text\n"
     "\n"
-    "Exit: 0 no hang, 1 usage, 2 damaged input and no hang, 3 unreadable input,\n"
-    "4 a hang was found, 5 none seen stuck but the ranks diverge where completion\n"
-    "was not recorded.\n";
+    "Exit: 0 no hang, 1 usage, 2 damaged input and no hang, 3 unreadable input or\n"
+    "not a trace, 4 a hang was found, 5 none seen stuck but the ranks diverge where\n"
+    "completion was not recorded.\n";
 
 struct hang_args {
     int json, jobs;

@@ -19,7 +19,8 @@ static const char help[] =
     "and what the plugin lost, on standard output. Several files: each in turn\n"
     "after a line '==> FILE <=='.\n"
     "\n"
-    "Exit: 0, 1 usage, 2 damaged input, 3 unreadable input (the worst of the files).\n"
+    "Exit: 0, 1 usage, 2 damaged input, 3 unreadable input or not a trace (the worst\n"
+    "of the files).\n"
     "\n"
     "options:\n"
     "  -h, --help                this text\n";

@@ -12,6 +12,7 @@
 
 #include "cli_opts.h"
 #include "commands.h"
+#include "inputs.h"
 #include "replay.h"
 #include "trace_reader.h"
 #include "tsv_recording.h"
@@ -85,6 +86,8 @@ static int run(int argc, char **argv) {
                 input, nsc_file_kind(ist.st_mode));
         return 3;
     }
+    if (!ends_with(input, ".tsv") && nsc_inputs_check_trace("replay", input))
+        return 3;
     char err[1024] = "";
     struct nsc_script s;
     int rc = ends_with(input, ".tsv") ? nsc_script_from_tsv(&s, input, err, sizeof(err))

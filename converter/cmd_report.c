@@ -32,20 +32,23 @@ static const char help[] =
 
 struct report_args {
     const char *out_path;
-    struct nsc_window_args win;
+    struct nsc_window win;
+    int skip_first;
     struct nsc_align_args al;
 };
 
 static const struct nsc_opt opts[] = {
     NSC_OPT_STR(NULL, 'o', struct report_args, out_path),
-    NSC_OPTS_WINDOW(struct report_args, win),
+    NSC_OPT_WINDOW(struct report_args, win),
+    NSC_OPT_INT("skip-first", 0, struct report_args, skip_first, 0, 2147483647,
+                "a number of operations (0 or more)"),
     NSC_OPTS_ALIGN(struct report_args, al),
     NSC_OPTS_JOBS(struct report_args, al.jobs),
     NSC_OPTS_VERBOSE(struct report_args, al.verbose),
 };
 
 static int run(int argc, char **argv) {
-    struct report_args a = {NULL, {0, 0, 0}, NSC_ALIGN_ARGS_DEFAULT};
+    struct report_args a = {NULL, {NULL, 0, 0}, 0, NSC_ALIGN_ARGS_DEFAULT};
     char **inputs;
     int nin;
     if (nsc_opts_parse("report", argc, argv, opts, NSC_NOPTS(opts), &a, &inputs, &nin))
@@ -73,8 +76,8 @@ static int run(int argc, char **argv) {
             nsc_align_print(&al, mem);
             fclose(mem);
         }
-        struct nsc_report_window w = {(uint64_t)a.win.skip_first, a.win.t_from, a.win.t_to,
-                                      a.al.jobs};
+        struct nsc_report_window w = {(uint64_t)a.skip_first, a.win.arg != NULL, a.win.from,
+                                      a.win.to, a.al.jobs};
         rc = nsc_report((const char *const *)files, nfiles, al.shift_ns, out_path, text, &w);
         if (rc != 3)
             fprintf(stderr, "ncclscope report: %d file(s) -> %s\n", nfiles, out_path);

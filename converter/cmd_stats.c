@@ -45,7 +45,8 @@ static const char help[] =
 struct stats_args {
     const char *out_path;
     int json, top, by_caller;
-    struct nsc_window_args win;
+    struct nsc_window win;
+    int skip_first;
     struct nsc_align_args al;
 };
 
@@ -54,14 +55,16 @@ static const struct nsc_opt opts[] = {
     NSC_OPT_FLAG("json", 0, struct stats_args, json),
     NSC_OPT_FLAG("by-caller", 0, struct stats_args, by_caller),
     NSC_OPT_INT("top", 0, struct stats_args, top, 0, 1000000, "a number of rows (0-1000000)"),
-    NSC_OPTS_WINDOW(struct stats_args, win),
+    NSC_OPT_WINDOW(struct stats_args, win),
+    NSC_OPT_INT("skip-first", 0, struct stats_args, skip_first, 0, 2147483647,
+                "a number of operations (0 or more)"),
     NSC_OPTS_ALIGN(struct stats_args, al),
     NSC_OPTS_JOBS(struct stats_args, al.jobs),
     NSC_OPTS_VERBOSE(struct stats_args, al.verbose),
 };
 
 static int run(int argc, char **argv) {
-    struct stats_args a = {NULL, 0, 20, 0, {0, 0, 0}, NSC_ALIGN_ARGS_DEFAULT};
+    struct stats_args a = {NULL, 0, 20, 0, {NULL, 0, 0}, 0, NSC_ALIGN_ARGS_DEFAULT};
     char **inputs;
     int nin;
     if (nsc_opts_parse("stats", argc, argv, opts, NSC_NOPTS(opts), &a, &inputs, &nin))
@@ -99,9 +102,10 @@ static int run(int argc, char **argv) {
         struct nsc_stats_opts so = {(const char *const *)files, nfiles, al.shift_ns, a.json, a.top, out,
                                     a.by_caller};
         so.jobs = a.al.jobs;
-        so.skip_first = (uint64_t)a.win.skip_first;
-        so.t_from = a.win.t_from;
-        so.t_to = a.win.t_to;
+        so.skip_first = (uint64_t)a.skip_first;
+        so.window = a.win.arg != NULL;
+        so.t_from = a.win.from;
+        so.t_to = a.win.to;
         rc = nsc_stats(&so);
         if (out != stdout) {
             int werr = ferror(out) || fflush(out) != 0;

@@ -8,7 +8,7 @@
  *
  * Exit codes: 0 ok, 1 usage, 2 damaged input (everything intact was still
  * used), 3 an input that cannot be read (missing,
- * unreadable, not a regular file), an output error (including an output
+ * unreadable, not a regular file) or is not a trace, an output error (including an output
  * that is an input, and standard output that cannot be written) or a
  * plugin error; 4 `hang` found a hang; 5 `hang` found none stuck but ranks
  * that diverge where completion was not recorded.

@@ -40,6 +40,8 @@ struct nsc_convert_result {
     unsigned long long lost_write, lost_exit;
     unsigned long long unnamed;    /* events naming a lost string ("?") */
     unsigned long long ranks_matched, comm_matched; /* events --ranks / --comm matched */
+    double span_s;                 /* the job: 0 to span_s seconds from its start, the range
+                                      t_from/t_to select from (< 0: no timed record) */
 };
 
 /* Returns 0 when every file was intact, 2 when damage was found (everything

@@ -28,6 +28,17 @@ void nsc_inputs_free(char **files, int n) {
     free(files);
 }
 
+int nsc_inputs_check_trace(const char *cmd, const char *path) {
+    struct nsc_reader r;
+    enum nsc_result rc = nsc_reader_open(&r, path);
+    if (rc == NSC_OK)
+        nsc_reader_close(&r);
+    if (rc != NSC_E_NOT_TRACE)
+        return 0;
+    fprintf(stderr, "ncclscope %s: not an ncclscope trace: %s\n", cmd, path);
+    return 3;
+}
+
 /* A directory's entry: kept when it is a regular file, else a note. */
 static int dir_entry_is_file(const char *cmd, const char *path) {
     struct stat st;
@@ -128,6 +139,13 @@ int nsc_inputs_expand(const char *cmd, char *const *in, int n, char ***files, in
         fprintf(stderr, "ncclscope %s: no trace files\n", cmd);
         rc = 1;
     }
+    if (rc) {
+        nsc_inputs_free(l.v, l.n);
+        return rc;
+    }
+    for (int i = 0; i < l.n; i++) /* each one named */
+        if (nsc_inputs_check_trace(cmd, l.v[i]))
+            rc = 3;
     if (rc) {
         nsc_inputs_free(l.v, l.n);
         return rc;

@@ -18,10 +18,17 @@
 
 /* in[0..n) -> *files[0..*nfiles) (free with nsc_inputs_free). Messages on
  * stderr start "ncclscope CMD: ". Returns 0; 1 (no trace file at all: a
- * usage error) or 3 (an input that cannot be read), *files NULL then. */
+ * usage error) or 3 (an input that cannot be read or is not a trace),
+ * *files NULL then. */
 int nsc_inputs_expand(const char *cmd, char *const *in, int n, char ***files, int *nfiles);
 
 void nsc_inputs_free(char **files, int n);
+
+/* path is a regular file that does not start with the trace file magic:
+ * prints "ncclscope CMD: not an ncclscope trace: PATH" and returns 3; else
+ * (a trace, or a file the reader will report on: unreadable, another
+ * format version) 0. */
+int nsc_inputs_check_trace(const char *cmd, const char *path);
 
 /* Drops the later names of a file named twice (the same device and inode),
  * freeing them, and keeps the order of the rest. Returns how many names

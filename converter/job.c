@@ -45,6 +45,7 @@ struct file_res {
     char *msg;
     size_t msglen;
     int failed;
+    uint64_t last_ns;             /* its last record's time, on the merged timeline */
 };
 
 /* One file's pass: the model's state and where it goes. */
@@ -77,6 +78,7 @@ struct job {
     uint64_t orphans_by_type[16];
     uint64_t records_seen;
     double progress_t;
+    uint64_t last_ns;             /* the job's last record (0: none) */
 };
 
 static void say_sink_error(struct nsc_sink *s, FILE *out) {
@@ -363,6 +365,7 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
     }
     if (!nsc_decoder_session(&p.dec))
         m->path = NULL; /* no line in the metadata */
+    r->last_ns = p.last_ns;
     r->res.drops += m->dropped;
     r->res.lost += l->total;
     r->res.lost_write += l->write;
@@ -377,6 +380,8 @@ static void convert_file(struct job *j, int i, struct nsc_timeline *tl, struct n
 }
 
 static void add_res(struct job *j, const struct file_res *r) {
+    if (r->last_ns > j->last_ns)
+        j->last_ns = r->last_ns;
     j->res.damaged += r->res.damaged;
     j->res.drops += r->res.drops;
     j->res.lost += r->res.lost;
@@ -543,6 +548,10 @@ int nsc_convert(const struct nsc_convert_opts *o, struct nsc_convert_result *res
     j.res.ranks_matched = tot.ranks_matched;
     j.res.comm_matched = tot.comm_matched;
     j.res.parts = (unsigned long long)nsc_sink_parts(j.sink);
+    /* the range --time selects from, for the CLI's warning when it missed */
+    j.res.span_s = t_origin == UINT64_MAX || j.last_ns == 0
+                       ? -1
+                       : (double)(j.last_ns > t_origin ? j.last_ns - t_origin : 0) / 1e9;
     /* The run's metadata: the JSON document's "metadata", or in the
      * protobuf trace an instant on the first file's summary track. */
     struct nsc_args meta;

@@ -22,6 +22,7 @@
 
 #include "coll_track.h"
 #include "event_types.h"
+#include "json_escape.h"
 #include "out_file.h"
 #include "stats.h"
 #include "trace_decode.h"
@@ -241,8 +242,21 @@ static void on_file(void *ud, int file, const struct nsc_decoder *d) {
 
 /* ---- output helpers ---- */
 
+/* Text from the traces in HTML: UTF-8 kept, an invalid byte sequence as
+ * U+FFFD (json_escape.h's rule, the same as the JSON outputs'; the page
+ * says it is UTF-8), markup characters as entities. */
 static void esc(FILE *f, const char *s) {
-    for (; s && *s; s++)
+    while (s && *s) {
+        if ((unsigned char)*s >= 0x80) {
+            int valid;
+            size_t n = nsc_utf8_seq((const unsigned char *)s, &valid);
+            if (valid)
+                fwrite(s, 1, n, f);
+            else
+                fputs("\xef\xbf\xbd", f);
+            s += n;
+            continue;
+        }
         if (*s == '<')
             fputs("&lt;", f);
         else if (*s == '>')
@@ -255,6 +269,8 @@ static void esc(FILE *f, const char *s) {
             fputs("&quot;", f);
         else
             fputc(*s, f);
+        s++;
+    }
 }
 
 /* A duration in ns as text with a unit that keeps 3 significant digits. */
@@ -598,23 +614,15 @@ static void embed(FILE *f, struct rep *r, const struct view *v, const struct lan
             (unsigned long long)(b - v->t0), (unsigned long long)(v->t1 - v->t0), v->g, v->W, v->L,
             v->R);
     for (int l = 0; l < nl; l++) {
-        fputs(l ? ",\"" : "\"", f);
-        for (const char *s = lanes[l].label; *s; s++)
-            if (*s == '"' || *s == '\\' || *s == '<')
-                fprintf(f, "\\u%04x", *s);
-            else
-                fputc(*s, f);
-        fputc('"', f);
+        if (l)
+            fputc(',', f);
+        nsc_json_print(f, lanes[l].label, NSC_JSON_ESC_SCRIPT);
     }
     fputs("],names:[", f);
     for (int o = 0; o < r->nops; o++) {
-        fputs(o ? ",\"" : "\"", f);
-        for (const char *s = r->ops[o]; *s; s++)
-            if (*s == '"' || *s == '\\' || *s == '<')
-                fprintf(f, "\\u%04x", *s);
-            else
-                fputc(*s, f);
-        fputc('"', f);
+        if (o)
+            fputc(',', f);
+        nsc_json_print(f, r->ops[o], NSC_JSON_ESC_SCRIPT);
     }
     fputs("],colors:[", f);
     for (int o = 0; o < NOPS; o++)
@@ -1180,6 +1188,7 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
     struct nsc_stats_opts so = {files, nfiles, shift_ns, 0, 20, NULL, 0, &hooks, "report"};
     if (w) {
         so.skip_first = w->skip_first;
+        so.window = w->window;
         so.t_from = w->t_from;
         so.t_to = w->t_to;
         so.jobs = w->jobs;

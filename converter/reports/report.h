@@ -16,7 +16,8 @@
 /* What the report leaves out (stats.h's filters) and how it reads. */
 struct nsc_report_window {
     uint64_t skip_first;  /* each rank's first N operations of every comm */
-    double t_from, t_to;  /* seconds from the job's start; t_to <= 0: all */
+    int window;           /* 1: only what overlaps [t_from, t_to] */
+    double t_from, t_to;  /* seconds from the job's start */
     int jobs;             /* files read at once (0: one per processor) */
 };
 

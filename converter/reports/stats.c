@@ -113,7 +113,8 @@ struct agg {
     int oom;                /* a sample could not be kept: the split is left out */
     /* the filters (--skip-first, --time): rank-operations left out by each */
     uint64_t skip_first;
-    double t_from, t_to;    /* seconds from t_origin; t_to <= 0: no window */
+    int window;             /* --time given */
+    double t_from, t_to;    /* seconds from t_origin */
     uint64_t t_origin;
     uint64_t skipped, outside;
 };
@@ -258,7 +259,7 @@ static int filtered(struct file_run *fr, const struct nsc_op_done *op) {
             return 1;
         }
     }
-    if (a->t_to > 0) {
+    if (a->window) {
         uint64_t end = op->end_ns ? op->end_ns : op->stop_ns > op->start_ns ? op->stop_ns
                                                                             : op->start_ns;
         double x = ((double)op->start_ns - (double)a->t_origin) / 1e9;
@@ -813,7 +814,7 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
         if (o->skip_first)
             fprintf(f, "; %llu left out as warm-up (the first %llu of each rank of a comm)",
                     (unsigned long long)a->skipped, (unsigned long long)o->skip_first);
-        if (o->t_to > 0)
+        if (o->window)
             fprintf(f, "; %llu outside %g:%g s from the job's start",
                     (unsigned long long)a->outside, o->t_from, o->t_to);
         fputc('\n', f);
@@ -1075,6 +1076,7 @@ static void par_work(void *ud, int i) {
     a->keep_order = 1;
     a->cmd = p->whole->cmd;
     a->skip_first = p->whole->skip_first;
+    a->window = p->whole->window;
     a->t_from = p->whole->t_from;
     a->t_to = p->whole->t_to;
     a->t_origin = p->whole->t_origin;
@@ -1135,7 +1137,8 @@ static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
     a->hooks = o->hooks;
     a->cmd = o->cmd ? o->cmd : "stats";
     a->skip_first = o->skip_first;
-    if (o->t_to > 0) {
+    if (o->window) {
+        a->window = 1;
         a->t_from = o->t_from;
         a->t_to = o->t_to;
         a->t_origin = job_start(o);

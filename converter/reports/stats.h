@@ -59,8 +59,9 @@ struct nsc_stats_opts {
     /* --skip-first: the first N operations of each rank of a comm are left
      * out (connection set-up); 0: none */
     uint64_t skip_first;
-    /* --time: what overlaps [t_from, t_to] seconds from the job's start
-     * (the earliest SESSION start); t_to <= 0: everything */
+    /* --time: only what overlaps [t_from, t_to] seconds from the job's
+     * start (the earliest SESSION start), when window is 1 */
+    int window;
     double t_from, t_to;
 };
 

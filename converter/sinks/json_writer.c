@@ -191,28 +191,10 @@ void jw_str(struct jw *w, const char *s) {
         jw_raw(w, "null");
         return;
     }
-    reserve(w, strlen(s) * 6 + 2);
+    reserve(w, strlen(s) * NSC_JSON_ESC_MAX + 2);
     char *o = w->buf + w->len;
     *o++ = '"';
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            *o++ = '\\';
-            *o++ = (char)c;
-        } else if (c < 0x20 || c >= 0x7f) {
-            /* Non-ASCII bytes are escaped one by one: names come from C
-             * programs and may not be valid UTF-8. */
-            static const char hex[] = "0123456789abcdef";
-            *o++ = '\\';
-            *o++ = 'u';
-            *o++ = '0';
-            *o++ = '0';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        } else {
-            *o++ = (char)c;
-        }
-    }
+    o += nsc_json_escape(o, s, 0);
     *o++ = '"';
     w->len = (size_t)(o - w->buf);
 }
@@ -273,14 +255,5 @@ void jw_hex(struct jw *w, uint64_t v) {
 }
 
 void jw_print_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p >= 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    nsc_json_print(f, s, 0);
 }

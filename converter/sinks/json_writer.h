@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_escape.h"
 #include "out_file.h"
 
 struct jw {
@@ -50,7 +51,9 @@ static inline void jw_rawn(struct jw *w, const char *s, size_t n) {
     jw_rawn_slow(w, s, n);
 }
 static inline void jw_raw(struct jw *w, const char *s) { jw_rawn(w, s, strlen(s)); }
-void jw_str(struct jw *w, const char *s);     /* "escaped" (null -> null) */
+/* "escaped" (null -> null): UTF-8 kept, invalid bytes as U+FFFD, JSON's
+ * escapes only (json_escape.h) */
+void jw_str(struct jw *w, const char *s);
 void jw_u64(struct jw *w, uint64_t v);
 void jw_i64(struct jw *w, int64_t v);
 void jw_us(struct jw *w, uint64_t ns);        /* ns as microseconds, 3 decimals */
@@ -62,9 +65,9 @@ static inline void jw_key(struct jw *w, const char *key) {
     jw_rawn(w, "\":", 2);
 }
 
-/* Prints s as a JSON string literal on a stdio stream (quotes and escapes;
- * bytes outside printable ASCII as \u00XX): names come from traces, which
- * may hold any bytes. For the commands that print JSON with fprintf. */
+/* Prints s as a JSON string literal on a stdio stream, as jw_str writes
+ * it (json_escape.h): names come from traces, which may hold any bytes.
+ * For the commands that print JSON with fprintf. */
 void jw_print_string(FILE *f, const char *s);
 
 #endif /* NSC_JSON_WRITER_H */

@@ -25,10 +25,30 @@ import os
 import sys
 import warnings
 
-import numpy as np
-import pandas as pd
+# What the module needs, said in one line (the command prints it and exits
+# 3; an import raises ImportError with it) rather than as a traceback.
+_NEEDS = {"numpy": "python3-numpy", "pandas": "python3-pandas"}
+try:
+    import numpy as np
+    import pandas as pd
+except ImportError as _e:
+    _pkg = _e.name if _e.name in _NEEDS else "numpy and pandas"
+    _what = ("ncclscope.analysis needs %s (%s): install %s (Debian: apt-get install %s)"
+             % (_pkg, _e, "it" if _e.name in _NEEDS else "them",
+                _NEEDS.get(_e.name) or " ".join(_NEEDS.values())))
+    if __name__ == "__main__":
+        sys.stderr.write(_what + "\n")
+        sys.exit(3)
+    raise ImportError(_what) from _e
 
-from . import _analysis as _c
+try:
+    from . import _analysis as _c
+except ImportError as _e:
+    _what = "ncclscope.analysis needs its C extension ncclscope._analysis, not built or not found (%s)" % _e
+    if __name__ == "__main__":
+        sys.stderr.write(_what + "\n")
+        sys.exit(3)
+    raise ImportError(_what) from _e
 
 TABLES = ("ops", "kernel_channels", "proxy_steps", "comms", "drops", "errors")
 _WANT = {"ops": 1, "kernel_channels": 2, "proxy_steps": 4}
@@ -247,7 +267,9 @@ def _table(name, paths, client, **kw):
     t = getattr(job, name)
     if client is None:
         t.attrs["errors"] = job.errors
-        t.attrs["files"] = len(job.files)
+    # stats() reads it: the number of files given, as `ncclscope stats`
+    # counts them (a file without operations has no partition rows)
+    t.attrs["files"] = len(job.files)
     return t
 
 
@@ -753,7 +775,7 @@ def stats(ops, drops=None, top=20, files=None):
     # the split needs every collective's last GPU start: a second pass
     split = _compute_all(_split_lazy(ops, got[1]))[0]
     rows = _rows_finish(_combine_rows(pd.concat([long, split], ignore_index=True)))
-    out = {"files": files if files is not None else ops.attrs.get("files") if not _is_dask(ops) else None,
+    out = {"files": files if files is not None else getattr(ops, "attrs", {}).get("files"),
            # every operation is in exactly one row
            "operations": int(long[long["what"] == "n"]["v"].sum()),
            # stats' --skip-first and --time, which stats() does not take
@@ -1039,67 +1061,201 @@ def _refused(e):
     return 3
 
 
-def main(argv=None):
-    from ncclscope import analysis as A  # pickled by module name on the workers, not __main__
-    ap = argparse.ArgumentParser(prog="python3 -m ncclscope.analysis",
-                                 description="analyses of ncclscope traces in pandas or on Dask")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+FILE_MAGIC = b"NCCLSCP1"  # format/trace_format.h: the first 8 bytes of every trace
+
+
+def _not_traces(files):
+    """As ncclscope does before reading anything: each file that does not
+    start with the file magic (empty, text, random bytes) named on stderr;
+    returns 3 when there was one, else 0. A file that cannot be opened is
+    the reader's to report, as there."""
+    bad = 0
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                head = fh.read(len(FILE_MAGIC))
+        except OSError:
+            continue
+        if head != FILE_MAGIC:
+            print("ncclscope.analysis: not an ncclscope trace: %s" % f, file=sys.stderr)
+            bad = 3
+    return bad
+
+
+# A scheduler that is not there fails in this many seconds, not
+# distributed's default 30 (its connect timeout).
+SCHEDULER_TIMEOUT_S = 5
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as ncclscope gives them: one line, exit 1 (argparse
+    prints its usage and exits 2, which ncclscope uses for damage)."""
+
+    def error(self, message):
+        self.exit(1, "%s: %s (--help: the options)\n" % (self.prog, message))
+
+
+def _number(kind, lo, hi, what):
+    """An option value parsed whole and in range, as ncclscope's
+    (cli_opts.h): "3x", "nan", "inf" and out-of-range values are refused."""
+    def parse(v):
+        import math
+        try:
+            x = kind(v)
+        except ValueError:
+            x = None
+        if x is None or (isinstance(x, float) and not math.isfinite(x)) or not lo <= x <= hi:
+            raise argparse.ArgumentTypeError("takes %s, not '%s'" % (what, v))
+        return x
+    return parse
+
+
+def _client(a):
+    """The dask.distributed Client of --scheduler / --scheduler-file, or
+    None. Raises _Refusal (one line, its exit code) when dask is missing or
+    the scheduler cannot be reached within SCHEDULER_TIMEOUT_S."""
+    if not (a.scheduler or a.scheduler_file):
+        return None
+    try:
+        from dask.distributed import Client
+        import dask.dataframe  # noqa: F401  (the tables are Dask DataFrames)
+    except ImportError as e:
+        raise _Refusal(3, "--scheduler needs dask and distributed (%s): install them (Debian: "
+                          "apt-get install python3-dask python3-distributed)" % e)
+    where = a.scheduler or a.scheduler_file
+    if a.scheduler_file:
+        # distributed waits for the file without end (Slurm starts the
+        # scheduler beside the job): as long as for a connection here
+        import time
+        t0 = time.monotonic()
+        while not os.path.exists(a.scheduler_file):
+            if time.monotonic() - t0 > SCHEDULER_TIMEOUT_S:
+                raise _Refusal(3, "--scheduler-file %s: no such file after %d s (is dask-scheduler "
+                                  "--scheduler-file running?)" % (a.scheduler_file, SCHEDULER_TIMEOUT_S))
+            time.sleep(0.1)
+    if a.scheduler:
+        # checked before a Client is made: one that fails on its address
+        # leaves dask's state such that a later Client in this process
+        # computes wrong frames (a Series for a DataFrame)
+        from distributed.comm.addressing import parse_address
+        from distributed.comm.registry import get_backend
+        try:
+            get_backend(parse_address(a.scheduler)[0])
+        except (ValueError, TypeError) as e:
+            raise _Refusal(1, "--scheduler %s: not a scheduler address (tcp://HOST:PORT): %s" % (where, e))
+    try:
+        if a.scheduler:
+            return Client(a.scheduler, timeout=SCHEDULER_TIMEOUT_S)
+        return Client(scheduler_file=a.scheduler_file, timeout=SCHEDULER_TIMEOUT_S)
+    except (ValueError, TypeError) as e:
+        raise _Refusal(1, "--scheduler %s: not a scheduler address (tcp://HOST:PORT): %s" % (where, e))
+    except (OSError, TimeoutError) as e:
+        raise _Refusal(3, "cannot reach the Dask scheduler %s within %d s: %s"
+                          % (where, SCHEDULER_TIMEOUT_S, str(e).splitlines()[0] if str(e) else type(e).__name__))
+
+
+class _Refusal(Exception):
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def _parser():
+    ap = _Parser(prog="python3 -m ncclscope.analysis",
+                 description="analyses of ncclscope traces in pandas or on Dask")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     st = sub.add_parser("stats", help="the rows of `ncclscope stats --json`")
     st.add_argument("paths", nargs="+")
     st.add_argument("--scheduler", help="tcp://HOST:PORT of a dask.distributed scheduler")
     st.add_argument("--scheduler-file", help="the file dask-scheduler --scheduler-file wrote (Slurm)")
     st.add_argument("--json", action="store_true")
-    st.add_argument("--top", type=int, default=20)
+    st.add_argument("--top", type=_number(int, 0, 1000000, "a number of rows (0-1000000)"), default=20)
     st.add_argument("--align", choices=("auto", "realtime"), default="auto")
-    st.add_argument("--max-uncertainty-us", type=float, default=1000.0)
+    st.add_argument("--max-uncertainty-us", type=_number(float, 1e-9, 1e12, "a number of microseconds > 0"),
+                    default=1000.0)
     hg = sub.add_parser("hang", help="`ncclscope hang`: the same code, the same output and exit codes")
     hg.add_argument("paths", nargs="+")
     hg.add_argument("--json", action="store_true")
-    hg.add_argument("-j", "--jobs", type=int, default=0, help="files read at once (0: the cores)")
-    a = ap.parse_args(argv)
+    hg.add_argument("-j", "--jobs", type=_number(int, 0, 1024, "a number of files at once (0-1024)"), default=0,
+                    help="files read at once (0: the cores)")
+    return ap
+
+
+def main(argv=None):
+    """`python3 -m ncclscope.analysis`: every error is one line on stderr
+    (no traceback) and the exit codes are ncclscope's: 1 usage, 2 damaged
+    input or files that cannot be aligned, 3 an input that cannot be read
+    or is not a trace, a scheduler that cannot be reached, a missing
+    package."""
+    a = _parser().parse_args(argv)
+    try:
+        return _run(a)
+    except _Refusal as e:
+        print("ncclscope.analysis: %s" % e, file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # one line, not a traceback: what failed and why
+        print("ncclscope.analysis %s: %s: %s" % (a.cmd, type(e).__name__, str(e).splitlines()[0] if str(e) else ""),
+              file=sys.stderr)
+        return 3
+
+
+def _run(a):
+    from ncclscope import analysis as A  # pickled by module name on the workers, not __main__
+    try:
+        files = A.trace_files(a.paths)
+    except (ValueError, OSError) as e:
+        return _refused(e)
+    bad = _not_traces(files)
+    if bad:
+        return bad
     if a.cmd == "hang":
         try:
-            rc, text, msgs = _c.hang(A.trace_files(a.paths), a.jobs, int(a.json))
+            rc, text, msgs = _c.hang(files, a.jobs, int(a.json))
         except (ValueError, OSError) as e:
             return _refused(e)
         sys.stderr.write(msgs)
         sys.stdout.write(text)
         return rc
-    client = None
-    if a.scheduler or a.scheduler_file:
-        from dask.distributed import Client
-        client = Client(a.scheduler) if a.scheduler else Client(scheduler_file=a.scheduler_file)
+    client = _client(a)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", A.TraceDamageWarning)
-            job = A.load(a.paths, client, tables=("ops",), align=a.align,
-                         max_uncertainty_us=a.max_uncertainty_us)
-    except (ValueError, OSError) as e:
-        return _refused(e)
-    for e in job.errors["message"]:
-        print("ncclscope.analysis: %s" % e, file=sys.stderr)
-    s = A.stats(job.ops, job.drops, a.top, files=len(job.files))
-    if a.json:
-        sys.stdout.write(_json_like_c(s))
-    else:
-        print("%d file(s), %d rank-operations" % (s["files"], s["operations"]))
-        print("%-16s %5s %-14s %-12s %10s %8s %-13s %10s %10s %9s" % (
-            "comm", "ranks", "op", "dtype", "size<=", "rank-ops", "timing", "p50 us", "p99 us", "busbw"))
-        for r in s["rows"]:
-            host = r["timing"] in ("host-only", "enqueue-only")
-            p50 = r["p50_us"] if host else r["gpu_p50_us"]
-            p99 = r["p99_us"] if host else r["gpu_p99_us"]
-            p50, p99 = ["-" if v is None else "%.2f" % v for v in (p50, p99)]
-            bw = "-" if r["busbw_GBps"] is None else "%.2f" % r["busbw_GBps"]
-            print("%-16s %5d %-14s %-12s %10d %8d %-13s %10s %10s %9s" % (
-                r["comm"], r["nranks"], r["op"], r["dtype"], r["size_max_bytes"], r["rank_ops"],
-                r["timing"], p50, p99, bw))
-        for r in s["gpu_stragglers"][:a.top]:
-            print("straggler: comm %s rank %d last in %d of %d collectives, made others wait %.2f us"
-                  % (r["comm"], r["rank"], r["last"], r["collectives"], r["wait_us"]))
-    if client is not None:
-        client.close()
-    return 2 if len(job.errors) else 0
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", A.TraceDamageWarning)
+                job = A.load(a.paths, client, tables=("ops",), align=a.align,
+                             max_uncertainty_us=a.max_uncertainty_us)
+        except (ValueError, OSError) as e:
+            return _refused(e)
+        for e in job.errors["message"]:
+            print("ncclscope.analysis: %s" % e, file=sys.stderr)
+        s = A.stats(job.ops, job.drops, a.top, files=len(job.files))
+        if a.json:
+            sys.stdout.write(_json_like_c(s))
+        else:
+            _print_stats(s, a.top)
+        return 2 if len(job.errors) else 0
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _print_stats(s, top):
+    print("%d file(s), %d rank-operations" % (s["files"], s["operations"]))
+    print("%-16s %5s %-14s %-12s %10s %8s %-13s %10s %10s %9s" % (
+        "comm", "ranks", "op", "dtype", "size<=", "rank-ops", "timing", "p50 us", "p99 us", "busbw"))
+    for r in s["rows"]:
+        host = r["timing"] in ("host-only", "enqueue-only")
+        p50 = r["p50_us"] if host else r["gpu_p50_us"]
+        p99 = r["p99_us"] if host else r["gpu_p99_us"]
+        p50, p99 = ["-" if v is None else "%.2f" % v for v in (p50, p99)]
+        bw = "-" if r["busbw_GBps"] is None else "%.2f" % r["busbw_GBps"]
+        print("%-16s %5d %-14s %-12s %10d %8d %-13s %10s %10s %9s" % (
+            r["comm"], r["nranks"], r["op"], r["dtype"], r["size_max_bytes"], r["rank_ops"],
+            r["timing"], p50, p99, bw))
+    for r in s["gpu_stragglers"][:top]:
+        print("straggler: comm %s rank %d last in %d of %d collectives, made others wait %.2f us"
+              % (r["comm"], r["rank"], r["last"], r["collectives"], r["wait_us"]))
 
 
 if __name__ == "__main__":

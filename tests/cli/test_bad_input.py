@@ -2,6 +2,7 @@
 """Bad input to the CLI: clear errors naming the file and offset, non-zero
 exits, no crash, and what is intact is still converted."""
 import os
+import shutil
 
 import nsctrace
 from nsctest import *
@@ -14,21 +15,53 @@ def main():
     good, _ = convert([src], os.path.join(d, "good.json"))
     n_good = len(events(good))
     data = open(src, "rb").read()
+    # Not a trace at all (no file magic: empty, text, random bytes): every
+    # command refuses it before reading or writing anything, exit 3, one
+    # line naming it (it was exit 2, "DAMAGED input", and an empty output).
+    import random
+    rnd = random.Random(7)
+    junk = {
+        "not_a_trace.nsc": b"hello world, not a trace\n" * 10,
+        "empty.nsc": b"",
+        "random.nsc": bytes(rnd.randrange(256) for _ in range(5000)),
+    }
+    for name, blob in junk.items():
+        p = os.path.join(d, name)
+        open(p, "wb").write(blob)
+        outs = [os.path.join(d, name + x) for x in (".json", ".pftrace", ".html", ".out", ".dir")]
+        for args in (["convert", p, "-o", outs[0]], ["convert", p, "-o", outs[1]], ["info", p],
+                     ["stats", p], ["stats", "--json", p, "-o", outs[3]], ["report", p, "-o", outs[2]],
+                     ["hang", "--json", p], ["export", p, "-o", outs[4]],
+                     ["replay", "--plugin", plugin, p], ["convert", src, p, "-o", outs[0]]):
+            r = run([cli] + args, ok=(3,))
+            check(r.stderr == "ncclscope %s: not an ncclscope trace: %s\n" % (args[0], p) and r.stdout == "",
+                  "%s: %r" % (" ".join(args), r.stderr))
+        check(not any(os.path.exists(o) for o in outs), "%s: nothing written" % name)
+        # found in a directory, the same
+        job = os.path.join(d, "job-" + name)
+        os.makedirs(job)
+        shutil.copy(src, job)
+        shutil.copy(p, job)
+        r = run([cli, "stats", job], ok=(3,))
+        check("not an ncclscope trace: %s" % os.path.join(job, name) in r.stderr, r.stderr)
+        print("ok %s -> exit 3, %s" % (name, r.stderr.strip()))
+    # A trace that starts right and is damaged later: exit 2, the intact
+    # parts used, the damage named with its offset.
     cases = {
-        "not_a_trace.nsc": (b"hello world, not a trace\n" * 10, "not an ncclscope trace"),
-        "empty.nsc": (b"", "not an ncclscope trace"),
         "future.nsc": (data[:8] + (99).to_bytes(4, "little") + data[12:], "format version 99"),
         "truncated.nsc": (data[: len(data) // 2], "truncated"),
         "flipped.nsc": (data[:3000] + bytes([data[3000] ^ 0xFF]) + data[3001:], "offset"),
+        "header_only.nsc": (data[:16], None),
     }
     for name, (blob, expect) in cases.items():
         p = os.path.join(d, name)
         open(p, "wb").write(blob)
-        r = run([cli, "convert", p, "-o", os.path.join(d, name + ".json")], ok=(2,))
-        check(expect in r.stderr and p in r.stderr, "%s: %s" % (name, r.stderr))
-        r2 = run([cli, "info", p], ok=(2,))
-        check(p in r2.stderr, "info %s: %s" % (name, r2.stderr))
-        print("ok %s -> %s" % (name, r.stderr.splitlines()[0]))
+        r = run([cli, "convert", p, "-o", os.path.join(d, name + ".json")], ok=(0, 2) if expect is None else (2,))
+        check((expect is None or expect in r.stderr) and (expect is None or p in r.stderr), "%s: %s" % (name, r.stderr))
+        check("not an ncclscope trace" not in r.stderr, r.stderr)
+        r2 = run([cli, "info", p], ok=(0, 2) if expect is None else (2,))
+        check(expect is None or p in r2.stderr, "info %s: %s" % (name, r2.stderr))
+        print("ok %s -> %s" % (name, (r.stderr.splitlines() or [""])[0]))
     # intact blocks around damage are still converted: a trace of many small
     # chunks with one byte flipped in the middle loses only that chunk. The
     # byte is inside the compressed payload of the chunk nearest the middle

@@ -170,7 +170,24 @@ def filters(cli, src, d):
     for args in (["--time", "0.2:0.25"], ["--ranks", "1,3"], ["--events", "coll"]):
         err, n, filtered = conv(*args)
         check(0 < filtered <= n and "warning" not in err, "%s: filtered <= events: %s" % (args, err))
-    print("ok: --comm 0x..., filters that match nothing warned, filtered <= events")
+    # a --time window outside the job: a warning naming the job's range
+    # (exit 0, the trace written, its events all filtered out), none for a
+    # window inside it, even partly
+    span = None
+    for t in ("50:60", "-5:-1", "-1:0"):
+        err, n, filtered = conv("--time", t)
+        m = re.search(r"warning: --time %s is outside the job \(0\.000 s to (\d+\.\d{3}) s\)" % re.escape(t), err)
+        check(m and filtered == n and os.path.getsize(o) > 0, "--time %s: %s" % (t, err))
+        span = float(m.group(1))
+    doc = json.load(open(run([cli, "convert", src, "-o", o]) and o))
+    ts = [e["ts"] + e.get("dur", 0) for e in doc["traceEvents"] if "ts" in e]
+    check(abs(span - (max(ts) - min(e["ts"] for e in doc["traceEvents"] if "ts" in e)) / 1e6) < 0.01,
+          "the job's range %.3f s is its events' (%s)" % (span, (min(ts), max(ts))))
+    for t in ("-1:0.1", "0.2:99", "0.2:0.25"):
+        err, n, filtered = conv("--time", t)
+        check("warning" not in err and filtered < n, "--time %s: %s" % (t, err))
+    print("ok: --comm 0x..., filters that match nothing warned, filtered <= events, --time outside "
+          "the job (0 to %.3f s) warned" % span)
 
 
 def dir_entries(cli, src, d):

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """convert, stats and report on damaged job traces: blocks lost in the
-middle (flipped bytes), files cut short, a non-trace among the files. Every
-run must end with exit 0 or 2 (never a crash, never a sanitizer report),
-say where the damage is, and still produce its output from what is intact."""
+middle (flipped bytes), files cut short. Every run must end with exit 0 or
+2 (never a crash, never a sanitizer report), say where the damage is, and
+still produce its output from what is intact. A non-trace among the files
+is refused (exit 3, named)."""
 import os
 import random
 import shutil
@@ -32,8 +33,12 @@ def main():
                 i = rnd.randrange(16, len(blob))
                 blob[i] ^= 1 << rnd.randrange(8)
         open(victim, "wb").write(bytes(blob))
-        if case == 5:              # and something that is not a trace at all
-            open(os.path.join(job, "zz-not-a-trace.nsc"), "wb").write(b"garbage" * 100)
+        if case == 5:              # and something that is not a trace at all: refused (exit 3)
+            junk = os.path.join(job, "zz-not-a-trace.nsc")
+            open(junk, "wb").write(b"garbage" * 100)
+            r = run([cli, "stats", job], ok=(3,))
+            check("not an ncclscope trace: " + junk in r.stderr, r.stderr)
+            os.unlink(junk)
         outs = {"convert": os.path.join(job, "t.json"), "pftrace": os.path.join(job, "t.pftrace"),
                 "report": os.path.join(job, "r.html")}
         for cmd, args in (("convert", ["convert", job, "-o", outs["convert"]]),
@@ -44,7 +49,7 @@ def main():
             check("AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr,
                   "%s on case %d: %s" % (cmd, case, r.stderr[-2000:]))
             if r.returncode == 2:
-                check("offset" in r.stderr or "not an ncclscope trace" in r.stderr,
+                check("offset" in r.stderr,
                       "%s case %d: the error says where: %s" % (cmd, case, r.stderr[-500:]))
             if cmd in outs:
                 check(os.path.getsize(outs[cmd]) > 1000, "%s case %d: output written" % (cmd, case))

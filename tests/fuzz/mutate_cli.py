@@ -7,7 +7,9 @@ extreme values written into decompressed payloads stored back uncompressed)
 go through `convert` (JSON and .pftrace), `info`, `stats` (text and --json),
 `report` and `hang --json` (which may also exit 4 or 5). A mutant fails the test when a command crashes, prints a
 sanitizer report, hangs (timeout), exits with anything but 0 or 2, exits 2
-without naming the file, or exits 0/2 with an output that does not parse.
+without naming the file, or exits 0/2 with an output that does not parse;
+exit 3 is right only for a mutant that lost the file magic (not a trace any
+more), with "not an ncclscope trace: FILE" on stderr.
 
 Reproducible: mutant i of seed S is the same on every machine.
   NSC_FUZZ_SEED=S       seed (default below; printed)
@@ -302,6 +304,13 @@ def one(cli, seed, i, files, work, env):
             why = "killed by signal %d" % -rc
         elif "runtime error" in se or "Sanitizer" in se:
             why = "sanitizer report"
+        elif rc == 3:
+            # a mutant that no longer starts with the file magic is not a
+            # trace: refused before anything is written, and named
+            if "not an ncclscope trace: " + m not in se:
+                why = "exit 3 without 'not an ncclscope trace: FILE'"
+            elif open(m, "rb").read(8) == b"NCCLSCP1":
+                why = "exit 3 for a file that starts as a trace"
         elif rc not in ((0, 2, 4, 5) if name == "hang" else (0, 2)):
             why = "exit %d" % rc
         elif rc == 2 and m not in se:

@@ -263,8 +263,13 @@ def test_damage(tmp, client=None):
     # its one record block was cut: what is before the cut (the session) and nothing of it
     check(len(cut) < 352, "%s: the cut file: %d rows" % (where, len(cut)))
     drops = j.drops.compute() if client else j.drops
-    c = c_stats([job], ok=(2,))
-    compare_stats(A.stats(ops, drops, files=len(j.files)), c, where + " damaged stats")
+    # ncclscope refuses a file that is not a trace (exit 3, nothing read);
+    # without it, its numbers are those of the rest of this job
+    junk = os.path.join(job, "zz-not-a-trace.nsc")
+    run([CLI, "stats", "--json", job], ok=(3,))
+    c = c_stats([f for f in j.files if f != junk], ok=(2,))
+    compare_stats(A.stats(ops[ops["file"] != junk], drops[drops["file"] != junk], files=len(j.files) - 1), c,
+                  where + " damaged stats")
     print("ok: %s: damage -> TraceError(file, offset); the good files' rows kept; stats as C's" % where)
 
 
@@ -566,7 +571,8 @@ def test_cluster(tmp, ops):
         who = client.run(lambda: __import__("sys").modules.get("ncclscope._analysis") is not None)
         check(all(who.values()) and len(who) == 2, "the workers read the files: %s" % who)
         drops = A.drops(JOB, client=client)
-        s_dask = A.stats(dk, drops, files=4)
+        s_dask = A.stats(dk, drops)
+        check(s_dask["files"] == 4, "Dask stats() counts the files as ncclscope stats does: %s" % s_dask["files"])
         c = c_stats([JOB])
         compare_stats(s_dask, c, "dask stats")
         compare_stats(A.stats(ops, A.drops(JOB), files=4), json.loads(json.dumps(s_dask)), "pandas vs dask")
@@ -627,6 +633,77 @@ def test_refusals(tmp):
     print("ok: load() refuses unknown tables/errors/align; python3 -m ncclscope.analysis exits as ncclscope (1, 2, 3) and says why")
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def in_process(args):
+    """A.main(args) here (an interpreter with pandas starts in seconds on a
+    loaded machine): (exit code, stderr)."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = A.main(args)
+        except SystemExit as e:  # argparse
+            rc = e.code
+    return rc, err.getvalue()
+
+
+def test_cli_errors(tmp):
+    """`python3 -m ncclscope.analysis`: every error one line on stderr (no
+    traceback, no argparse usage block), the exit codes ncclscope's: usage 1
+    (argparse's was 2, ncclscope's code for damage), a file that is not a
+    trace 3 as ncclscope (it was read as damage, 2), a missing numpy or
+    pandas 3 naming the Debian package, a scheduler that is not there 3
+    within SCHEDULER_TIMEOUT_S (distributed's default connect timeout is
+    30 s; a missing --scheduler-file was waited for without end)."""
+    env = dict(os.environ, PYTHONPATH=os.environ["NSC_BUILD_PY"])
+    junk = os.path.join(tmp, "junk.nsc")
+    open(junk, "wb").write(bytes(range(256)) * 8)
+    port = free_port()
+    cases = [
+        (["stats", JOB, "--top", "3x"], 1, ("--top", "'3x'")),
+        (["stats", JOB, "--top", "-1"], 1, ("--top", "'-1'")),
+        (["stats", JOB, "--max-uncertainty-us", "nan"], 1, ("--max-uncertainty-us", "'nan'")),
+        (["hang", JOB, "-j", "x"], 1, ("-j", "'x'")),
+        (["stats"], 1, ("paths",)),
+        (["frobnicate", JOB], 1, ("'frobnicate'",)),
+        (["stats", junk], 3, ("ncclscope.analysis: not an ncclscope trace: %s\n" % junk,)),
+        (["hang", junk], 3, ("ncclscope.analysis: not an ncclscope trace: %s\n" % junk,)),
+        (["stats", JOB, "--scheduler", "nosuch://x"], 1, ("--scheduler nosuch://x",)),
+        (["stats", JOB, "--scheduler-file", os.path.join(tmp, "none.json")], 3, ("none.json: no such file after",)),
+    ]
+    for args, code, words in cases:
+        rc, err = in_process(args)
+        check(rc == code and err.count("\n") == 1 and "Traceback" not in err and all(w in err for w in words),
+              "%s: exit %s, %r" % (args, rc, err))
+    for cmd in ("stats", "hang"):  # ncclscope says the same, with the same code
+        c = run([CLI, cmd, junk], ok=(3,))
+        check(c.stderr == "ncclscope %s: not an ncclscope trace: %s\n" % (cmd, junk), c.stderr)
+    t0 = time.monotonic()
+    rc, err = in_process(["stats", JOB, "--scheduler", "tcp://127.0.0.1:%d" % port])
+    dt = time.monotonic() - t0
+    check(rc == 3 and "cannot reach the Dask scheduler tcp://127.0.0.1:%d" % port in err, (rc, err))
+    check(dt < A.SCHEDULER_TIMEOUT_S + 10, "an unreachable scheduler took %.1f s to refuse" % dt)
+    # the real command: one line on stderr whatever distributed logs, and a
+    # missing package said as such
+    p = run([sys.executable, "-m", "ncclscope.analysis", "stats", JOB, "--scheduler", "tcp://127.0.0.1:%d" % port],
+            ok=(3,), env=env)
+    check(p.stderr.count("\n") == 1 and "cannot reach" in p.stderr, repr(p.stderr))
+    code = ("import sys, runpy; sys.modules['numpy'] = None; sys.argv = ['analysis', 'stats', %r]; "
+            "runpy.run_module('ncclscope.analysis', run_name='__main__', alter_sys=True)" % JOB)
+    p = run([sys.executable, "-c", code], ok=(3,), env=env)
+    check(p.stderr.count("\n") == 1 and "needs numpy" in p.stderr and "apt-get install python3-numpy" in p.stderr,
+          repr(p.stderr))
+    print("ok: python3 -m ncclscope.analysis: errors one line, exit 1/3 as ncclscope, no scheduler: "
+          "refused in %.1f s" % dt)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="nsc-analysis-")
     try:
@@ -635,6 +712,7 @@ def main():
         test_export(tmp, ops)
         test_hangs(tmp)
         test_refusals(tmp)
+        test_cli_errors(tmp)
         try:
             A.operations(os.path.join(tmp, "nosuch"))
             fail("a missing path did not raise")

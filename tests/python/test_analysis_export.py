@@ -92,6 +92,11 @@ def main():
                 blob = bytearray()
             open(victim, "wb").write(bytes(blob))
             o = os.path.join(job, "out")
+            if case >= 2:  # not a trace at all (text, empty): refused, nothing written
+                p = run(["export", job, "-o", o], ok=(3,))
+                check(p.stderr == "ncclscope export: not an ncclscope trace: %s\n" % victim and
+                      not os.path.exists(o), "case %d: %s" % (case, p.stderr))
+                continue
             p = run(["export", job, "-o", o], ok=(2,))
             head, body = rows(os.path.join(o, "errors.csv"))
             check(body and all(x[0] == victim and int(x[1]) >= 0 and "offset" in x[2] for x in body),
