@@ -9,6 +9,7 @@
 
 #include "cli_align.h"
 #include "cli_opts.h"
+#include "cli_window.h"
 #include "commands.h"
 #include "inputs.h"
 #include "out_file.h"
@@ -17,18 +18,23 @@
 static const char help[] =
     "usage: ncclscope stats <files or directories...> [options]\n"
     "\n"
-    "Per (communicator, operation, datatype, size): count; GPU time (first KernelCh\n"
-    "GPU start to last GPU end) p50/p99/max, queue time (enqueue to GPU start) and\n"
-    "host time (enqueue to completion); algbw/busbw (nccl-tests' formulas) from the\n"
-    "GPU time, or from the host time where no KernelCh was recorded (host-only).\n"
-    "Then the stragglers: per rank by GPU start (late on the host or on the GPU),\n"
-    "and per collective by enqueue.\n"
+    "Per (communicator, operation, datatype, size): count; GPU time (KernelCh\n"
+    "%globaltimer, first GPU start to last GPU end) p50/p99/max, split into wait\n"
+    "(for the last rank's GPU start) and transfer where every rank has GPU times,\n"
+    "queue time (enqueue to GPU start) and host time (enqueue to completion);\n"
+    "algbw/busbw (nccl-tests' formulas) from the transfer time, else the GPU time,\n"
+    "else the host time. Operations with no completion recorded (no KernelCh or\n"
+    "ProxyOp) get no time or bandwidth. Then the stragglers: per rank by GPU start\n"
+    "(late on the host or on the GPU), and per collective by enqueue.\n"
     "\n"
     "options:\n"
     "  --json                    one JSON object (keys in docs/converter.md)\n"
     "  --top N                   straggler rows (20)\n"
     "  --by-caller               operations by the Python code that issued them (py_caller;\n"
     "                            docs/python.md)\n"
+    "  --skip-first N            leave out each rank's first N operations of every comm\n"
+    "                            (warm-up: connection set-up)\n"
+    "  --time FROM:TO            only what overlaps this window, seconds from the job's start\n"
     "  -o FILE                   write there instead of standard output\n"
     "  --align auto|realtime     clock alignment of files from several hosts\n"
     "  --max-uncertainty-us U    refuse an alignment less certain than U (1000)\n"
@@ -39,6 +45,8 @@ static const char help[] =
 struct stats_args {
     const char *out_path;
     int json, top, by_caller;
+    struct nsc_window win;
+    int skip_first;
     struct nsc_align_args al;
 };
 
@@ -47,13 +55,16 @@ static const struct nsc_opt opts[] = {
     NSC_OPT_FLAG("json", 0, struct stats_args, json),
     NSC_OPT_FLAG("by-caller", 0, struct stats_args, by_caller),
     NSC_OPT_INT("top", 0, struct stats_args, top, 0, 1000000, "a number of rows (0-1000000)"),
+    NSC_OPT_WINDOW(struct stats_args, win),
+    NSC_OPT_INT("skip-first", 0, struct stats_args, skip_first, 0, 2147483647,
+                "a number of operations (0 or more)"),
     NSC_OPTS_ALIGN(struct stats_args, al),
     NSC_OPTS_JOBS(struct stats_args, al.jobs),
     NSC_OPTS_VERBOSE(struct stats_args, al.verbose),
 };
 
 static int run(int argc, char **argv) {
-    struct stats_args a = {NULL, 0, 20, 0, NSC_ALIGN_ARGS_DEFAULT};
+    struct stats_args a = {NULL, 0, 20, 0, {NULL, 0, 0}, 0, NSC_ALIGN_ARGS_DEFAULT};
     char **inputs;
     int nin;
     if (nsc_opts_parse("stats", argc, argv, opts, NSC_NOPTS(opts), &a, &inputs, &nin))
@@ -90,6 +101,11 @@ static int run(int argc, char **argv) {
     if (rc == 0) {
         struct nsc_stats_opts so = {(const char *const *)files, nfiles, al.shift_ns, a.json, a.top, out,
                                     a.by_caller};
+        so.jobs = a.al.jobs;
+        so.skip_first = (uint64_t)a.skip_first;
+        so.window = a.win.arg != NULL;
+        so.t_from = a.win.from;
+        so.t_to = a.win.to;
         rc = nsc_stats(&so);
         if (out != stdout) {
             int werr = ferror(out) || fflush(out) != 0;

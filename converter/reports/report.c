@@ -36,6 +36,12 @@
 #define MAX_DETAIL 6000   /* rectangles in the static detail window */
 #define MAX_EMBED 8000    /* operations given to the zoom script */
 
+/* The times a lane can draw, each on its own grid: GPU time (KernelCh),
+ * host time (enqueue to completion, the operations with one), enqueue
+ * (Coll start to its own stop, where the trace records no completion: what
+ * the host spent issuing, never how long an operation took). */
+enum kind { K_GPU, K_HOST, K_ENQ, NKINDS };
+
 /* One (file, comm serial): a rank of a communicator in one process. */
 struct key {
     int file;
@@ -43,15 +49,16 @@ struct key {
     uint64_t comm_id;
     int rank, nranks;
     uint64_t ops;
-    double *bins[2]; /* [0] GPU, [1] host: NB x NOPS ns busy, NULL until used */
+    double *bins[NKINDS]; /* NB x NOPS ns busy per kind (enum kind), NULL until used */
     int lane;
 };
 
 /* An operation kept for the detail window. */
 struct dop {
-    uint64_t hs, he, gs, ge; /* host enqueue..completion, GPU start..end (0: none) */
+    uint64_t hs, he, gs, ge; /* host enqueue..completion (or its stop), GPU start..end (0: none) */
     uint32_t key;
     uint8_t op;
+    uint8_t enq;             /* no completion: hs..he is its enqueue only */
 };
 
 struct file_info {
@@ -65,7 +72,7 @@ struct file_info {
 struct lane {
     int file, rank, nranks;
     char label[160];
-    double busy[2];
+    double busy[NKINDS];
 };
 
 struct rep {
@@ -76,10 +83,10 @@ struct rep {
     /* the bin grids of GPU [0] and host [1] times (apart: a replay's or a
      * badly mapped GPU clock must not squeeze the other): bin b covers
      * [origin + b*width, origin + (b+1)*width) */
-    uint64_t origin[2], width[2];
-    int grid[2];
-    uint64_t lo[2], hi[2]; /* extent of GPU [0] and host [1] intervals */
-    uint64_t nint[2];      /* intervals of each kind */
+    uint64_t origin[NKINDS], width[NKINDS];
+    int grid[NKINDS];
+    uint64_t lo[NKINDS], hi[NKINDS]; /* extent of each kind's intervals */
+    uint64_t nint[NKINDS];           /* intervals of each kind */
     struct dop *store;
     size_t nstore, stride, seen;
     struct file_info *files;
@@ -195,11 +202,11 @@ static void on_op(void *ud, int file, const struct nsc_decoder *d, const struct 
     int o = op_index(r, op->func);
     uint64_t he = op->end_ns ? op->end_ns : op->stop_ns;
     if (gs && ge > gs)
-        bin_add(r, k, 0, o, gs, ge);
+        bin_add(r, k, K_GPU, o, gs, ge);
     else
         gs = ge = 0;
     if (he > op->start_ns)
-        bin_add(r, k, 1, o, op->start_ns, he);
+        bin_add(r, k, op->end_ns ? K_HOST : K_ENQ, o, op->start_ns, he);
     else
         he = 0;
     if (r->seen++ % r->stride)
@@ -212,7 +219,7 @@ static void on_op(void *ud, int file, const struct nsc_decoder *d, const struct 
         r->stride *= 2;
     }
     r->store[r->nstore++] = (struct dop){op->start_ns, he, gs, ge, (uint32_t)(k - r->keys),
-                                         (uint8_t)o};
+                                         (uint8_t)o, !op->end_ns};
 }
 
 static void on_file(void *ud, int file, const struct nsc_decoder *d) {
@@ -369,7 +376,7 @@ static int cmp_lane(const void *x, const void *y) {
 /* ---- the overview: GPU time per rank, binned ---- */
 
 struct view {
-    int g;               /* 0: GPU time, 1: host time (no GPU time in the trace) */
+    int g;               /* the kind drawn (enum kind): GPU time, else host time, else enqueue */
     uint64_t t0, t1;     /* the job's extent, on the grid */
     int b0, b1;          /* bins drawn */
     double W, L, R;      /* svg width, label column, right margin */
@@ -483,6 +490,8 @@ static void overview(FILE *f, struct rep *r, const struct view *v, struct lane *
 static void interval(const struct dop *o, int g, uint64_t *s, uint64_t *e) {
     *s = g ? o->hs : o->gs;
     *e = g ? o->he : o->ge;
+    if (g == K_HOST && o->enq) /* an enqueue is no host time */
+        *s = *e = 0;
 }
 
 static void detail(FILE *f, struct rep *r, const struct view *v, const struct lane *lanes, int nl,
@@ -678,31 +687,37 @@ static void embed(FILE *f, struct rep *r, const struct view *v, const struct lan
 
 static void ops_table(FILE *f, const struct nsc_stats_result *s) {
     fputs("<table class='ops'><tr><th>comm</th><th>op</th><th>datatype</th><th>size &le;</th>"
-          "<th>count</th><th>timing</th><th>GPU p50</th><th>GPU p99</th><th>busbw GB/s</th>"
-          "<th>algbw GB/s</th><th>queue p50</th><th>queue p99</th><th>host p50</th><th>note</th></tr>\n",
+          "<th>count</th><th>timing</th><th>GPU p50</th><th>GPU p99</th><th>wait p50</th>"
+          "<th>wait p99</th><th>transfer p50</th><th>transfer p99</th><th>busbw GB/s</th>"
+          "<th>algbw GB/s</th><th>bw from</th><th>queue p50</th><th>queue p99</th>"
+          "<th>host p50</th><th>note</th></tr>\n",
           f);
-    char a[32], b[32], c[32], d[32], e[32];
+    char t[9][32];
     for (size_t i = 0; i < s->nrows; i++) {
         const struct nsc_stats_row *x = &s->rows[i];
-        char sz[16];
+        char sz[24];
         nsc_stats_size_label(sz, sizeof(sz), x->bucket);
         fprintf(f, "<tr%s><td>%016llx</td><td>", x->host_only ? " class='host'" : "",
                 (unsigned long long)x->comm_id);
         esc(f, x->func);
         fputs("</td><td>", f);
         esc(f, x->dtype);
-        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%s</td><td>%s</td><td>%s</td>", sz,
-                (unsigned long long)x->count, x->timing, dur(a, sizeof(a), x->p50),
-                dur(b, sizeof(b), x->p99));
-        /* none when no operation had a completion (stats.c numbers()):
-         * enqueue to the Coll's stop moves no data */
+        /* p50/p99: GPU time, or host time in host-only rows; none without
+         * a completion (stats.c numbers()) */
+        const double v[9] = {x->p50, x->p99, x->wait_p50, x->wait_p99, x->xfer_p50, x->xfer_p99,
+                             x->queue_p50, x->queue_p99, x->host_p50};
+        for (int k = 0; k < 9; k++)
+            dur(t[k], sizeof(t[k]), v[k]);
+        fprintf(f, "</td><td>%s</td><td>%llu</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                   "<td>%s</td><td>%s</td><td>%s</td>",
+                sz, (unsigned long long)x->count, x->timing, t[0], t[1], t[2], t[3], t[4], t[5]);
         if (x->algbw < 0)
-            fputs("<td>-</td><td>-</td>", f);
+            fputs("<td>-</td><td>-</td><td>-</td>", f);
         else
-            fprintf(f, "<td>%.2f</td><td>%.2f</td>", x->busbw, x->algbw);
-        fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-                dur(c, sizeof(c), x->queue_p50), dur(d, sizeof(d), x->queue_p99),
-                dur(e, sizeof(e), x->host_p50), x->note);
+            fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%s</td>", x->busbw, x->algbw,
+                    x->bw_from ? x->bw_from : "-");
+        fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", t[6], t[7], t[8],
+                x->note);
     }
     fputs("</table>\n", f);
 }
@@ -724,8 +739,12 @@ static void latency_chart(FILE *f, const struct nsc_stats_result *s) {
         lmin = p < lmin ? p : lmin;
         lmax = p > lmax ? p : lmax;
     }
-    if (bmax < bmin || lmax <= 0)
+    if (bmax < bmin || lmax <= 0) {
+        fputs("<p>No operation with GPU time or a completion: no latency to draw (an enqueue is "
+              "not one).</p>\n",
+              f);
         return;
+    }
     if (bmax == bmin)
         bmax = bmin + 1;
     double y0 = floor(log10(lmin)), y1 = ceil(log10(lmax));
@@ -754,7 +773,7 @@ static void latency_chart(FILE *f, const struct nsc_stats_result *s) {
                "convention)</text>\n",
             L + (W - L - R) / 2, H - 6);
     int series = 0;
-    char names[64][80];
+    char names[64][112];
     for (size_t i = 0; i < s->nrows;) {
         size_t j = i;
         const struct nsc_stats_row *x = &s->rows[i];
@@ -784,7 +803,7 @@ static void latency_chart(FILE *f, const struct nsc_stats_result *s) {
                         colors[series % NOPS]);
             }
             snprintf(names[series], sizeof(names[0]), "%s %s%s", x->func, x->dtype,
-                     x->host_only ? " (host)" : "");
+                     x->host_only ? " (host: enqueue to completion)" : "");
             series++;
         }
         i = j;
@@ -935,7 +954,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
     struct lane *lanes = calloc(MAX_LANES, sizeof(*lanes));
     int nl = lanes ? make_lanes(r, lanes) : 0;
     struct view v = {0};
-    v.g = r->nint[0] ? 0 : 1;
+    v.g = r->nint[K_GPU] ? K_GPU : r->nint[K_HOST] ? K_HOST : K_ENQ;
     v.W = 1100;
     v.L = 250;
     v.R = 12;
@@ -943,7 +962,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
     if (nl) {
         int *old = malloc((size_t)nl * sizeof(int));
         for (int l = 0; l < nl; l++)
-            lanes[l].busy[0] = lanes[l].busy[1] = (double)l; /* carry the old index */
+            lanes[l].busy[0] = (double)l; /* carry the old index */
         qsort(lanes, (size_t)nl, sizeof(*lanes), cmp_lane);
         if (old) {
             for (int l = 0; l < nl; l++)
@@ -954,9 +973,9 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
             free(old);
         }
         for (int l = 0; l < nl; l++)
-            lanes[l].busy[0] = lanes[l].busy[1] = 0;
+            memset(lanes[l].busy, 0, sizeof(lanes[l].busy));
         for (int k = 0; k < r->nkeys; k++)
-            for (int g = 0; g < 2; g++)
+            for (int g = 0; g < NKINDS; g++)
                 if (r->keys[k].lane >= 0 && r->keys[k].bins[g])
                     for (int i = 0; i < NB * NOPS; i++)
                         lanes[r->keys[k].lane].busy[g] += r->keys[k].bins[g][i];
@@ -978,28 +997,54 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
             nfiles, nl, (unsigned long long)s->ops);
     if (have)
         fprintf(f, " over %s", dur(b1, sizeof(b1), (double)(r->hi[v.g] - r->lo[v.g])));
+    uint64_t enq = 0;
+    for (size_t i = 0; i < s->nrows; i++)
+        if (!s->rows[i].bw_from)
+            enq += s->rows[i].rank_ops;
     if (gops)
-        fprintf(f, "; %llu with GPU time (KernelCh). Times below are GPU time unless marked host.",
+        fprintf(f, "; %llu with GPU time (KernelCh %%globaltimer). Times below are GPU time "
+                   "unless marked host (enqueue to completion on the host).",
                 (unsigned long long)gops);
-    else
+    else if (v.g == K_HOST)
         fprintf(f, "; none with GPU time (no KernelCh recorded, or a replayed trace whose GPU "
                    "timers do not match its host clock): times are host time, enqueue to "
                    "completion.");
+    if (s->skipped)
+        fprintf(f, " %llu rank-operations left out as warm-up (--skip-first).",
+                (unsigned long long)s->skipped);
+    if (s->outside)
+        fprintf(f, " %llu rank-operations outside the --time window left out.",
+                (unsigned long long)s->outside);
     fputs("</p>\n", f);
+    if (enq)
+        fprintf(f, "<p id='no-completion'><b>No completion recorded (enqueue only)</b> for %llu "
+                   "rank-operations: the trace has no KernelCh (nor ProxyOp, which only network "
+                   "transfers have), so they have no latency and no bandwidth, only their enqueue. "
+                   "Record KernelCh for GPU time: <code>NCCLSCOPE_EVENTS=default,KernelCh</code> "
+                   "(docs/config.md).</p>\n",
+                (unsigned long long)enq);
     /* the largest GPU-time operation groups first */
     fputs("<h2>Operations: GPU time, then queue time</h2>\n", f);
     ops_table(f, s);
-    fputs("<p class='note'>GPU p50/p99: first KernelCh GPU start to last GPU end across channels; "
-          "busbw/algbw from the GPU p50 (nccl-tests' formulas). Queue: enqueue to GPU start. Host: "
-          "enqueue to completion. Rows in grey italics have no KernelCh (host-only): their "
-          "p50/p99 are host time, their bandwidths the host time of the operations with a "
-          "completion only (-: none has one; enqueue to the Coll's stop moves no data). Count: "
-          "distinct collectives in the files given.</p>\n",
+    fputs("<p class='note'>GPU p50/p99: GPU time, first KernelCh %globaltimer start to last GPU "
+          "end across channels. Wait: GPU start to the last rank's GPU start; transfer: the last "
+          "rank's GPU start to GPU end (AllReduce, AllGather, ReduceScatter and AlltoAll whose "
+          "every rank has GPU times on the aligned timeline; a Broadcast's or Reduce's rank can "
+          "finish before the last starts). busbw/algbw (nccl-tests' formulas) from the p50 of "
+          "the time in <i>bw from</i>: transfer where every rank-operation of the row has one "
+          "(no waiting for peers, as nccl-tests measures), else GPU time. Queue: enqueue to GPU "
+          "start. Host: enqueue to completion on the host. Rows in grey italics have no KernelCh: "
+          "their p50/p99 are host time, their bandwidths from it; rows without any completion "
+          "show none (enqueue to the Coll's stop is not the operation's time). Count: distinct "
+          "collectives in the files given.</p>\n",
           f);
-    fputs("<h2>Latency by message size (p50)</h2>\n", f);
+    fputs("<h2>Latency by message size (p50: GPU time; host: enqueue to completion)</h2>\n", f);
     latency_chart(f, s);
     /* the lanes */
-    fprintf(f, "<h2>%s per rank over the job</h2>\n", v.g ? "Host time" : "GPU time");
+    fprintf(f, "<h2>%s per rank over the job</h2>\n",
+            v.g == K_GPU    ? "GPU time"
+            : v.g == K_HOST ? "Host time (enqueue to completion)"
+                            : "Enqueue time (no completion recorded)");
     if (!have) {
         fputs("<p>No completed operation to draw.</p>\n", f);
     } else {
@@ -1017,7 +1062,9 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
                    "bin</b>. The percentage is the lane's share of the whole job. Hover for totals; "
                    "with scripts on, click to move the window below.</p>\n",
                 v.b1 - v.b0 + 1, dur(b1, sizeof(b1), (double)r->width[v.g]),
-                !v.g ? "its GPU ran NCCL kernels"
+                v.g == K_GPU ? "its GPU ran NCCL kernels"
+                : v.g == K_ENQ ? "the host spent enqueuing operations (no completion recorded: "
+                                 "this is not how long they took)"
                 : gops ? "spent between enqueue and completion (the GPU timers are not on the "
                          "host clock here: a replayed trace, or no clock mapping)"
                        : "spent between enqueue and completion (no GPU time in this trace)",
@@ -1120,7 +1167,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
 }
 
 int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, const char *out_path,
-               const char *alignment_text) {
+               const char *alignment_text, const struct nsc_report_window *w) {
     FILE *f = stdout;
     struct nsc_out of;
     char err[1200];
@@ -1139,6 +1186,13 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
     r->stride = 1;
     struct nsc_stats_hooks hooks = {on_op, on_file, r};
     struct nsc_stats_opts so = {files, nfiles, shift_ns, 0, 20, NULL, 0, &hooks, "report"};
+    if (w) {
+        so.skip_first = w->skip_first;
+        so.window = w->window;
+        so.t_from = w->t_from;
+        so.t_to = w->t_to;
+        so.jobs = w->jobs;
+    }
     struct nsc_stats_result s;
     int rc = nsc_stats_collect(&so, &s);
     if (rc == 3 || r->oom) {
@@ -1192,8 +1246,8 @@ int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, co
 out:
     nsc_stats_result_free(&s);
     for (int k = 0; k < r->nkeys; k++) {
-        free(r->keys[k].bins[0]);
-        free(r->keys[k].bins[1]);
+        for (int g = 0; g < NKINDS; g++)
+            free(r->keys[k].bins[g]);
     }
     free(r->keys);
     free(r->store);

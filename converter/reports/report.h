@@ -13,9 +13,17 @@
 
 #include <stdint.h>
 
+/* What the report leaves out (stats.h's filters) and how it reads. */
+struct nsc_report_window {
+    uint64_t skip_first;  /* each rank's first N operations of every comm */
+    int window;           /* 1: only what overlaps [t_from, t_to] */
+    double t_from, t_to;  /* seconds from the job's start */
+    int jobs;             /* files read at once (0: one per processor) */
+};
+
 /* Returns 0, 2 when input was damaged (the rest is still reported), 3 when
- * the output cannot be written. */
+ * the output cannot be written. w may be NULL (nothing left out). */
 int nsc_report(const char *const *files, int nfiles, const int64_t *shift_ns, const char *out_path,
-               const char *alignment_text);
+               const char *alignment_text, const struct nsc_report_window *w);
 
 #endif /* NSC_REPORT_H */

@@ -29,9 +29,9 @@ struct row {
     uint64_t ops;           /* rank-operations */
     uint64_t enqueue_only;  /* of which without a completion child */
     uint64_t colls;         /* distinct collectives (comm, function, seq) first seen here */
-    struct lat_hist lat;    /* ns, enqueue to completion (host) */
-    /* The same, of the operations with a completion child only: enqueue to
-     * the Coll's own stop moves no data, so no bandwidth comes from it. */
+    /* ns, enqueue to completion (host), of the operations with a completion
+     * child (KernelCh, ProxyOp) only: an enqueue-only operation's time ends
+     * at the Coll's own stop, which is no latency and moves no data. */
     struct lat_hist done;
     /* GPU time: first KernelCh GPU start to last KernelCh GPU end, across
      * channels (one GPU clock: no mapping needed); queue time: enqueue to
@@ -39,6 +39,12 @@ struct row {
     struct lat_hist gpu, queue;
     uint64_t gpu_ops;       /* rank-operations with a GPU interval */
     uint64_t queue_ops;     /* of which with a mapped GPU clock */
+    /* Wait (GPU start to the last rank's GPU start) and transfer (the last
+     * rank's GPU start to this rank's GPU end), of the rank-operations of
+     * collectives that every rank recorded a mapped GPU interval for and
+     * whose kind moves no data before every rank arrived (split_kind). */
+    struct lat_hist wait, xfer;
+    uint64_t split_ops;
     struct row *merged;     /* -j: the whole's row this partial row went into */
     struct row *next;
 };
@@ -71,6 +77,15 @@ struct late_rank {
     struct late_rank *next;
 };
 
+/* A rank-operation's GPU interval on the host timeline, kept until every
+ * file is read: only then is the collective's last GPU start known. */
+struct sample {
+    uint64_t key, seq;      /* its entry (entry_get's key and seq) */
+    uint64_t gs, ge;
+    struct row *row;
+    void *caller;           /* --by-caller: its call site's row (NULL: none) */
+};
+
 /* What the plugin could not keep, summed over the files. */
 struct lost {
     uint64_t records, dropped, write, exit, events;
@@ -93,6 +108,15 @@ struct agg {
     struct nsc_py_callers *pc; /* --by-caller */
     const struct nsc_stats_hooks *hooks;
     const char *cmd;
+    struct sample *samp;
+    size_t nsamp, samp_cap;
+    int oom;                /* a sample could not be kept: the split is left out */
+    /* the filters (--skip-first, --time): rank-operations left out by each */
+    uint64_t skip_first;
+    int window;             /* --time given */
+    double t_from, t_to;    /* seconds from t_origin */
+    uint64_t t_origin;
+    uint64_t skipped, outside;
 };
 
 static unsigned bucket_of(uint64_t bytes) {
@@ -113,6 +137,34 @@ static double bus_factor(const char *func, int n) {
     return 1.0;
 }
 
+/* The collectives whose data cannot move before every rank arrived: each
+ * rank's result needs every rank's input (AllReduce, AllGather,
+ * ReduceScatter) or each rank sends to every other (AlltoAll). A rank's
+ * kernel waits there for the last one, so the last GPU start splits its GPU
+ * time into wait and transfer. Broadcast and Reduce are left out: a rank
+ * whose part is done (the root of a Broadcast, a leaf of a Reduce with its
+ * data in the next rank's buffer) can finish before the last rank starts. */
+static int split_kind(const char *func) {
+    return !strcmp(func, "AllReduce") || !strcmp(func, "AllGather") ||
+           !strcmp(func, "ReduceScatter") || !strcmp(func, "AlltoAll") ||
+           !strcmp(func, "AllToAll");
+}
+
+static size_t entry_slot(size_t cap, uint64_t comm, uint64_t seq1) {
+    return (size_t)(((comm ^ seq1) * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+/* The entry of (comm, seq), or NULL: adds none. */
+static const struct entry *entry_find(const struct agg *a, uint64_t comm, uint64_t seq) {
+    if (!a->ent_cap)
+        return NULL;
+    for (size_t s = entry_slot(a->ent_cap, comm, seq + 1); a->ent[s].seq;
+         s = (s + 1) & (a->ent_cap - 1))
+        if (a->ent[s].comm_id == comm && a->ent[s].seq == seq + 1)
+            return &a->ent[s];
+    return NULL;
+}
+
 static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
     if ((a->ent_n + 1) * 2 > a->ent_cap) {
         size_t cap = a->ent_cap ? a->ent_cap * 2 : 4096;
@@ -121,7 +173,7 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
             return NULL;
         for (size_t i = 0; i < a->ent_cap; i++)
             if (a->ent[i].seq) {
-                size_t s = (size_t)(((a->ent[i].comm_id ^ a->ent[i].seq) * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+                size_t s = entry_slot(cap, a->ent[i].comm_id, a->ent[i].seq);
                 while (n[s].seq)
                     s = (s + 1) & (cap - 1);
                 n[s] = a->ent[i];
@@ -130,7 +182,7 @@ static struct entry *entry_get(struct agg *a, uint64_t comm, uint64_t seq) {
         a->ent = n;
         a->ent_cap = cap;
     }
-    size_t s = (size_t)(((comm ^ (seq + 1)) * 0x9e3779b97f4a7c15ull) >> 17) & (a->ent_cap - 1);
+    size_t s = entry_slot(a->ent_cap, comm, seq + 1);
     while (a->ent[s].seq && !(a->ent[s].comm_id == comm && a->ent[s].seq == seq + 1))
         s = (s + 1) & (a->ent_cap - 1);
     if (!a->ent[s].seq) {
@@ -166,15 +218,68 @@ struct file_run {
     int file;                  /* index in the command's file list */
     const struct nsc_decoder *d; /* while the file is read (NULL before its SESSION) */
     int done;                  /* the file was read to its end (on_done) */
+    uint64_t *nseen;           /* --skip-first: per comm serial, its operations so far */
+    uint32_t nseen_cap;
 };
+
+static int keep_sample(struct agg *a, const struct sample *x) {
+    if (a->nsamp == a->samp_cap) {
+        size_t cap = a->samp_cap ? a->samp_cap * 2 : 4096;
+        struct sample *n = realloc(a->samp, cap * sizeof(*n));
+        if (!n) {
+            a->oom = 1;
+            return -1;
+        }
+        a->samp = n;
+        a->samp_cap = cap;
+    }
+    a->samp[a->nsamp++] = *x;
+    return 0;
+}
+
+/* --skip-first and --time: 1 when the operation is left out (counted). The
+ * first N operations of each rank of a comm (collectives and point-to-point
+ * alike, in the order the rank completed them) are its warm-up: NCCL sets
+ * up connections there. The window keeps what overlaps it, as convert's. */
+static int filtered(struct file_run *fr, const struct nsc_op_done *op) {
+    struct agg *a = fr->a;
+    if (a->skip_first) {
+        uint32_t s = op->comm_serial;
+        if (s >= fr->nseen_cap && s < NSC_COMM_SERIAL_MAX) {
+            uint32_t cap = s + 64;
+            uint64_t *n = realloc(fr->nseen, cap * sizeof(*n));
+            if (n) {
+                memset(n + fr->nseen_cap, 0, (cap - fr->nseen_cap) * sizeof(*n));
+                fr->nseen = n;
+                fr->nseen_cap = cap;
+            }
+        }
+        if (s < fr->nseen_cap && fr->nseen[s]++ < a->skip_first) {
+            a->skipped++;
+            return 1;
+        }
+    }
+    if (a->window) {
+        uint64_t end = op->end_ns ? op->end_ns : op->stop_ns > op->start_ns ? op->stop_ns
+                                                                            : op->start_ns;
+        double x = ((double)op->start_ns - (double)a->t_origin) / 1e9;
+        double y = ((double)end - (double)a->t_origin) / 1e9;
+        if (y < a->t_from || x > a->t_to) {
+            a->outside++;
+            return 1;
+        }
+    }
+    return 0;
+}
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
     struct file_run *fr = ud;
     struct agg *a = fr->a;
+    if (filtered(fr, op))
+        return;
     a->ops++;
     uint64_t bytes = nsc_op_bytes(op); /* nccl-tests' size */
-    if (a->pc)
-        nsc_py_callers_op(a->pc, op, bytes);
+    void *caller = a->pc ? nsc_py_callers_op(a->pc, op, bytes) : NULL;
     unsigned b = bucket_of(bytes);
     const char *func = op->func ? op->func : "?", *dtype = op->dtype ? op->dtype : "?";
     struct row *r;
@@ -199,11 +304,9 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
     if (!op->end_ns)
         r->enqueue_only++;
-    if (end >= op->start_ns) {
-        lat_hist_add(&r->lat, end - op->start_ns);
-        if (op->end_ns)
-            lat_hist_add(&r->done, end - op->start_ns);
-    }
+    /* enqueue to the Coll's own stop is no latency: only a completion counts */
+    if (op->end_ns && end >= op->start_ns)
+        lat_hist_add(&r->done, end - op->start_ns);
     r->ops++;
     r->bytes_sum += bytes;
     /* GPU start and end on the host clock (0: unknown) */
@@ -225,6 +328,11 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     }
     if (a->hooks && a->hooks->op)
         a->hooks->op(a->hooks->ud, fr->file, fr->d, op, gs, ge);
+    if (!op->is_p2p && gs && ge >= gs && split_kind(func) && !a->oom) {
+        struct sample x = {op->comm_id ^ nsc_fnv1a_str(NSC_FNV_SEED, func), op->seq, gs, ge, r,
+                           caller};
+        keep_sample(a, &x);
+    }
     if (!op->is_p2p) {
         /* NCCL numbers collectives per communicator and function. */
         struct entry *e = entry_get(a, op->comm_id ^ nsc_fnv1a_str(NSC_FNV_SEED, func), op->seq);
@@ -337,55 +445,81 @@ void nsc_stats_size_label(char *buf, size_t n, unsigned bucket) {
         snprintf(buf, n, "%lluB", (unsigned long long)v);
 }
 
-/* What every output format prints for a row. The latency comes from GPU
- * time when the row has any (host_only = 0), else from the host's
- * enqueue-to-completion time. The bandwidths come from GPU time too, else
- * from the host time of the operations with a completion child only: an
- * enqueue-only operation's time ends at the Coll's own stop, which moves no
- * data (on NVLink the default mask records no KernelCh), and its bytes over
- * that time gave hundreds of TB/s. No such operation: no bandwidth (< 0). */
+/* What every output format prints for a row. Each time says its clock:
+ * GPU time (KernelCh %globaltimer, first GPU start to last GPU end across
+ * channels), wait and transfer (GPU time split at the last rank's GPU
+ * start, split_kind), queue time (enqueue to GPU start, on the host clock)
+ * and host time (enqueue to completion, the last KernelCh/ProxyOp stop, of
+ * the operations that have one). p50/p99/max are GPU time when the row has
+ * any, else host time; an operation with neither is enqueue-only and shows
+ * no latency: the Coll's own stop ends its enqueue, not its work (on NVLink
+ * the default mask records no KernelCh and no ProxyOp). The bandwidths come
+ * from transfer time when every rank-operation of the row has one (no wait
+ * for peers in it: what nccl-tests, which starts all ranks together,
+ * measures), else from GPU time, else from host time; none (< 0) for an
+ * enqueue-only row. */
 struct row_numbers {
-    double p50, p99, max;    /* ns: GPU time, or host time when host_only */
-    double host_p50, host_p99, host_max; /* ns: enqueue to completion */
+    double p50, p99, max;    /* ns: of the clock `timing` names; < 0: none */
+    double host_p50, host_p99, host_max; /* ns: enqueue to completion; < 0: none */
     double gpu_p50, gpu_p99, gpu_max, queue_p50, queue_p99; /* ns, < 0: none */
+    double wait_p50, wait_p99, xfer_p50, xfer_p99; /* ns, < 0: none */
     double avg_bytes, algbw, busbw; /* bytes; GB/s (bytes per ns); < 0: none */
-    double host_algbw, host_busbw;  /* from done_p50; < 0: none */
-    double done_p50;         /* ns: host time of the operations with a completion; < 0: none */
+    double host_algbw, host_busbw;  /* from host_p50; < 0: none */
     uint64_t count;          /* distinct collectives, or p2p operations */
-    int host_only;
-    const char *timing;      /* "gpu", "gpu (partial)", "host-only" */
+    int host_only;           /* no GPU time (host time, or nothing) */
+    const char *timing;      /* "gpu", "gpu (partial)", "host-only", "enqueue-only" */
+    const char *bw_from;     /* "transfer", "gpu", "host"; NULL: no bandwidth */
     const char *note;
 };
 
+/* The quantile q of h in ns, -1 when h is empty. */
+static double q_or_none(const struct lat_hist *h, double q) {
+    return h->count ? (double)lat_hist_quantile(h, q) : -1;
+}
+
 static struct row_numbers numbers(const struct row *r) {
     struct row_numbers n;
-    n.host_p50 = (double)lat_hist_quantile(&r->lat, 0.5);
-    n.host_p99 = (double)lat_hist_quantile(&r->lat, 0.99);
-    n.host_max = (double)r->lat.max;
-    n.gpu_p50 = r->gpu_ops ? (double)lat_hist_quantile(&r->gpu, 0.5) : -1;
-    n.gpu_p99 = r->gpu_ops ? (double)lat_hist_quantile(&r->gpu, 0.99) : -1;
-    n.gpu_max = r->gpu_ops ? (double)r->gpu.max : -1;
-    n.queue_p50 = r->queue_ops ? (double)lat_hist_quantile(&r->queue, 0.5) : -1;
-    n.queue_p99 = r->queue_ops ? (double)lat_hist_quantile(&r->queue, 0.99) : -1;
+    n.host_p50 = q_or_none(&r->done, 0.5);
+    n.host_p99 = q_or_none(&r->done, 0.99);
+    n.host_max = r->done.count ? (double)r->done.max : -1;
+    n.gpu_p50 = q_or_none(&r->gpu, 0.5);
+    n.gpu_p99 = q_or_none(&r->gpu, 0.99);
+    n.gpu_max = r->gpu.count ? (double)r->gpu.max : -1;
+    n.queue_p50 = q_or_none(&r->queue, 0.5);
+    n.queue_p99 = q_or_none(&r->queue, 0.99);
+    n.wait_p50 = q_or_none(&r->wait, 0.5);
+    n.wait_p99 = q_or_none(&r->wait, 0.99);
+    n.xfer_p50 = q_or_none(&r->xfer, 0.5);
+    n.xfer_p99 = q_or_none(&r->xfer, 0.99);
     n.host_only = r->gpu_ops == 0;
-    n.timing = n.host_only ? "host-only" : r->gpu_ops < r->ops ? "gpu (partial)" : "gpu";
+    int none = n.host_only && !r->done.count;
+    n.timing = none ? "enqueue-only" : n.host_only ? "host-only"
+               : r->gpu_ops < r->ops ? "gpu (partial)" : "gpu";
     n.p50 = n.host_only ? n.host_p50 : n.gpu_p50;
     n.p99 = n.host_only ? n.host_p99 : n.gpu_p99;
     n.max = n.host_only ? n.host_max : n.gpu_max;
     n.avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
     double bf = bus_factor(r->func, r->nranks);
-    n.done_p50 = r->done.count ? (double)lat_hist_quantile(&r->done, 0.5) : -1;
     /* bytes / 0 ns (a sub-ns sample) is no bandwidth either, as before */
-    n.host_algbw = n.done_p50 < 0 ? -1 : n.done_p50 > 0 ? n.avg_bytes / n.done_p50 : 0;
+    n.host_algbw = n.host_p50 < 0 ? -1 : n.host_p50 > 0 ? n.avg_bytes / n.host_p50 : 0;
     n.host_busbw = n.host_algbw < 0 ? -1 : n.host_algbw * bf;
-    if (n.host_only) {
-        n.algbw = n.host_algbw;
-    } else {
-        n.algbw = n.gpu_p50 > 0 ? n.avg_bytes / n.gpu_p50 : 0;
+    double t = -1;
+    n.bw_from = NULL;
+    if (r->split_ops && r->split_ops == r->ops) {
+        t = n.xfer_p50;
+        n.bw_from = "transfer";
+    } else if (!n.host_only) {
+        t = n.gpu_p50;
+        n.bw_from = "gpu";
+    } else if (!none) {
+        t = n.host_p50;
+        n.bw_from = "host";
     }
+    n.algbw = t < 0 ? -1 : t > 0 ? n.avg_bytes / t : 0;
     n.busbw = n.algbw < 0 ? -1 : n.algbw * bf;
     n.count = r->is_p2p ? r->ops : r->colls;
-    n.note = r->enqueue_only == r->ops ? "enqueue only" : r->enqueue_only ? "some enqueue only" : "";
+    n.note = none ? "no completion recorded (enqueue only)"
+             : r->enqueue_only ? "some enqueue only" : "";
     return n;
 }
 
@@ -569,6 +703,27 @@ static struct entry *by_enqueue_lag(const struct agg *a, size_t *ns) {
     return st;
 }
 
+/* Which clock each time of --json is (the keys say it, this says how). */
+static const char clocks_json[] =
+    "\"clocks\": {\"gpu\": \"gpu_*_us: GPU time, KernelCh %globaltimer, first GPU start to last "
+    "GPU end across channels\", \"wait\": \"wait_*_us: GPU start to the last rank's GPU start "
+    "(GPU times mapped to the host clock and aligned across hosts)\", \"transfer\": "
+    "\"transfer_*_us: the last rank's GPU start to this rank's GPU end\", \"queue\": "
+    "\"queue_*_us: enqueue on the host to GPU start\", \"host\": \"p50_us, p99_us, max_us: "
+    "enqueue to completion on the host (last KernelCh/ProxyOp stop), of the operations with a "
+    "completion; null when none has one (enqueue only)\", \"stragglers\": \"lag_us: enqueue "
+    "(host) of the last rank minus the first's\", \"gpu_stragglers\": \"wait_us: GPU starts, "
+    "the last rank's minus the first's, summed\"}, ";
+
+/* The hint where no completion was recorded: what would give one. */
+static void no_completion_hint(FILE *f, uint64_t ops) {
+    fprintf(f, "\nno completion recorded (enqueue only) for %llu rank-operation(s): the trace has\n"
+               "no KernelCh (nor ProxyOp, which only network transfers have), so there is no\n"
+               "latency, share or bandwidth for them, only their enqueue. Record KernelCh for\n"
+               "GPU time: NCCLSCOPE_EVENTS=default,KernelCh (docs/config.md).\n",
+            (unsigned long long)ops);
+}
+
 static void print(const struct nsc_stats_opts *o, struct agg *a) {
     size_t nrows = 0;
     for (struct row *r = a->rows; r; r = r->next)
@@ -586,8 +741,12 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
     struct late_rank **late = late_ranks(a, &nlate);
     FILE *f = o->out;
     if (o->json) {
-        fprintf(f, "{\"files\": %d, \"operations\": %llu, ", o->nfiles, (unsigned long long)a->ops);
+        fprintf(f, "{\"files\": %d, \"operations\": %llu, \"skipped_first\": %llu, "
+                   "\"outside_window\": %llu, ",
+                o->nfiles, (unsigned long long)a->ops, (unsigned long long)a->skipped,
+                (unsigned long long)a->outside);
         print_losses_json(f, &a->lost);
+        fputs(clocks_json, f);
         fprintf(f, "\"rows\": [");
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
@@ -599,19 +758,30 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
             jw_print_string(f, r->dtype);
             fprintf(f,
                     ", \"size_max_bytes\": %llu, \"avg_bytes\": %.0f, "
-                    "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu, "
-                    "\"p50_us\": %.3f, \"p99_us\": %.3f, \"max_us\": %.3f",
+                    "\"count\": %llu, \"rank_ops\": %llu, \"enqueue_only\": %llu",
                     (unsigned long long)(1ull << r->bucket),
                     n.avg_bytes, (unsigned long long)n.count, (unsigned long long)r->ops,
-                    (unsigned long long)r->enqueue_only, n.host_p50 / 1e3, n.host_p99 / 1e3,
-                    n.host_max / 1e3);
+                    (unsigned long long)r->enqueue_only);
+            json_us(f, "p50_us", n.host_p50);
+            json_us(f, "p99_us", n.host_p99);
+            json_us(f, "max_us", n.host_max);
             json_bw(f, "algbw_GBps", n.algbw);
             json_bw(f, "busbw_GBps", n.busbw);
+            fputs(", \"bw_from\": ", f);
+            if (n.bw_from)
+                fprintf(f, "\"%s\"", n.bw_from);
+            else
+                fputs("null", f);
             fprintf(f, ", \"timing\": \"%s\", \"gpu_ops\": %llu", n.timing,
                     (unsigned long long)r->gpu_ops);
             json_us(f, "gpu_p50_us", n.gpu_p50);
             json_us(f, "gpu_p99_us", n.gpu_p99);
             json_us(f, "gpu_max_us", n.gpu_max);
+            fprintf(f, ", \"split_ops\": %llu", (unsigned long long)r->split_ops);
+            json_us(f, "wait_p50_us", n.wait_p50);
+            json_us(f, "wait_p99_us", n.wait_p99);
+            json_us(f, "transfer_p50_us", n.xfer_p50);
+            json_us(f, "transfer_p99_us", n.xfer_p99);
             json_us(f, "queue_p50_us", n.queue_p50);
             json_us(f, "queue_p99_us", n.queue_p99);
             json_bw(f, "host_algbw_GBps", n.host_algbw);
@@ -640,39 +810,58 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
         }
         fprintf(f, "\n]}\n");
     } else {
-        fprintf(f, "%d file(s), %llu rank-operations\n", o->nfiles, (unsigned long long)a->ops);
+        fprintf(f, "%d file(s), %llu rank-operations", o->nfiles, (unsigned long long)a->ops);
+        if (o->skip_first)
+            fprintf(f, "; %llu left out as warm-up (the first %llu of each rank of a comm)",
+                    (unsigned long long)a->skipped, (unsigned long long)o->skip_first);
+        if (o->window)
+            fprintf(f, "; %llu outside %g:%g s from the job's start",
+                    (unsigned long long)a->outside, o->t_from, o->t_to);
+        fputc('\n', f);
         print_losses_text(f, &a->lost);
         fputc('\n', f);
-        fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %-9s %10s %10s %10s %10s %10s %9s %9s %s\n",
-                "comm", "ranks", "op", "dtype", "size<=", "count", "rank-ops", "timing", "p50 us",
-                "p99 us", "max us", "queue p50", "host p50", "algbw", "busbw", "");
+        fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %-7s %10s %10s %10s %10s %10s %10s %10s "
+                   "%9s %9s %-8s %s\n",
+                "comm", "ranks", "op", "dtype", "size<=", "count", "rank-ops", "clock", "p50 us",
+                "p99 us", "max us", "wait p50", "xfer p50", "queue p50", "host p50", "algbw",
+                "busbw", "bw from", "");
+        uint64_t enq_only_ops = 0;
         for (size_t i = 0; i < nrows; i++) {
             struct row *r = v[i];
-            char sz[16], q[16], ab[16], bb[16];
+            char sz[16], t[7][16], ab[16], bb[16];
             nsc_stats_size_label(sz, sizeof(sz), r->bucket);
             struct row_numbers n = numbers(r);
-            if (n.queue_p50 >= 0)
-                snprintf(q, sizeof(q), "%.2f", n.queue_p50 / 1e3);
-            else
-                snprintf(q, sizeof(q), "-");
+            const double us[7] = {n.p50, n.p99, n.max, n.wait_p50, n.xfer_p50, n.queue_p50,
+                                  n.host_p50};
+            for (int c = 0; c < 7; c++)
+                snprintf(t[c], sizeof(t[c]), us[c] < 0 ? "-" : "%.2f", us[c] / 1e3);
             snprintf(ab, sizeof(ab), n.algbw < 0 ? "-" : "%.2f", n.algbw);
             snprintf(bb, sizeof(bb), n.busbw < 0 ? "-" : "%.2f", n.busbw);
+            if (!n.bw_from)
+                enq_only_ops += r->ops;
             fprintf(f,
-                    "%016llx %5d %-14s %-12s %7s %8llu %8llu %-9s %10.2f %10.2f %10.2f %10s %10.2f "
-                    "%9s %9s %s\n",
+                    "%016llx %5d %-14s %-12s %7s %8llu %8llu %-7s %10s %10s %10s %10s %10s %10s "
+                    "%10s %9s %9s %-8s %s\n",
                     (unsigned long long)r->comm_id, r->nranks, r->func, r->dtype, sz,
                     (unsigned long long)n.count, (unsigned long long)r->ops,
-                    n.host_only ? "host-only" : r->gpu_ops < r->ops ? "gpu*" : "gpu", n.p50 / 1e3,
-                    n.p99 / 1e3, n.max / 1e3, q, n.host_p50 / 1e3, ab, bb, n.note);
+                    !n.bw_from ? "-" : n.host_only ? "host" : r->gpu_ops < r->ops ? "gpu*" : "gpu",
+                    t[0], t[1], t[2], t[3], t[4], t[5], t[6], ab, bb,
+                    n.bw_from ? n.bw_from : "-", n.note);
         }
-        fprintf(f, "\ntiming gpu: p50/p99/max are GPU time (first KernelCh GPU start to last GPU end,\n"
-                   "across channels); gpu*: only some operations had KernelCh; host-only: no KernelCh\n"
-                   "recorded, p50/p99/max are enqueue to completion on the host. queue p50: enqueue\n"
-                   "to GPU start; host p50: enqueue to completion. algbw/busbw in GB/s (nccl-tests'\n"
-                   "formulas) from the p50 shown; host-only rows: from the p50 of the operations\n"
-                   "with a completion only, \"-\" when none has one (enqueue only: the time ends\n"
-                   "at the Coll's stop, which moves no data). count: distinct collectives (comm,\n"
-                   "op, seqNumber) in the files given.\n");
+        fprintf(f, "\nclock gpu: p50/p99/max are GPU time (KernelCh %%globaltimer, first GPU start to\n"
+                   "last GPU end across channels); gpu*: only some operations had KernelCh; host:\n"
+                   "no KernelCh, p50/p99/max are enqueue to completion on the host (a ProxyOp's\n"
+                   "stop); -: no completion recorded (enqueue only), no latency. wait p50: GPU\n"
+                   "start to the last rank's GPU start, xfer p50: the last rank's GPU start to GPU\n"
+                   "end (AllReduce, AllGather, ReduceScatter, AlltoAll whose every rank has GPU\n"
+                   "times, on one aligned timeline). queue p50: enqueue to GPU start; host p50:\n"
+                   "enqueue to completion. algbw/busbw in GB/s (nccl-tests' formulas) from the p50\n"
+                   "of the time in `bw from`: transfer (no waiting for peers, as nccl-tests starts\n"
+                   "all ranks together) where every rank-operation of the row has one, else GPU\n"
+                   "time, else host time. count: distinct collectives (comm, op, seqNumber) in the\n"
+                   "files given.\n");
+        if (enq_only_ops)
+            no_completion_hint(f, enq_only_ops);
         if (nlate) {
             fprintf(f, "\nstragglers by GPU start: per rank, how often its kernel started last in a\n"
                        "collective and how long the first rank waited for it; late on the host\n"
@@ -715,6 +904,7 @@ static void agg_free(struct agg *a) {
     }
     free(a->ent);
     free(a->ekeys);
+    free(a->samp);
 }
 
 static void merge_losses(struct lost *into, const struct lost *l) {
@@ -776,10 +966,12 @@ static int merge_agg(struct agg *into, struct agg *p) {
         r->merged = g;
         g->enqueue_only += r->enqueue_only;
         g->colls += r->colls; /* less the ones the whole has already (below) */
-        lat_hist_merge(&g->lat, &r->lat);
         lat_hist_merge(&g->done, &r->done);
         lat_hist_merge(&g->gpu, &r->gpu);
         lat_hist_merge(&g->queue, &r->queue);
+        lat_hist_merge(&g->wait, &r->wait);
+        lat_hist_merge(&g->xfer, &r->xfer);
+        g->split_ops += r->split_ops;
         g->ops += r->ops;
         g->bytes_sum += r->bytes_sum;
         g->gpu_ops += r->gpu_ops;
@@ -830,7 +1022,43 @@ static int merge_agg(struct agg *into, struct agg *p) {
             memcpy(g->func, e->func, sizeof(g->func));
         }
     }
+    into->oom |= p->oom;
+    for (size_t i = 0; i < p->nsamp && !into->oom; i++) {
+        struct sample x = p->samp[i];
+        x.row = x.row ? x.row->merged : NULL;
+        if (x.row)
+            keep_sample(into, &x);
+    }
+    into->skipped += p->skipped;
+    into->outside += p->outside;
     return 0;
+}
+
+/* Once every file is read: each kept GPU interval against its collective's
+ * last GPU start. Only collectives that every rank of the comm recorded a
+ * mapped GPU start for (the last one is known) are split; wait is at most
+ * the GPU time (a mapping off by a few microseconds must not make transfer
+ * negative), so wait + transfer = GPU time for every one. */
+static void split_samples(struct agg *a) {
+    if (a->oom) {
+        fprintf(stderr, "ncclscope %s: out of memory: wait and transfer times left out\n", a->cmd);
+        return;
+    }
+    for (size_t i = 0; i < a->nsamp; i++) {
+        const struct sample *x = &a->samp[i];
+        const struct entry *e = entry_find(a, x->key, x->seq);
+        if (!e || e->nranks < 1 || e->gpu_ranks != (uint32_t)e->nranks ||
+            e->ranks != (uint32_t)e->nranks)
+            continue;
+        uint64_t gpu = x->ge - x->gs, wait = e->gpu_last > x->gs ? e->gpu_last - x->gs : 0;
+        if (wait > gpu)
+            wait = gpu;
+        lat_hist_add(&x->row->wait, wait);
+        lat_hist_add(&x->row->xfer, gpu - wait);
+        x->row->split_ops++;
+        if (x->caller)
+            nsc_py_callers_split(x->caller, wait, gpu - wait);
+    }
 }
 
 struct par {
@@ -847,6 +1075,11 @@ static void par_work(void *ud, int i) {
     struct agg *a = &p->part[i];
     a->keep_order = 1;
     a->cmd = p->whole->cmd;
+    a->skip_first = p->whole->skip_first;
+    a->window = p->whole->window;
+    a->t_from = p->whole->t_from;
+    a->t_to = p->whole->t_to;
+    a->t_origin = p->whole->t_origin;
     a->path = p->o->files[i];
     FILE *err = nsc_msgs_open(&p->msgs, i);
     struct file_run fr = {.a = a, .shift = p->o->shift_ns ? p->o->shift_ns[i] : 0, .err = err,
@@ -854,6 +1087,7 @@ static void par_work(void *ud, int i) {
     struct nsc_ops_hooks h = {.session = on_session, .op = on_op, .error = on_error, .done = on_done};
     p->rc[i] = nsc_ops_pass(p->o->files[i], fr.shift, &h, &fr);
     free(fr.gpu);
+    free(fr.nseen);
     nsc_msgs_close(err);
 }
 
@@ -879,6 +1113,21 @@ static int stats_parallel(const struct nsc_stats_opts *o, struct agg *a, int job
     return rc;
 }
 
+/* The job's start, as convert takes it: the earliest SESSION start over the
+ * files, on the merged timeline (a file without one adds nothing). */
+static uint64_t job_start(const struct nsc_stats_opts *o) {
+    uint64_t t0 = UINT64_MAX;
+    for (int i = 0; i < o->nfiles; i++) {
+        struct nsc_session s;
+        if (nsc_dec_read_session(o->files[i], &s) != 0)
+            continue;
+        uint64_t t = nsc_shift_ns(s.start.mono_ns, o->shift_ns ? o->shift_ns[i] : 0);
+        if (t < t0)
+            t0 = t;
+    }
+    return t0 == UINT64_MAX ? 0 : t0;
+}
+
 /* One pass over the files into *a: in parallel (-j) unless something must
  * see the files in order (--by-caller follows API calls across a file's
  * records; the hooks' owner keeps no locks). Returns 0, 2 (damaged input) or
@@ -887,6 +1136,13 @@ static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
     memset(a, 0, sizeof(*a));
     a->hooks = o->hooks;
     a->cmd = o->cmd ? o->cmd : "stats";
+    a->skip_first = o->skip_first;
+    if (o->window) {
+        a->window = 1;
+        a->t_from = o->t_from;
+        a->t_to = o->t_to;
+        a->t_origin = job_start(o);
+    }
     if (o->by_caller && !(a->pc = nsc_py_callers_new())) {
         fprintf(stderr, "ncclscope %s: out of memory\n", a->cmd);
         return 3;
@@ -908,6 +1164,7 @@ static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
                                   .op = on_op, .error = on_error, .done = on_done};
         int rc = nsc_ops_pass(o->files[i], fr.shift, &h, &fr);
         free(fr.gpu);
+        free(fr.nseen);
         if (!fr.done && a->hooks && a->hooks->file) /* could not be opened */
             a->hooks->file(a->hooks->ud, i, NULL);
         if (rc < 0) {
@@ -916,6 +1173,7 @@ static int aggregate(const struct nsc_stats_opts *o, struct agg *a) {
             return 3;
         }
     }
+    split_samples(a);
     return a->damaged ? 2 : 0;
 }
 
@@ -972,6 +1230,8 @@ static int fill_result(const struct nsc_stats_opts *o, const struct agg *a,
                        struct nsc_stats_result *res) {
     memset(res, 0, sizeof(*res));
     res->ops = a->ops;
+    res->skipped = a->skipped;
+    res->outside = a->outside;
     size_t nrows = 0;
     for (struct row *r = a->rows; r; r = r->next)
         nrows++;
@@ -1009,11 +1269,17 @@ static int fill_result(const struct nsc_stats_opts *o, const struct agg *a,
         x->queue_p99 = n.queue_p99;
         x->host_p50 = n.host_p50;
         x->host_p99 = n.host_p99;
+        x->wait_p50 = n.wait_p50;
+        x->wait_p99 = n.wait_p99;
+        x->xfer_p50 = n.xfer_p50;
+        x->xfer_p99 = n.xfer_p99;
+        x->split_ops = r->split_ops;
         x->avg_bytes = n.avg_bytes;
         x->algbw = n.algbw;
         x->busbw = n.busbw;
         x->timing = n.timing;
         x->note = n.note;
+        x->bw_from = n.bw_from;
     }
     res->nrows = nrows;
     free(v);

@@ -6,19 +6,21 @@
  * how much).
  *
  * Per rank and operation: GPU time (first KernelCh GPU start to last
- * KernelCh GPU end across channels), queue time (enqueue to the GPU start
- * mapped to the host clock, gpu_clock.h) and host time (enqueue, the
- * Coll/P2p start, to completion, the last KernelCh/ProxyOp child's stop, or
- * to the Coll's own stop when the trace has no children: "enqueue only").
- * Percentiles and bandwidths come from GPU time when a row has it, else
- * from host time (labelled host-only). Bytes follow nccl-tests: all_gather
- * and reduce_scatter count the whole buffer (count x nranks); busbw = algbw
- * x 2(n-1)/n (all_reduce), (n-1)/n (all_gather, reduce_scatter), 1
- * (others), algbw = bytes / median latency (host-only rows: of the
- * operations with a completion only; none has one: no bandwidth). The
- * count is of distinct collectives. Stragglers by GPU start: per rank,
- * how often its kernel started last and how long it made the first rank
- * wait, late on the host or on the GPU (docs/converter.md).
+ * KernelCh GPU end across channels), split at the collective's last GPU
+ * start into wait and transfer (AllReduce, AllGather, ReduceScatter,
+ * AlltoAll whose every rank has a mapped GPU start), queue time (enqueue to
+ * the GPU start mapped to the host clock, gpu_clock.h) and host time
+ * (enqueue, the Coll/P2p start, to completion, the last KernelCh/ProxyOp
+ * child's stop). An operation without a child has no completion (enqueue
+ * only): no time or bandwidth comes from it. Percentiles come from GPU time
+ * when a row has it, else from host time (host-only). Bytes follow
+ * nccl-tests: all_gather and reduce_scatter count the whole buffer (count x
+ * nranks); busbw = algbw x 2(n-1)/n (all_reduce), (n-1)/n (all_gather,
+ * reduce_scatter), 1 (others), algbw = bytes / the p50 of transfer time
+ * where the whole row is split, else of GPU time, else of host time. The
+ * count is of distinct collectives. Stragglers by GPU start: per rank, how
+ * often its kernel started last and how long it made the first rank wait,
+ * late on the host or on the GPU (docs/converter.md).
  */
 #ifndef NSC_STATS_H
 #define NSC_STATS_H
@@ -54,6 +56,13 @@ struct nsc_stats_opts {
     const struct nsc_stats_hooks *hooks; /* NULL: none */
     const char *cmd;         /* prefix of the messages on stderr (NULL: "stats") */
     int jobs;                /* files read at once (0: one per processor); same output */
+    /* --skip-first: the first N operations of each rank of a comm are left
+     * out (connection set-up); 0: none */
+    uint64_t skip_first;
+    /* --time: only what overlaps [t_from, t_to] seconds from the job's
+     * start (the earliest SESSION start), when window is 1 */
+    int window;
+    double t_from, t_to;
 };
 
 /* Returns 0, 2 when some input was damaged (the rest is still counted). */
@@ -62,8 +71,9 @@ int nsc_stats(const struct nsc_stats_opts *o);
 /* ---- the same numbers as data (ncclscope report draws them) ---- */
 
 /* One table row: per (comm, op, datatype, size bucket). Times in ns; < 0:
- * none. p50/p99/max and the bandwidths come from GPU time, or from host
- * time when host_only. */
+ * none. p50/p99/max come from GPU time, or from host time (enqueue to
+ * completion) when host_only; none when no operation has a completion
+ * (timing "enqueue-only"). The bandwidths come from the time bw_from names. */
 struct nsc_stats_row {
     uint64_t comm_id;
     int nranks, is_p2p, host_only;
@@ -73,10 +83,15 @@ struct nsc_stats_row {
      * given, or p2p operations */
     uint64_t count, rank_ops, gpu_ops, enqueue_only;
     double p50, p99, max, gpu_p50, gpu_p99, queue_p50, queue_p99, host_p50, host_p99;
-    /* GB/s; < 0: none (host-only and no operation with a completion:
-     * enqueue to the Coll's stop moves no data) */
+    /* GPU time split at the last rank's GPU start (stats.c split_kind):
+     * wait before it, transfer after; < 0: no such split in the row */
+    double wait_p50, wait_p99, xfer_p50, xfer_p99;
+    uint64_t split_ops;      /* rank-operations split */
+    /* GB/s; < 0: none (enqueue-only: enqueue to the Coll's stop moves no
+     * data); from the time bw_from names: "transfer", "gpu", "host" (NULL
+     * when none) */
     double avg_bytes, algbw, busbw;
-    const char *timing, *note;      /* static strings */
+    const char *timing, *note, *bw_from; /* static strings */
 };
 
 /* Stragglers by GPU start, per (comm, rank): the stats table's rows. */
@@ -109,6 +124,7 @@ struct nsc_stats_coll {
 
 struct nsc_stats_result {
     uint64_t ops;                     /* rank-operations */
+    uint64_t skipped, outside;        /* left out by skip_first, by the window */
     struct nsc_stats_row *rows;       /* sorted by comm, p2p, op, datatype, size */
     size_t nrows;
     struct nsc_stats_late *late;      /* largest wait first */

@@ -422,10 +422,25 @@ def _lost(drops):
 
 _METRICS = ("host", "gpu", "queue", "done")
 # coll: one long row per collective (idx its seq), so partitions holding
-# other ranks of it add to the same row: the count of distinct collectives
+# other ranks of it add to the same row: the count of distinct collectives.
+# wait/xfer: the GPU time split at the collective's last GPU start (_split_rows).
 _SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
-         "queue_h", "done_h", "coll")
-_MAXES = ("nranks", "host_max", "gpu_max", "queue_max", "done_max")
+         "queue_h", "done_h", "coll", "split_n", "wait_h", "xfer_h")
+_MAXES = ("nranks", "host_max", "gpu_max", "queue_max", "done_max", "wait_max", "xfer_max")
+# stats.c's split_kind: the collectives whose data moves only once every rank arrived
+_SPLIT = ("AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll")
+# stats.c's clocks_json: which clock each time of stats --json is
+_CLOCKS = {
+    "gpu": "gpu_*_us: GPU time, KernelCh %globaltimer, first GPU start to last GPU end across channels",
+    "wait": "wait_*_us: GPU start to the last rank's GPU start (GPU times mapped to the host clock "
+            "and aligned across hosts)",
+    "transfer": "transfer_*_us: the last rank's GPU start to this rank's GPU end",
+    "queue": "queue_*_us: enqueue on the host to GPU start",
+    "host": "p50_us, p99_us, max_us: enqueue to completion on the host (last KernelCh/ProxyOp stop), "
+            "of the operations with a completion; null when none has one (enqueue only)",
+    "stragglers": "lag_us: enqueue (host) of the last rank minus the first's",
+    "gpu_stragglers": "wait_us: GPU starts, the last rank's minus the first's, summed",
+}
 _LONG = _KEYS + ["what", "idx", "v"]
 
 
@@ -483,6 +498,47 @@ def _combine_rows(p):
     return pd.concat([s, m]).rename("v").reset_index()[_LONG]
 
 
+def _split_rows(part, full):
+    """A partition's wait and transfer histograms, long form as
+    _partial_rows: each collective rank-operation with a mapped GPU start
+    whose collective (full: comm, op, seq, gpu_last) every rank recorded one
+    for; wait = GPU start to the last rank's, at most the GPU time, transfer
+    the rest (stats.c split_samples)."""
+    c = part[(part["p2p"] == 0) & part["op"].isin(_SPLIT) & (part["gpu_start_ns"] != 0)
+             & (part["gpu_ns"] > 0)]
+    m = c.merge(full, on=_CKEY, how="inner")
+    if not len(m):
+        return _empty_long()
+    gs = m["gpu_start_ns"].to_numpy().astype(np.int64)
+    gpu = m["gpu_end_ns"].to_numpy().astype(np.int64) - gs
+    wait = np.minimum(np.maximum(m["gpu_last"].to_numpy().astype(np.int64) - gs, 0), gpu)
+    sf = pd.DataFrame({"comm": m["comm"].to_numpy(), "p2p": m["p2p"].to_numpy(), "op": m["op"].to_numpy(),
+                       "dtype": m["dtype"].to_numpy(), "bucket": _size_bucket(m["bytes"].to_numpy()),
+                       "wait_ns": wait, "xfer_ns": gpu - wait,
+                       "wait_i": _hist_index(wait), "xfer_i": _hist_index(gpu - wait)})
+    g = sf.groupby(_KEYS)
+    wide = pd.DataFrame({"split_n": g["wait_ns"].size(), "wait_max": g["wait_ns"].max(),
+                         "xfer_max": g["xfer_ns"].max()})
+    long = wide.reset_index().melt(id_vars=_KEYS, var_name="what", value_name="v")
+    long["idx"] = -1
+    parts = [long]
+    for k in ("wait", "xfer"):
+        h = sf.groupby(_KEYS + [k + "_i"]).size().rename("v").reset_index().rename(columns={k + "_i": "idx"})
+        h["what"] = k + "_h"
+        parts.append(h)
+    out = pd.concat(parts, ignore_index=True)[_LONG]
+    return out.astype({"p2p": np.int64, "bucket": np.int64, "idx": np.int64, "v": np.int64})
+
+
+def _split_lazy(ops, e):
+    full = e[(e["nranks"] >= 1) & (e["gpu_ranks"] == e["nranks"]) & (e["ranks"] == e["nranks"])]
+    full = full[_CKEY + ["gpu_last"]]
+    if not _is_dask(ops):
+        return _combine_rows(_split_rows(ops, full))
+    return ops.reduction(_split_rows, combine=_combine_rows, aggregate=_combine_rows,
+                         chunk_kwargs={"full": full}, meta=_empty_long(), split_every=16)
+
+
 def _rows_lazy(ops):
     if not _is_dask(ops):
         return _combine_rows(_partial_rows(ops))
@@ -507,7 +563,7 @@ def _is_lazy(o):
 
 
 def _rows_finish(long):
-    agg, hl = {}, {m: {} for m in _METRICS}
+    agg, hl = {}, {m: {} for m in _METRICS + ("wait", "xfer")}
     for r in long.sort_values(_KEYS + ["what", "idx"]).itertuples(index=False):
         k = (r.comm, int(r.p2p), r.op, r.dtype, int(r.bucket))
         if r.what.endswith("_h"):
@@ -527,41 +583,64 @@ def _rows_finish(long):
         lat_max = max(a["host_max"], 0) if lat_n else 0
         gpu_max = a["gpu_max"] if gpu_n else 0
         q_max = a["queue_max"] if q_n else 0
-        hh, gh, qh = hl["host"].get(k, []), hl["gpu"].get(k, []), hl["queue"].get(k, [])
-        host_p50 = float(_quantile(hh, lat_n, lat_max, 0.5))
-        host_p99 = float(_quantile(hh, lat_n, lat_max, 0.99))
-        host_max = float(lat_max)
+        gh, qh = hl["gpu"].get(k, []), hl["queue"].get(k, [])
+        # host time: of the operations with a completion only (an enqueue is no latency)
+        done_n = a["done_n"]
+        dh, done_max = hl["done"].get(k, []), max(a["done_max"], 0)
+        host_p50 = float(_quantile(dh, done_n, done_max, 0.5)) if done_n else -1.0
+        host_p99 = float(_quantile(dh, done_n, done_max, 0.99)) if done_n else -1.0
+        host_max = float(done_max) if done_n else -1.0
+        split_n = a.get("split_n", 0)
+        wq, xq = {}, {}
+        for name, out in (("wait", wq), ("xfer", xq)):
+            mx = a.get(name + "_max", 0)
+            for q in (0.5, 0.99):
+                out[q] = float(_quantile(hl[name].get(k, []), split_n, mx, q)) if split_n else -1.0
         gpu_p50 = float(_quantile(gh, gpu_n, gpu_max, 0.5)) if gpu_n else -1.0
         gpu_p99 = float(_quantile(gh, gpu_n, gpu_max, 0.99)) if gpu_n else -1.0
         gpu_mx = float(gpu_max) if gpu_n else -1.0
         q50 = float(_quantile(qh, q_n, q_max, 0.5)) if q_n else -1.0
         q99 = float(_quantile(qh, q_n, q_max, 0.99)) if q_n else -1.0
         host_only = gpu_n == 0
+        none = host_only and not done_n
         avg = float(a["bytes"]) / ops_n if ops_n else 0.0
         bf = _bus_factor(op, nranks)
-        # stats.c numbers(): host-only rows take the bandwidth from the
-        # operations with a completion only; none has one: None (no data
-        # moves between the enqueue and the Coll's stop)
-        done_n = a["done_n"]
-        done_p50 = float(_quantile(hl["done"].get(k, []), done_n, max(a["done_max"], 0), 0.5))
-        host_algbw = None if not done_n else avg / done_p50 if done_p50 > 0 else 0.0
-        if host_only:
-            algbw = host_algbw
+        # stats.c numbers(): bandwidth from the transfer time where every
+        # rank-operation has one, else GPU time, else host time of the
+        # operations with a completion; none has one: None (no data moves
+        # between the enqueue and the Coll's stop)
+        host_algbw = None if not done_n else avg / host_p50 if host_p50 > 0 else 0.0
+        if split_n and split_n == ops_n:
+            t, bw_from = xq[0.5], "transfer"
+        elif not host_only:
+            t, bw_from = gpu_p50, "gpu"
+        elif not none:
+            t, bw_from = host_p50, "host"
         else:
-            algbw = avg / gpu_p50 if gpu_p50 > 0 else 0.0
+            t, bw_from = -1.0, None
+        algbw = None if t < 0 else avg / t if t > 0 else 0.0
         eo = a["eo"]
         rows.append({
             "comm": comm, "nranks": nranks, "op": op, "p2p": bool(p2p), "dtype": dtype,
             "size_max_bytes": 1 << bucket, "avg_bytes": avg,
             "count": ops_n if p2p else a.get("colls", 0),
             "rank_ops": ops_n, "enqueue_only": eo,
-            "p50_us": host_p50 / 1e3, "p99_us": host_p99 / 1e3, "max_us": host_max / 1e3,
+            "p50_us": host_p50 / 1e3 if done_n else None,
+            "p99_us": host_p99 / 1e3 if done_n else None,
+            "max_us": host_max / 1e3 if done_n else None,
             "algbw_GBps": algbw, "busbw_GBps": None if algbw is None else algbw * bf,
-            "timing": "host-only" if host_only else "gpu (partial)" if gpu_n < ops_n else "gpu",
+            "bw_from": bw_from,
+            "timing": "enqueue-only" if none else "host-only" if host_only
+                      else "gpu (partial)" if gpu_n < ops_n else "gpu",
             "gpu_ops": gpu_n,
             "gpu_p50_us": gpu_p50 / 1e3 if gpu_n else None,
             "gpu_p99_us": gpu_p99 / 1e3 if gpu_n else None,
             "gpu_max_us": gpu_mx / 1e3 if gpu_n else None,
+            "split_ops": split_n,
+            "wait_p50_us": wq[0.5] / 1e3 if split_n else None,
+            "wait_p99_us": wq[0.99] / 1e3 if split_n else None,
+            "transfer_p50_us": xq[0.5] / 1e3 if split_n else None,
+            "transfer_p99_us": xq[0.99] / 1e3 if split_n else None,
             "queue_p50_us": q50 / 1e3 if q_n else None,
             "queue_p99_us": q99 / 1e3 if q_n else None,
             "host_algbw_GBps": host_algbw,
@@ -576,7 +655,7 @@ _RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins tie
 
 _I64MAX, _I64MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 _ENTRY = ["first_ns", "first_fr", "last_ns", "last_fr", "ranks", "gpu_ranks", "gpu_first",
-          "gpu_last", "gpu_last_fr", "gpu_last_enq"]
+          "gpu_last", "gpu_last_fr", "gpu_last_enq", "nranks"]
 
 
 def _coll_rows(part):
@@ -592,6 +671,7 @@ def _coll_rows(part):
         "ranks": np.ones(len(part), dtype=np.int64), "gpu_ranks": has.astype(np.int64),
         "gpu_first": np.where(has, gs, _I64MAX), "gpu_last": np.where(has, gs, _I64MIN),
         "gpu_last_fr": np.where(has, fr, _I64MAX), "gpu_last_enq": enq,
+        "nranks": part["nranks"].to_numpy(),
     })
 
 
@@ -608,6 +688,7 @@ def _merge_entries(e):
     out = g[["first_ns", "first_fr"]].first()
     out[["ranks", "gpu_ranks"]] = g[["ranks", "gpu_ranks"]].sum()
     out["gpu_first"] = g["gpu_first"].min()
+    out["nranks"] = g["nranks"].max()
     x = e.assign(neg=-e["last_ns"]).sort_values(_CKEY + ["neg", "last_fr"], kind="stable")
     out[["last_ns", "last_fr"]] = x.groupby(_CKEY, sort=False)[["last_ns", "last_fr"]].first()
     y = e.assign(neg=-e["gpu_last"].clip(lower=_I64MIN + 1)).sort_values(
@@ -690,13 +771,18 @@ def stats(ops, drops=None, top=20, files=None):
         lazy.append(drops)
     got = list(_compute_all(*lazy))
     long = got[0]
-    rows = _rows_finish(long)
     e = _collectives_finish(got[1])
+    # the split needs every collective's last GPU start: a second pass
+    split = _compute_all(_split_lazy(ops, got[1]))[0]
+    rows = _rows_finish(_combine_rows(pd.concat([long, split], ignore_index=True)))
     out = {"files": files if files is not None else getattr(ops, "attrs", {}).get("files"),
            # every operation is in exactly one row
-           "operations": int(long[long["what"] == "n"]["v"].sum())}
+           "operations": int(long[long["what"] == "n"]["v"].sum()),
+           # stats' --skip-first and --time, which stats() does not take
+           "skipped_first": 0, "outside_window": 0}
     if drops is not None:
         out["lost"] = _lost(got[2])
+    out["clocks"] = dict(_CLOCKS)
     out.update({"rows": rows, "stragglers": _by_enqueue(e, top), "gpu_stragglers": _late(e)})
     return _as_printed(out)
 
@@ -1005,9 +1091,11 @@ def _json_like_c(s):
     def obj(d):
         return "{" + ", ".join('"%s": %s' % (k, ("%.0f" % v) if k == "avg_bytes" else _fmt(v))
                                for k, v in d.items()) + "}"
-    parts = ['"files": %s' % _fmt(s["files"]), '"operations": %d' % s["operations"]]
+    parts = ['"files": %s' % _fmt(s["files"]), '"operations": %d' % s["operations"],
+             '"skipped_first": %d' % s["skipped_first"], '"outside_window": %d' % s["outside_window"]]
     if "lost" in s:
         parts.append('"lost": ' + obj(s["lost"]))
+    parts.append('"clocks": ' + obj(s["clocks"]))
     head = "{" + ", ".join(parts) + ", "
     body = []
     for k in ("rows", "stragglers", "gpu_stragglers"):
@@ -1215,10 +1303,12 @@ def _print_stats(s, top):
     print("%-16s %5s %-14s %-12s %10s %8s %-13s %10s %10s %9s" % (
         "comm", "ranks", "op", "dtype", "size<=", "rank-ops", "timing", "p50 us", "p99 us", "busbw"))
     for r in s["rows"]:
-        p50 = r["p50_us"] if r["timing"] == "host-only" else r["gpu_p50_us"]
-        p99 = r["p99_us"] if r["timing"] == "host-only" else r["gpu_p99_us"]
+        host = r["timing"] in ("host-only", "enqueue-only")
+        p50 = r["p50_us"] if host else r["gpu_p50_us"]
+        p99 = r["p99_us"] if host else r["gpu_p99_us"]
+        p50, p99 = ["-" if v is None else "%.2f" % v for v in (p50, p99)]
         bw = "-" if r["busbw_GBps"] is None else "%.2f" % r["busbw_GBps"]
-        print("%-16s %5d %-14s %-12s %10d %8d %-13s %10.2f %10.2f %9s" % (
+        print("%-16s %5d %-14s %-12s %10d %8d %-13s %10s %10s %9s" % (
             r["comm"], r["nranks"], r["op"], r["dtype"], r["size_max_bytes"], r["rank_ops"],
             r["timing"], p50, p99, bw))
     for r in s["gpu_stragglers"][:top]:

@@ -5,7 +5,11 @@ JSON, not from stats' code path: convert draws each KernelCh at GPU time on
 its channel track (GPU clock mapped to the host's), so per operation the GPU
 time is the first channel slice's start to the last one's end, the queue
 time its enqueue (the completion slice's start) to that GPU start, and the
-rank whose first channel started last in a collective is its straggler."""
+rank whose first channel started last in a collective is its straggler.
+In the collectives whose data moves only once every rank arrived
+(AllReduce, AllGather, ReduceScatter), a rank's wait is its GPU start to
+the last rank's, its transfer the rest of its GPU time; bandwidth comes
+from the transfer p50 there (bw_from "transfer"), from GPU time elsewhere."""
 import json
 import math
 import os
@@ -74,7 +78,17 @@ def main():
         queue.setdefault(key, []).append(max(0.0, s - op["ts"]))
         nbytes.setdefault(key, []).append(n)
         if "seqNumber" in a:
-            colls.setdefault((op["name"], a["seqNumber"]), []).append((s, op["ts"], rank_of[k[0]]))
+            colls.setdefault((op["name"], a["seqNumber"]), []).append((s, op["ts"], rank_of[k[0]], t, key))
+    split = ("AllReduce", "AllGather", "ReduceScatter")
+    wait_of, xfer_of = {}, {}
+    for (name, _), parts in colls.items():
+        if name not in split or len(parts) != 4:
+            continue
+        s_last = max(p[0] for p in parts)
+        for s, _, _, t, key in parts:
+            w = min(max(0.0, s_last - s), t - s)
+            wait_of.setdefault(key, []).append(w)
+            xfer_of.setdefault(key, []).append(t - s - w)
 
     st = json.loads(run([cli, "stats", src, "--json", "--top", "1000"]).stdout)
     rows = {(r["op"], r["dtype"], r["size_max_bytes"]): r for r in st["rows"]}
@@ -89,10 +103,24 @@ def main():
         check(near_quantile(r["queue_p50_us"], 0.5, queue[key]), "%s queue_p50 %.3f, recomputed %s" %
               (key, r["queue_p50_us"], sorted(queue[key])))
         avg = sum(nbytes[key]) / len(nbytes[key])
-        algbw = avg / (r["gpu_p50_us"] * 1e3)
+        if key[0] in split:
+            check(r["split_ops"] == r["rank_ops"] == len(wait_of[key]) and r["bw_from"] == "transfer",
+                  "%s: every rank has GPU times, the split covers the row: %s" % (key, r))
+            for name, q, xs in (("wait_p50_us", 0.5, wait_of[key]), ("wait_p99_us", 0.99, wait_of[key]),
+                                ("transfer_p50_us", 0.5, xfer_of[key]),
+                                ("transfer_p99_us", 0.99, xfer_of[key])):
+                check(near_quantile(r[name], q, xs), "%s %s %.3f, recomputed %s" % (key, name, r[name], sorted(xs)))
+            check(r["transfer_p50_us"] <= r["gpu_p50_us"] * 1.02 and r["wait_p50_us"] <= r["gpu_p50_us"] * 1.02,
+                  "%s: wait and transfer are parts of the GPU time: %s" % (key, r))
+            t50 = r["transfer_p50_us"]
+        else:
+            check(r["split_ops"] == 0 and r["wait_p50_us"] is None and r["transfer_p50_us"] is None
+                  and r["bw_from"] == "gpu", "%s: no split for %s: %s" % (key, key[0], r))
+            t50 = r["gpu_p50_us"]
+        algbw = avg / (t50 * 1e3)
         busbw = algbw * factor.get(key[0], 1.0)
         check(abs(r["busbw_GBps"] - busbw) <= 0.002 * busbw + 0.002,
-              "%s busbw %.3f, from GPU p50 %.3f" % (key, r["busbw_GBps"], busbw))
+              "%s busbw %.3f, from the %s p50 %.3f" % (key, r["busbw_GBps"], r["bw_from"], busbw))
         # the host figure is still there, and is larger: it includes the queueing
         check(r["p50_us"] >= r["gpu_p50_us"] and r["host_busbw_GBps"] <= r["busbw_GBps"] + 1e-3,
               "%s: host p50 %s below GPU p50" % (key, r))
@@ -102,7 +130,7 @@ def main():
     for parts in colls.values():
         if len(parts) != 4:
             continue
-        s_last, enq_last, rk = max(parts)
+        s_last, enq_last, rk = max(parts)[:3]
         lag = s_last - min(p[0] for p in parts)
         host = max(0.0, enq_last - min(p[1] for p in parts))
         last[rk] = last.get(rk, 0) + 1
@@ -120,7 +148,10 @@ def main():
     txt = run([cli, "stats", src]).stdout
     check("stragglers by GPU start" in txt and re.search(r"\n\S+ +%d +\d+ +%d " % (top["rank"], top["last"]), txt),
           txt)
-    check(" gpu " in txt and "queue p50" in txt, txt)
+    check(" gpu " in txt and "queue p50" in txt and "wait p50" in txt and "xfer p50" in txt, txt)
+    ar = rows[("AllReduce", "ncclFloat32", 1 << 20)]
+    check(re.search(r"\n\S+ +4 AllReduce +ncclFloat32 +1M .* %.2f +%.2f .* transfer" %
+                    (ar["wait_p50_us"], ar["transfer_p50_us"]), txt), "text row of %s:\n%s" % (ar, txt))
     print("ok: stats GPU time on %d rows and %d collectives match the converted trace; rank %d made "
           "others wait %.0f us in %d collectives" % (len(rows), len(colls), top["rank"], top["wait_us"],
                                                     top["last"]))

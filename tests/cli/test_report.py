@@ -4,8 +4,9 @@
 
 Static checks on two traces: tests/data/torch_ddp_2rank.nsc (rank 1 of a
 2-process PyTorch DDP job on 2 x H200, recorded with the default mask: no
-KernelCh, host time only) and the 4-process H200 job (KernelCh: GPU time,
-stragglers by GPU start). The wait matrix must name the job's ranks and its
+KernelCh, no ProxyOp: no completion at all, enqueue only; the page must say
+so and show no latency for it) and the 4-process H200 job (KernelCh: GPU
+time, split into wait and transfer, stragglers by GPU start). The wait matrix must name the job's ranks and its
 rows must add up to what `stats --json` reports for each rank.
 
 Where Debian's Chromium is installed, both pages are rendered headless: the
@@ -40,8 +41,9 @@ def static_checks(html, name):
     # the GPU/host lead: the operations table's columns, in this order
     cols = re.search(r"<table class='ops'><tr>(.*?)</tr>", html).group(1)
     order = [c for c in re.findall(r"<th>([^<]*)</th>", cols)]
-    check(order.index("GPU p50") < order.index("busbw GB/s") < order.index("queue p50") <
-          order.index("host p50"), "%s: GPU time, busbw, then queue and host: %s" % (name, order))
+    check(order.index("GPU p50") < order.index("wait p50") < order.index("transfer p50") <
+          order.index("busbw GB/s") < order.index("bw from") < order.index("queue p50") <
+          order.index("host p50"), "%s: GPU time, its split, busbw, then queue and host: %s" % (name, order))
 
 
 def lanes(html):
@@ -198,7 +200,7 @@ def main():
     cli, _, _ = env_paths()
     d = tmpdir()
 
-    # rank 1 of a 2-process DDP job, host time only
+    # rank 1 of a 2-process DDP job, enqueue only
     ddp_src = os.path.join(data_dir(), "torch_ddp_2rank.nsc")
     check(os.path.getsize(ddp_src) < 64 * 1024, "the DDP trace is small")
     ddp = os.path.join(d, "ddp.html")
@@ -206,10 +208,15 @@ def main():
     html = open(ddp).read()
     static_checks(html, "ddp")
     check(lanes(html) == ["rank 1/2 · vm pid 1664"], "ddp: one lane, rank 1 of 2: %s" % lanes(html))
-    check("none with GPU time" in html and "Host time per rank" in html,
-          "ddp: says its times are host time (no KernelCh)")
-    check(re.search(r"<tr class='host'><td>8b5559bfbf3ef457</td><td>AllReduce</td>", html),
-          "ddp: AllReduce rows, marked host-only")
+    check("No completion recorded (enqueue only)</b> for 34 rank-operations" in html
+          and "NCCLSCOPE_EVENTS=default,KernelCh" in html and "Enqueue time (no completion recorded) per rank" in html,
+          "ddp: says it has no completion, how to get one, and draws enqueue time as such")
+    rows = re.findall(r"<tr class='host'><td>8b5559bfbf3ef457</td><td>(\w+)</td>(.*?)</tr>", html)
+    check(len(rows) == 8 and all("enqueue-only" in r and "no completion recorded (enqueue only)" in r
+                                 and not re.search(r"\d (ns|us|ms)<", r) for _, r in rows),
+          "ddp: every row enqueue-only, no time in it: %s" % rows)
+    check("No operation with GPU time or a completion: no latency to draw" in html
+          and "<polyline" not in html, "ddp: no latency chart drawn from enqueue times")
     check("No collective with every rank's GPU start" in html, "ddp: no wait matrix without GPU starts")
     print("ok: ddp report, %d bytes" % len(html))
 
@@ -222,6 +229,22 @@ def main():
     check(lanes(html) == ["rank %d/4 · vm pid %d" % (r, 2367 + r) for r in range(4)],
           "job: a lane per rank, in rank order: %s" % lanes(html))
     check("1408 with GPU time" in html and "GPU time per rank" in html, "job: GPU time leads")
+    check("no-completion" not in html, "job: every operation has a completion")
+    # the operations table: wait and transfer as stats gives them
+    st = json.loads(run([cli, "stats", "--json", job_src]).stdout)
+    for r in st["rows"]:
+        label = {10: "1K", 15: "32K", 20: "1M", 2: "4B"}[r["size_max_bytes"].bit_length() - 1]
+        m = re.search(r"<td>%s</td><td>%s</td><td>%s</td><td>%s</td>(.*?)</tr>" %
+                      (r["comm"], r["op"], r["dtype"], label), html)
+        check(m, "job: a row for %s %s" % (r["op"], label))
+        cells = re.findall(r"<td>([^<]*)</td>", m.group(1))
+        # count timing gpu50 gpu99 wait50 wait99 xfer50 xfer99 busbw algbw bw_from
+        check(cells[10] == r["bw_from"] and abs(float(cells[8]) - r["busbw_GBps"]) < 0.006,
+              "job: %s %s busbw %s from %s, stats %s" % (r["op"], label, cells[8], cells[10], r))
+        if r["transfer_p50_us"] is None:
+            check(cells[4] == cells[6] == "-", "job: %s: no split: %s" % (r["op"], cells))
+        else:
+            check(cells[4] != "-" and cells[6] != "-", "job: %s: split: %s" % (r["op"], cells))
     # bounded: at most 200 bins a lane, whatever the job's length
     ov = re.search(r"<svg[^>]*id='overview'.*?</svg>", html, re.S).group(0)
     for path in re.findall(r" d='([^']*)'", ov):
@@ -267,7 +290,7 @@ def main():
     check(p.stderr.strip().splitlines() == ["ncclscope report: 1 file(s) -> %s" % rep],
           "replayed: one line on stderr, no per-file diagnostics: %r" % p.stderr)
     html = open(rep).read()
-    check("not on the host clock here" in html and "Host time per rank" in html,
+    check("not on the host clock here" in html and "Host time (enqueue to completion) per rank" in html,
           "replayed: lanes in host time, saying why")
 
     long_job(d)

@@ -6,8 +6,10 @@ when not every rank's file is given). No bandwidth comes from an
 enqueue-only operation (no KernelCh or ProxyOp child: its time ends at the
 Coll's own stop, which moves no data; the default mask on NVLink gave
 316,066 GB/s): such rows have null (JSON) and "-" (text), rows with some get
-the bandwidth of the operations with a completion only. report shows the
-same counts."""
+the bandwidth of the operations with a completion only. Nor any latency:
+their p50/p99/max are null (JSON) and "-" (text), the timing says
+enqueue-only and the text says how to record a completion. report shows
+the same counts."""
 import json
 import os
 import re
@@ -35,7 +37,9 @@ def main():
     s = stats(cli, [ddp])
     for r in s["rows"]:
         check(r["enqueue_only"] == r["rank_ops"], "ddp: all enqueue only: %s" % r)
-        for k in ("algbw_GBps", "busbw_GBps", "host_algbw_GBps", "host_busbw_GBps"):
+        check(r["timing"] == "enqueue-only" and r["bw_from"] is None, "ddp: enqueue-only: %s" % r)
+        for k in ("algbw_GBps", "busbw_GBps", "host_algbw_GBps", "host_busbw_GBps", "p50_us", "p99_us",
+                  "max_us", "gpu_p50_us", "wait_p50_us", "transfer_p50_us"):
             check(r[k] is None, "ddp %s %d: %s = %s, expected null" % (r["op"], r["size_max_bytes"], k, r[k]))
         # one rank's file: each of its operations is another collective
         check(r["count"] == r["rank_ops"], "ddp: count %d for %d rank-ops of one rank"
@@ -44,9 +48,12 @@ def main():
     big = [ln for ln in text.splitlines() if " AllReduce " in ln and " 128M " in ln]
     check(len(big) == 1, "ddp: one AllReduce 128M row: %s" % big)
     f = big[0].split()
-    # ... count rank-ops timing p50 p99 max queue host algbw busbw enqueue only
-    check(f[-4:] == ["-", "-", "enqueue", "only"] and f[5:7] == ["10", "10"],
-          "ddp text row: count 10, no bandwidth: %s" % big[0])
+    # ... count rank-ops clock p50 p99 max wait xfer queue host algbw busbw bw-from note
+    check(f[5:7] == ["10", "10"] and f[7:18] == ["-"] * 11
+          and big[0].endswith(" no completion recorded (enqueue only)"),
+          "ddp text row: count 10, no time, no bandwidth: %s" % big[0])
+    check("no completion recorded (enqueue only) for 34 rank-operation(s)" in text
+          and "NCCLSCOPE_EVENTS=default,KernelCh (docs/config.md)" in text, "ddp: the hint:\n" + text)
     print("ok: enqueue-only rows: no bandwidth (null, -); one rank's file counts its collectives")
 
     # one process of a 4-process job: its counts are the job's
@@ -92,8 +99,11 @@ def main():
         for r in mixed:
             k, e, c = key(r), eo[key(r)], done[key(r)]
             check(e["algbw_GBps"] is None and c["enqueue_only"] == 0, "%s: runs as meant" % (k,))
-            check(0 < r["enqueue_only"] < r["rank_ops"] and r["timing"] == "host-only",
-                  "%s: some enqueue only: %s" % (k, r))
+            check(0 < r["enqueue_only"] < r["rank_ops"] and r["timing"] == "host-only"
+                  and r["bw_from"] == "host", "%s: some enqueue only: %s" % (k, r))
+            # host time of the completed operations only, as their own file's
+            for t in ("p50_us", "p99_us", "max_us"):
+                check(r[t] == c[t], "-j %s %s: %s %s, of completions only %s" % (jobs, k, t, r[t], c[t]))
             # the completed operations' p50 alone, as the file holding only them
             for b in ("algbw_GBps", "busbw_GBps", "host_algbw_GBps", "host_busbw_GBps"):
                 check(r[b] == c[b], "-j %s %s: %s %s, from completions only %s" % (jobs, k, b, r[b], c[b]))

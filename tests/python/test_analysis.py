@@ -335,17 +335,30 @@ GROUP BY l.comm, o.rank ORDER BY wait_us DESC
 """
 
 SQL_BUSBW = """
-WITH s AS (
-  SELECT comm, op, dtype, nranks, bytes, gpu_ns,
+WITH coll AS (
+  SELECT comm, op, seq, COUNT(*) AS ranks, MAX(nranks) AS nranks,
+         SUM(CASE WHEN gpu_start_ns > 0 THEN 1 ELSE 0 END) AS gpu_ranks, MAX(gpu_start_ns) AS gpu_last
+  FROM ops WHERE p2p = 0 GROUP BY comm, op, seq),
+w AS (
+  SELECT o.comm, o.op, o.dtype, o.nranks, o.bytes, o.gpu_ns,
+         CASE WHEN o.op IN ('AllReduce', 'AllGather', 'ReduceScatter', 'AlltoAll')
+                   AND c.gpu_ranks = c.nranks AND c.ranks = c.nranks AND o.gpu_start_ns > 0
+              THEN CASE WHEN c.gpu_last <= o.gpu_start_ns THEN 0
+                        WHEN c.gpu_last - o.gpu_start_ns >= o.gpu_ns THEN o.gpu_ns
+                        ELSE c.gpu_last - o.gpu_start_ns END END AS wait_ns
+  FROM ops o JOIN coll c ON o.comm = c.comm AND o.op = c.op AND o.seq = c.seq
+  WHERE o.p2p = 0 AND o.gpu_ns > 0),
+s AS (
+  SELECT comm, op, dtype, nranks, bytes, COALESCE(gpu_ns - wait_ns, gpu_ns) AS t_ns,
          CASE WHEN bytes <= 1 THEN 1 ELSE CAST(POWER(2, CEIL(LOG2(bytes))) AS BIGINT) END AS size_max
-  FROM ops WHERE p2p = 0 AND gpu_ns > 0),
+  FROM w),
 r AS (
-  SELECT *, ROW_NUMBER() OVER (PARTITION BY comm, op, dtype, size_max ORDER BY gpu_ns) AS k,
+  SELECT *, ROW_NUMBER() OVER (PARTITION BY comm, op, dtype, size_max ORDER BY t_ns) AS k,
          COUNT(*) OVER (PARTITION BY comm, op, dtype, size_max) AS n
   FROM s)
 SELECT comm, op, dtype, size_max, n AS rank_ops, MAX(nranks) AS nranks,
-       AVG(bytes) AS avg_bytes, MAX(CASE WHEN k = FLOOR(n * 0.5) + 1 THEN gpu_ns END) AS p50_ns,
-       AVG(bytes) / MAX(CASE WHEN k = FLOOR(n * 0.5) + 1 THEN gpu_ns END)
+       AVG(bytes) AS avg_bytes, MAX(CASE WHEN k = FLOOR(n * 0.5) + 1 THEN t_ns END) AS p50_ns,
+       AVG(bytes) / MAX(CASE WHEN k = FLOOR(n * 0.5) + 1 THEN t_ns END)
          * CASE WHEN op = 'AllReduce' THEN 2.0 * (MAX(nranks) - 1) / MAX(nranks)
                 WHEN op IN ('AllGather', 'ReduceScatter') THEN (MAX(nranks) - 1) * 1.0 / MAX(nranks)
                 ELSE 1.0 END AS busbw_GBps
