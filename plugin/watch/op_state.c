@@ -574,25 +574,6 @@ void nsc_opst_state(uint64_t h, int state, uint64_t arg, uint64_t ticks) {
 
 /* ---- the watchdog's scan ---- */
 
-static unsigned wait_of(uint64_t st) {
-    if (!st)
-        return NSC_WAIT_POSTED;
-    switch ((int)st - 1) {
-    case NSC_ABI_PROXY_STEP_SEND_GPU_WAIT:
-    case NSC_ABI_PROXY_STEP_RECV_GPU_WAIT:
-        return NSC_WAIT_GPU;
-    case NSC_ABI_PROXY_STEP_SEND_PEER_WAIT_V4:
-        return NSC_WAIT_PEER;
-    case NSC_ABI_PROXY_STEP_SEND_WAIT:
-    case NSC_ABI_PROXY_STEP_RECV_WAIT:
-        return NSC_WAIT_NET;
-    case NSC_ABI_PROXY_STEP_RECV_FLUSH_WAIT:
-        return NSC_WAIT_FLUSH;
-    default:
-        return NSC_WAIT_POSTED;
-    }
-}
-
 /* The scan holds a reference on slot i: when it is the only one (no child
  * holds the slot), the occupant goes for good (`how`: reclaimed with its
  * finalized comm, or overtaken); otherwise the reference is dropped and a
@@ -775,7 +756,7 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                     proxies[proxy_at[p] - 1].self_id == LD(s, W_PID)) {
                     struct nsc_opst_proxy *px = &proxies[proxy_at[p] - 1];
                     int32_t step = (int32_t)(uint32_t)LD(s, 3);
-                    px->waiting[wait_of(LD(s, 4))]++;
+                    px->waiting[nsc_step_wait_of(LD(s, 4))]++;
                     px->steps_open++;
                     if (px->lowest_open < 0 || step < px->lowest_open)
                         px->lowest_open = step;

@@ -51,6 +51,26 @@ enum nsc_opst_kind { NSC_OPST_FREE = 0, NSC_OPST_OP = 1, NSC_OPST_PROXY = 2, NSC
 /* What a ProxyStep waits for, from its last state (docs/format.md, HANG). */
 enum nsc_step_wait { NSC_WAIT_POSTED = 0, NSC_WAIT_GPU = 1, NSC_WAIT_PEER = 2, NSC_WAIT_NET = 3,
                      NSC_WAIT_FLUSH = 4, NSC_WAIT_COUNT = 5 };
+/* A step's wait from its last state word (0: no state yet, else the
+ * ncclProfilerEventState + 1). */
+static inline unsigned nsc_step_wait_of(uint64_t st) {
+    if (!st)
+        return NSC_WAIT_POSTED;
+    switch ((int)st - 1) {
+    case NSC_ABI_PROXY_STEP_SEND_GPU_WAIT:
+    case NSC_ABI_PROXY_STEP_RECV_GPU_WAIT:
+        return NSC_WAIT_GPU;
+    case NSC_ABI_PROXY_STEP_SEND_PEER_WAIT_V4:
+        return NSC_WAIT_PEER;
+    case NSC_ABI_PROXY_STEP_SEND_WAIT:
+    case NSC_ABI_PROXY_STEP_RECV_WAIT:
+        return NSC_WAIT_NET;
+    case NSC_ABI_PROXY_STEP_RECV_FLUSH_WAIT:
+        return NSC_WAIT_FLUSH;
+    default:
+        return NSC_WAIT_POSTED;
+    }
+}
 
 /* The handle to give NCCL for an event just started (`h`, a plain handle
  * from the recorder): a slab handle when the event's type is tracked and a
