@@ -141,7 +141,7 @@ def filters(cli):
     d = tmpdir()
     for w in ("0.342:0.344", "0.344:0.348", "0.33:0.34", "5:6"):
         s = stats(cli, [job], "--time", w)
-        run([cli, "convert", job, "--time", w, "-o", os.path.join(d, "w.json")])
+        run([cli, "convert", "--detail", job, "--time", w, "-o", os.path.join(d, "w.json")])
         doc = json.load(open(os.path.join(d, "w.json")))
         kept = sum(1 for e in doc["traceEvents"] if e.get("cat") == "completion" and e["ph"] in ("X", "b"))
         check(s["operations"] == kept and s["operations"] + s["outside_window"] == whole["operations"],
