@@ -172,7 +172,7 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->fn = fn;
     t->ud = ud;
     t->kernel = (nsc_dec_session(d)->event_mask >> NSC_ET_KERNEL_CH) & 1;
-    t->nch_unknown = nsc_dec_session(d)->api_version <= 3;
+    t->nch_unknown = !nsc_op_channels_known((int)nsc_dec_session(d)->api_version);
     int ok = nsc_id_map_init(&t->ops, 1024, sizeof(struct op), NSC_ID_MAP_GROW) == 0;
     ok = nsc_id_map_init(&t->kids, 4096, sizeof(struct nsc_track_child), NSC_ID_MAP_GROW) == 0 && ok;
     ok = nsc_id_map_init(&t->early, 1024, sizeof(struct early), NSC_ID_MAP_GROW) == 0 && ok;

@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "op_rules.h"
 #include "trace_decode.h"
 
 #define NSC_TRACK_INFLIGHT 65536
@@ -66,8 +67,9 @@ struct nsc_op_done {
 static inline int nsc_op_stuck(const struct nsc_op_done *op, int kernel) {
     if (!op->stop_ns || op->nopen > 0)
         return 1;
-    int no_kernel_work = op->is_p2p && (op->peer == op->rank || op->count == 0);
-    return kernel && !op->file_ended && op->nch > 0 && op->children == 0 && !no_kernel_work;
+    /* a Send/Recv to its own rank or of 0 bytes gets no KernelCh (op_rules.h) */
+    return kernel && !op->file_ended && op->nch > 0 && op->children == 0 &&
+           nsc_op_expects_kernel_ch(op->is_p2p, op->count, op->peer, op->rank);
 }
 
 /* A child of an operation in flight (hang.h reads them). */

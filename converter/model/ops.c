@@ -2,6 +2,7 @@
 /* ops.c - one pass per file through the operation tracker (ops.h). */
 #include "ops.h"
 
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "decoded.h"
 #include "event_types.h"
 #include "gpu_clock.h"
+#include "op_rules.h"
 #include "python_view.h"
 #include "result.h"
 
@@ -106,10 +108,7 @@ int nsc_dec_read_session(const char *path, struct nsc_session *s) {
 
 uint64_t nsc_op_bytes(const struct nsc_op_done *op) {
     uint64_t b = op->count * (uint64_t)nsc_dtype_size(op->dtype);
-    if (!op->is_p2p && op->func && op->nranks > 0 &&
-        (!strcmp(op->func, "AllGather") || !strcmp(op->func, "ReduceScatter")))
-        b *= (uint64_t)op->nranks;
-    return b;
+    return (uint64_t)((double)b * nsc_op_size_factor(op->func, op->is_p2p, op->nranks));
 }
 
 /* ---- rows ---- */

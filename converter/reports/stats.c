@@ -12,6 +12,7 @@
 #include "event_types.h"
 #include "gpu_clock.h"
 #include "hash.h"
+#include "op_rules.h"
 #include "latency_hist.h"
 #include "ops.h"
 #include "parallel.h"
@@ -130,16 +131,6 @@ static unsigned bucket_of(uint64_t bytes) {
     return b;
 }
 
-
-static double bus_factor(const char *func, int n) {
-    if (!func || n <= 0)
-        return 1.0;
-    if (!strcmp(func, "AllReduce"))
-        return 2.0 * (n - 1) / n;
-    if (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter"))
-        return (double)(n - 1) / n;
-    return 1.0;
-}
 
 /* The collectives whose data cannot move before every rank arrived: each
  * rank's result needs every rank's input (AllReduce, AllGather,
@@ -518,7 +509,7 @@ static struct row_numbers numbers(const struct row *r) {
     n.p99 = n.host_only ? n.host_p99 : n.gpu_p99;
     n.max = n.host_only ? n.host_max : n.gpu_max;
     n.avg_bytes = r->ops ? (double)r->bytes_sum / (double)r->ops : 0;
-    double bf = bus_factor(r->func, r->nranks);
+    double bf = nsc_op_bus_factor(r->func, r->is_p2p, r->nranks); /* nccl-tests' (op_rules.h) */
     /* bytes / 0 ns (a sub-ns sample) is no bandwidth either, as before */
     n.host_algbw = n.host_p50 < 0 ? -1 : n.host_p50 > 0 ? n.avg_bytes / n.host_p50 : 0;
     n.host_busbw = n.host_algbw < 0 ? -1 : n.host_algbw * bf;

@@ -390,11 +390,12 @@ def _stat_rows(part):
 
 
 def _bus_factor(op, n):
+    """nccl-tests' bus factor, as nccl/op_rules.h (nsc_op_bus_factor) gives it."""
     if n <= 0:
         return 1.0
     if op == "AllReduce":
         return 2.0 * (n - 1) / n
-    if op in ("AllGather", "ReduceScatter"):
+    if op in ("AllGather", "ReduceScatter", "AlltoAll", "Gather", "Scatter"):
         return (n - 1) / n
     return 1.0
 
