@@ -7,7 +7,7 @@
  *       4 threads record for 0.3 s, then two of them fault at the same
  *       moment (a store to a PROT_NONE page): one readable crash dump.
  *   signal_driver --plugin SO --busy-crash
- *       3 threads record without a pause; after 1 s the main thread prints
+ *       3 threads record (500 events every 5 ms each); after 0.5 s the main thread prints
  *       how many events were finished ("events N") and faults while the
  *       others record on: the dump must hold at least N (chunks being
  *       compressed at the fault included).
@@ -84,10 +84,17 @@ static void *faulter(void *arg) {
     return NULL;
 }
 
+/* 500 events every 5 ms per thread: busy enough that chunks are being
+ * packed, compressed and kept at the fault, slow enough that the drainer
+ * keeps up on a small machine under a sanitizer (a ring that overflows
+ * drops records, counted in STATS, which a crash dump does not carry). */
 static void *busy(void *arg) {
     (void)arg;
-    for (;;)
+    struct timespec nap = {0, 5000000};
+    for (;;) {
         some_events(500);
+        nanosleep(&nap, NULL);
+    }
     return NULL;
 }
 
@@ -160,7 +167,9 @@ int main(int argc, char **argv) {
         pthread_t t[3];
         for (int i = 0; i < 3; i++)
             pthread_create(&t[i], NULL, busy, NULL);
-        struct timespec nap = {1, 0};
+        /* 0.5 s: what 3 busy threads record then fits the test's flight
+         * window, so every event is kept, none pushed out by newer ones */
+        struct timespec nap = {0, 500000000};
         nanosleep(&nap, NULL);
         printf("events %ld\n", atomic_load(&recorded));
         fflush(stdout);

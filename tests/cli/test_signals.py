@@ -85,7 +85,7 @@ def busy_crash(cli, plugin):
     for i in range(6):
         d = tmpdir()
         p = subprocess.run([driver, "--plugin", plugin, "--busy-crash"],
-                           env=flight_env(d, NCCLSCOPE_FLIGHT_MB="256"), capture_output=True,
+                           env=flight_env(d, NCCLSCOPE_FLIGHT_MB="512"), capture_output=True,
                            text=True, timeout=60)
         check(p.returncode == -signal.SIGSEGV, "run %d: exit %d\n%s" % (i, p.returncode, p.stderr[-2000:]))
         files = dumps(d, "crash")
