@@ -215,21 +215,7 @@ static void draw_entry(struct nsc_timeline *t, struct pend_op *q) {
     uint32_t nsel = 0;
     if (measured && lane >= 0 && q->nk && sel)
         nsel = chain_of(q, op->gpu_start, op->gpu_end, sel);
-    struct nsc_args *a = tl_args(t);
-    nsc_arg_u(a, "id", tl_out_id(t, f->index, op->id));
-    if (!op->is_p2p) {
-        nsc_arg_u(a, "seqNumber", op->seq);
-        if (op->algo)
-            nsc_arg_s(a, "algo", op->algo);
-        if (op->proto)
-            nsc_arg_s(a, "proto", op->proto);
-    } else {
-        nsc_arg_i(a, "peer", op->peer);
-    }
-    nsc_arg_u(a, "nChannels", (uint64_t)op->nch);
-    nsc_arg_u(a, "count", op->count);
-    if (op->dtype)
-        nsc_arg_s(a, "datatype", op->dtype);
+    struct nsc_args *a = tl_op_args(t, op);
     const char *cat = measured ? "GPU" : op->end_ns ? "estimated" : "enqueue";
     nsc_arg_s(a, "timing",
               measured ? "GPU: first KernelCh start to last KernelCh end (%globaltimer)"

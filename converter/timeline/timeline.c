@@ -301,6 +301,28 @@ void tl_name_thread(struct nsc_timeline *t, uint32_t serial, uint32_t tid, const
     tl_out(t, &e);
 }
 
+/* The arguments every drawing of an operation starts with (both layouts):
+ * its id, what NCCL chose for it, its size. Returns the argument list to
+ * add to. */
+struct nsc_args *tl_op_args(struct nsc_timeline *t, const struct nsc_op_done *op) {
+    struct nsc_args *a = tl_args(t);
+    nsc_arg_u(a, "id", tl_out_id(t, t->f.index, op->id));
+    if (!op->is_p2p) {
+        nsc_arg_u(a, "seqNumber", op->seq);
+        if (op->algo)
+            nsc_arg_s(a, "algo", op->algo);
+        if (op->proto)
+            nsc_arg_s(a, "proto", op->proto);
+    } else {
+        nsc_arg_i(a, "peer", op->peer);
+    }
+    nsc_arg_u(a, "nChannels", (uint64_t)op->nch);
+    nsc_arg_u(a, "count", op->count);
+    if (op->dtype)
+        nsc_arg_s(a, "datatype", op->dtype);
+    return a;
+}
+
 /* A collective's (or p2p's) enqueue-to-completion slice on its rank's GPU
  * lanes, with what NCCL chose for it. */
 void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
@@ -342,21 +364,7 @@ void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
          * (it completed late): an async slice, which Perfetto stacks on its
          * own row, instead of a slice overlapping another on a lane. */
         f->n.ops_async++;
-    struct nsc_args *a = tl_args(t);
-    nsc_arg_u(a, "id", tl_out_id(t, f->index, op->id));
-    if (!op->is_p2p) {
-        nsc_arg_u(a, "seqNumber", op->seq);
-        if (op->algo)
-            nsc_arg_s(a, "algo", op->algo);
-        if (op->proto)
-            nsc_arg_s(a, "proto", op->proto);
-    } else {
-        nsc_arg_i(a, "peer", op->peer);
-    }
-    nsc_arg_u(a, "nChannels", (uint64_t)op->nch);
-    nsc_arg_u(a, "count", op->count);
-    if (op->dtype)
-        nsc_arg_s(a, "datatype", op->dtype);
+    struct nsc_args *a = tl_op_args(t, op);
     nsc_arg_s(a, "completion",
               op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
                          : "unknown (no KernelCh/ProxyOp recorded): enqueue only");

@@ -139,4 +139,8 @@ void tl_event_args(struct nsc_timeline *t, struct nsc_args *a, const struct nsc_
 void tl_losses_args(struct nsc_args *a, const struct nsc_losses *l, const struct nsc_stats_header *h,
                     uint64_t unnamed);
 
+/* timeline.c: an operation's common arguments (id, seqNumber or peer,
+ * algo, proto, nChannels, count, datatype), for both layouts. */
+struct nsc_args *tl_op_args(struct nsc_timeline *t, const struct nsc_op_done *op);
+
 #endif /* NSC_TIMELINE_INT_H */
