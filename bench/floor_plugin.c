@@ -40,7 +40,10 @@ _Static_assert(sizeof(struct floor_rec) == 64, "one line per record");
 struct floor_thread {
     uint64_t pos, next_handle;
     struct floor_rec *recs;
+    struct floor_thread *all_next; /* every thread's state, freed when the plugin unloads */
 };
+
+static struct floor_thread *_Atomic all_threads;
 
 static __thread struct floor_thread *tls __attribute__((tls_model("initial-exec")));
 static __thread uint64_t last_ticks __attribute__((tls_model("initial-exec")));
@@ -59,8 +62,9 @@ static inline uint64_t ticks(void) {
 #endif
 }
 
-/* The thread's ring; never freed (a reference plugin for benchmarks). NULL
- * when out of memory: the callback then records nothing. */
+/* The thread's ring, made at its first callback (the slow path: a list
+ * push) and freed when the plugin is unloaded, as a real plugin's would
+ * be. NULL when out of memory: the callback then records nothing. */
 static struct floor_thread *thread_state(void) {
     struct floor_thread *t = tls;
     if (__builtin_expect(t != NULL, 1))
@@ -70,8 +74,25 @@ static struct floor_thread *thread_state(void) {
         free(t);
         t = NULL;
     }
+    if (t) { /* RELEASE: the unload's ACQUIRE exchange sees a whole entry */
+        t->all_next = atomic_load_explicit(&all_threads, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&all_threads, &t->all_next, t,
+                                                      memory_order_release, memory_order_relaxed))
+            ;
+    }
     tls = t;
     return t;
+}
+
+/* dlclose (or exit): every thread's ring. The callers are done by then. */
+__attribute__((destructor)) static void free_threads(void) {
+    struct floor_thread *t = atomic_exchange_explicit(&all_threads, NULL, memory_order_acquire);
+    while (t) {
+        struct floor_thread *n = t->all_next;
+        free(t->recs);
+        free(t);
+        t = n;
+    }
 }
 
 static inline void put(struct floor_thread *t, uint8_t kind, uint8_t type, uint32_t aux,

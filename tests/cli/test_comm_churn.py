@@ -125,7 +125,8 @@ def check_metrics(driver, idle=0, flush_ms=None):
             ops[int(g.group(1), 16)] = ops.get(int(g.group(1), 16), 0) + int(g.group(2))
     churn = {k: v for k, v in ops.items() if 0xC0000000 <= k < 0xC0000000 + 40}
     check(len(churn) == 40 and set(churn.values()) == {1} and ops.get(0xA11C0DE) == 1,
-          "the ended comms' counts in the last file: %d of 40 comms, %s" % (len(churn), sorted(ops.items())[:5]))
+          "the ended comms' counts in the last file: %d of 40 comms, %s; the anchor's: %s"
+          % (len(churn), sorted(churn.items())[:5], ops.get(0xA11C0DE)))
     return len(churn)
 
 

@@ -30,8 +30,10 @@ def kept_of(cli, f):
 def one_run(cli, plugin, stall_ms):
     d = tmpdir()
     os.makedirs(d, exist_ok=True)
+    # a sanitized build's runtime must come first; the shim only wraps libc
     env = flight_env(d, NCCLSCOPE_FLIGHT_MB="256", NCCLSCOPE_FLUSH_MS="50", NSC_STALL_DIR=d,
-                     NSC_STALL_MS=str(stall_ms), LD_PRELOAD=shim)
+                     NSC_STALL_MS=str(stall_ms), LD_PRELOAD=shim,
+                     ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0")
     p = subprocess.run([churn, "--plugin", plugin, "--stream", "3"], env=env, capture_output=True,
                        text=True, timeout=120)
     check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr[-2000:]))
