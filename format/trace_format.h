@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define NSC_FILE_MAGIC "NCCLSCP1" /* 8 bytes, no terminator on disk */
-#define NSC_FORMAT_VERSION 3u     /* written */
+#define NSC_FORMAT_VERSION 4u     /* written */
 #define NSC_FORMAT_VERSION_MIN 1u /* still read: v1 has no PACKED chunks */
 #define NSC_BLOCK_MAGIC 0x4b4c4253u /* "SBLK" */
 #define NSC_FILE_SUFFIX ".nsc"
@@ -283,6 +283,13 @@ enum nsc_py_what {
 #define NSC_RF_BAD_PARENT 0x4     /* parentObj was not a handle we made */
 #define NSC_RF_PY_PROCESS 0x8     /* v3: py_stack is the process's latest Python caller,
                                    * not this thread's (the thread runs no Python) */
+/* v4, on a Coll or P2p START: NCCL's mask had KernelCh when it enqueued the
+ * operation, so its KernelCh events (GPU times, completion) will come. With
+ * KernelCh sampled (docs/config.md: NCCLSCOPE_KERNEL_SAMPLE) only some
+ * operations carry it; the others have no GPU time and no completion of
+ * their own. Files before v4 have no such flag: there every operation
+ * expects KernelCh when the SESSION mask has KernelCh (nsc_op_sampled). */
+#define NSC_RF_SAMPLED 0x10
 
 struct nsc_rec_hdr {
     uint8_t kind;   /* enum nsc_rec_kind */
@@ -369,17 +376,29 @@ _Static_assert(sizeof(struct nsc_rec) == NSC_REC_SIZE, "record is one cache line
 _Static_assert(offsetof(struct nsc_rec, u) == 24, "record header");
 
 /* Event ids are also the handles the plugin gives NCCL (see docs/design.md):
- * bits 0..55 the id, 56..59 the type index, 63 set when the START record was
- * dropped. */
+ * bits 0..55 the id, 56..59 the type index, 60 set on an API event (or, API
+ * v1-v4, a Group) whose enqueue NCCL made with KernelCh in its mask (the
+ * children's NSC_RF_SAMPLED), 63 set when the START record was dropped. */
 #define NSC_ID_BITS 56
 #define NSC_ID_MASK ((1ull << NSC_ID_BITS) - 1)
 #define NSC_HANDLE_ETYPE_SHIFT 56
 #define NSC_HANDLE_DROPPED (1ull << 63)
+#define NSC_HANDLE_SAMPLED (1ull << 60)
 /* Set on a handle of an event ncclscope did not record (its type is not in
  * the recorded mask, or recording is stopped) but handed to a chained
  * plugin (plugin/chain.h): its STOP/STATE are not recorded either, and as a
  * parentObj it reads as no parent, so the trace is what it would be without
  * the chained plugin. Handles never reach the file. */
 #define NSC_HANDLE_UNRECORDED (1ull << 62)
+
+/* Will this Coll's or P2p's KernelCh events come (as far as the mask goes:
+ * nccl/op_rules.h says which operations NCCL gives none at all)? v4: the
+ * START's flag; before: every operation when KernelCh was in the mask. */
+static inline int nsc_op_sampled(uint32_t format_version, uint32_t session_mask,
+                                 uint16_t start_flags) {
+    if (format_version >= 4)
+        return (start_flags & NSC_RF_SAMPLED) != 0;
+    return (session_mask & (1u << 6)) != 0; /* KernelCh's type bit */
+}
 
 #endif /* NSC_TRACE_FORMAT_H */
