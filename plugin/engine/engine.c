@@ -78,6 +78,15 @@ int nsc_engine_request_dump(void) {
     return 0;
 }
 
+void nsc_engine_nccl_joined(uint32_t api_version, uint32_t event_mask) {
+    struct engine *f = eng_running; /* read under the session mutex by the caller */
+    if (!f)
+        return;
+    atomic_store_explicit(&f->nccl_mask, event_mask, memory_order_relaxed);
+    /* RELEASE: eng_session_now reads the mask after seeing the version */
+    atomic_store_explicit(&f->nccl_api, api_version, memory_order_release);
+}
+
 uint64_t eng_now_ns(void) { return nsc_clock_monotonic_ns(); }
 
 void eng_deadline_after(struct timespec *ts, uint64_t us) {

@@ -79,7 +79,13 @@ struct job {
 
 struct engine {
     struct nsc_config cfg;
-    struct nsc_session session;
+    struct nsc_session session; /* as opened; never written after the threads start */
+    /* NCCL's API version and the mask for it, once NCCL's first init joined
+     * a session the Python package opened (0 before; trace_format.h):
+     * stored by that init (nsc_engine_nccl_joined), read by the writing
+     * compressor and the crash handler through eng_session_now. */
+    _Atomic uint32_t nccl_api, nccl_mask;
+    uint32_t file_api; /* the writing compressor's: api_version in the open file's SESSION */
     struct nsc_writer w;
     pthread_mutex_t mu;
     pthread_cond_t cv_drainer, cv_work, cv_turn, cv_done;
@@ -168,6 +174,12 @@ void *eng_drainer_main(void *arg);
 /* compressor.c */
 void *eng_compressor_main(void *arg);
 
+/* file_out.c: the session as it stands now (the opened one with NCCL's
+ * version once known; async-signal-safe); a new file with it; a SESSION
+ * rewritten in place when NCCL's version came after the file was opened. */
+void eng_session_now(const struct engine *e, struct nsc_session *s);
+int eng_open_file(struct engine *e);
+void eng_session_refresh(struct engine *e);
 /* file_out.c: blocks both modes write (the writing compressor only). */
 void eng_stats_block(struct engine *e);
 int eng_write_strings(struct engine *e, uint32_t upto);

@@ -65,7 +65,7 @@ static int dump_chunk(void *ud, const struct nsc_anchor *a, unsigned char *block
  * stays: recording goes on, and a later dump covers it again. Called by the
  * compressor whose turn it is to write. */
 static void flight_dump(struct engine *f, const char *why) {
-    if (nsc_writer_open(&f->w, &f->session) != 0) {
+    if (eng_open_file(f) != 0) { /* the session as it stands now: NCCL's version once known */
         nsc_log_warn("ncclscope: flight recorder: cannot write a dump in %s: %s", f->cfg.dir,
                      strerror(f->w.last_errno));
         return;
