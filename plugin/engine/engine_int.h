@@ -114,8 +114,8 @@ struct engine {
     /* the output mode (stream or flight) and its state */
     const struct eng_mode *mode;
     /* flight mode (NCCLSCOPE_MODE=flight): chunks kept here, not written,
-     * until a trigger sets dump_req (any thread); the writing compressor
-     * dumps them */
+     * until drainer 0 sets dump_req for a trigger (triggers.c); the
+     * writing compressor dumps them */
     struct nsc_flight *flight;
     _Atomic int dump_req;
     unsigned dumps;
