@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "control.h"
 #include "ncclscope_python.h"
 #include "python_caller.h"
 #include "recorder.h"
@@ -25,12 +26,9 @@ _Atomic uint32_t nsc_py_caller_latest;
 static uint32_t py_intern(const char *text) {
     if (!text)
         return 0;
-    /* A throwaway cache: Python's texts are transient buffers, which the
-     * thread's pointer-keyed cache must not remember. The extension keeps
-     * the ids. */
-    struct nsc_intern_cache c;
-    memset(&c, 0, sizeof(c));
-    return nsc_intern_slow(&c, text);
+    /* By content (Python's texts are transient buffers); the extension
+     * keeps the ids. User text: it leaves NCCL's names their room. */
+    return nsc_ctl_intern_user(text);
 }
 
 static uint32_t py_set_caller(uint32_t stack) {

@@ -74,7 +74,8 @@ int nsc_engine_request_dump(void) {
     struct engine *f = eng_running; /* read under the session mutex by the caller */
     if (!f || !f->flight)
         return -1;
-    atomic_store_explicit(&f->dump_req, 1, memory_order_release);
+    /* drainer 0 turns it into a dump (triggers.c: at most one per gap) */
+    atomic_fetch_add_explicit(&f->dump_asks, 1, memory_order_release);
     return 0;
 }
 

@@ -120,11 +120,22 @@ struct engine {
     /* the output mode (stream or flight) and its state */
     const struct eng_mode *mode;
     /* flight mode (NCCLSCOPE_MODE=flight): chunks kept here, not written,
-     * until a trigger sets dump_req (any thread); the writing compressor
-     * dumps them */
+     * until drainer 0 sets dump_req for a trigger (triggers.c); the
+     * writing compressor dumps them */
     struct nsc_flight *flight;
     _Atomic int dump_req;
     unsigned dumps;
+    /* Dump requests (triggers.c): asked by any thread (the control API),
+     * turned into dump_req by drainer 0 at most once per DUMP_GAP; the
+     * ones that came meanwhile merged into the next (counted for its log
+     * line). Drainer 0's: dump_pending, dump_served_ns, merging. */
+    _Atomic uint32_t dump_asks;
+    _Atomic uint64_t dumps_merged;
+    int dump_pending;
+    uint64_t dump_served_ns, merging;
+    /* NCCLSCOPE_MAX_MB in flight mode (out_flight.c, the writing
+     * compressor): bytes the dumps wrote, the last one's, dumps refused. */
+    uint64_t dumped_bytes, last_dump_bytes, dumps_refused;
 
     /* loss accounting (the writing compressor adds, anyone reads) */
     _Atomic uint64_t lost_write, lost_exit;
