@@ -24,7 +24,11 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
 
 
 /* On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT, flight mode writes the
- * window to <dir>/<host>-<pid>-crash-<random>.nsc from the signal handler,
+ * window to <dir>/<host>-<pid>-crash-<random>.nsc from the signal handler
+ * (into the writer process's crash area, which the writer writes to that
+ * file: the handler makes no file-system call, so a stalled directory
+ * cannot hold the process in it; writer_proto.h. Without a writer, to the
+ * file itself),
  * then hands the signal to the handler that was there before (or the
  * default action). SIGTERM writes <host>-<pid>-term-<random>.nsc the same
  * way, then does what it would have done without us (the previous handler,
@@ -32,8 +36,9 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * session start (no random source in a handler): another user cannot plant
  * a link at a name they cannot predict, and two processes with the same
  * host and pid (containers) do not share one; the file is created with
- * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: mkdir,
- * open, write, close, sigaction, raise, getpid, gettid, nanosleep,
+ * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: send (the
+ * writer's doorbell), mkdir, open, write, close (no writer), sigaction,
+ * raise, getpid, gettid, nanosleep,
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
  * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
