@@ -224,16 +224,24 @@ static int high_fd(int fd) {
 }
 
 /* The executable next to the plugin's shared object (where meson installs
- * both). */
+ * both): beside the file itself, or else beside the name it was loaded by
+ * (a link to the plugin elsewhere, with the writer next to the link). */
+static int beside(const char *file, char *out, size_t n) {
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!slash)
+        return -1;
+    int len = snprintf(out, n, "%.*s/%s", (int)(slash - file), file, NSC_WRITER_EXE);
+    return len > 0 && (size_t)len < n && access(out, X_OK) == 0 ? 0 : -1;
+}
+
 static int writer_path(char *out, size_t n) {
     Dl_info info;
     if (!dladdr((void *)&nsc_wproc_start, &info) || !info.dli_fname)
         return -1;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (!slash)
-        return -1;
-    int len = snprintf(out, n, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, NSC_WRITER_EXE);
-    return len > 0 && (size_t)len < n ? 0 : -1;
+    char *real = realpath(info.dli_fname, NULL);
+    int rc = beside(real, out, n) == 0 || beside(info.dli_fname, out, n) == 0 ? 0 : -1;
+    free(real);
+    return rc;
 }
 
 static void fail(struct nsc_wproc *p, char *why, size_t whylen, const char *what, int e) {
@@ -258,7 +266,7 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
     p->wake_sock = -1;
     char exe[1280];
     if (writer_path(exe, sizeof(exe)) != 0) {
-        fail(p, why, whylen, "cannot tell where the plugin is", ENOENT);
+        fail(p, why, whylen, "not next to the plugin", ENOENT);
         return -1;
     }
     int es[2] = {-1, -1}, ws[2] = {-1, -1}, bs[2] = {-1, -1}, mfd = -1;
