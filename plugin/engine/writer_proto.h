@@ -34,6 +34,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* Shared between two processes: only lock-free atomics work there. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2, "lock-free atomics");
+
 #define NSC_WRITER_EXE "ncclscope-writer"
 #define NSC_WFD_ENGINE 3
 #define NSC_WFD_WATCH 4
