@@ -3,6 +3,7 @@
  * async-signal-safe code alone (what it may call is listed below). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,8 +37,8 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * session start (no random source in a handler): another user cannot plant
  * a link at a name they cannot predict, and two processes with the same
  * host and pid (containers) do not share one; the file is created with
- * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: send (the
- * writer's doorbell), mkdir, open, write, close (no writer), sigaction,
+ * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: poll and
+ * send (the writer's doorbell), mkdir, open, write, close (no writer), sigaction,
  * raise, getpid, gettid, nanosleep,
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
@@ -158,6 +159,16 @@ static int area_take(struct nsc_crash_area *a, const char *path, unsigned wait_m
     return 0;
 }
 
+/* The writer still there to take the dump: its end of the doorbell is
+ * open (poll is async-signal-safe). A writer that died leaves the handler
+ * to write the file itself, as without one. */
+static int writer_alive(const struct engine *f) {
+    if (!f->wp.area || f->wp.wake_sock < 0)
+        return 0;
+    struct pollfd pf = {.fd = f->wp.wake_sock, .events = POLLOUT};
+    return poll(&pf, 1, 0) == 1 && !(pf.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
 static void crash_dump(struct engine *f, const char *path) {
     nsc_flight_freeze(f->flight);
     /* A drainer moving a segment finishes it first (at most 100 ms: the
@@ -172,7 +183,7 @@ static void crash_dump(struct engine *f, const char *path) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    struct crash_out o = {.fd = -1, .a = f->wp.area};
+    struct crash_out o = {.fd = -1, .a = writer_alive(f) ? f->wp.area : NULL};
     if (o.a) {
         if (area_take(o.a, path, f->cfg.exit_wait_ms) != 0)
             return;
@@ -271,7 +282,17 @@ out:
      * should the writer be gone), then the writer's answer: the area free
      * again means the file is written. A stalled directory costs at most
      * NCCLSCOPE_EXIT_WAIT_MS here; the writer writes the dump when it can. */
-    send(f->wp.wake_sock, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (send(f->wp.wake_sock, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
+        /* the writer died meanwhile: the dump from the area, here */
+        mkdir(crash_dir, 0750);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+        if (fd >= 0) {
+            crash_write(fd, o.a->data, o.pos);
+            close(fd);
+        }
+        atomic_store_explicit(&o.a->state, NSC_CRASH_IDLE, memory_order_release);
+        return;
+    }
     for (unsigned waited = 0; waited < f->cfg.exit_wait_ms &&
                               atomic_load_explicit(&o.a->state, memory_order_acquire) != NSC_CRASH_IDLE;
          waited++) {

@@ -9,7 +9,9 @@ plugin's directory, never by the job's threads.
 2. No writer next to the plugin: the job's threads write the trace as
    before, say so once in the log, and `info` says so too.
 3. The writer killed mid-session: the job goes on and finalizes at once,
-   says the writer is gone, and counts what could not be written."""
+   says the writer is gone, and counts what could not be written.
+4. The writer killed, then a crash in flight mode: the signal handler
+   writes the dump itself."""
 import os
 import re
 import shutil
@@ -128,11 +130,34 @@ def killed(cli, plugin, d):
           "in the file" % (fin, lost.group(1), kept, events))
 
 
+def killed_then_crash(cli, plugin, d):
+    env = {"NCCLSCOPE_MODE": "flight", "NCCLSCOPE_FLIGHT_MB": "4"}
+    if "ASAN_OPTIONS" in os.environ:  # under ASan: let the job's own SIGSEGV handler (ours) be installed
+        env["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":handle_segv=0:allow_user_segv_handler=1"
+    p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "1.5", "--crash"],
+                         env=dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="100", **env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = wait_for_writer(p)
+    check(w is not None, "the session runs a writer process")
+    os.kill(w, signal.SIGKILL)
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == -signal.SIGSEGV, "the job still dies of its SIGSEGV: exit %d %s" % (p.returncode, err))
+    files = trace_files(d)
+    check(len(files) == 1 and re.search(r"-crash-[0-9a-f]{16}\.nsc$", files[0]), "one crash dump: %s" % files)
+    total = int(re.search(r"events (\d+)", out).group(1))
+    info = run([cli, "info", files[0]]).stdout
+    check("closed cleanly  yes" in info, info)
+    kept = int(re.search(r"GroupApi=(\d+)", info).group(1))
+    check(kept >= total * 0.99, "crash dump: %d of %d events" % (kept, total))
+    print("ok: writer killed, then a crash: the handler wrote the dump itself (%d of %d events)" % (kept, total))
+
+
 def main():
     cli, plugin, _ = env_paths()
     normal(cli, plugin, tmpdir())
     fallback(cli, plugin, tmpdir())
     killed(cli, plugin, tmpdir())
+    killed_then_crash(cli, plugin, tmpdir())
 
 
 main()
