@@ -282,8 +282,18 @@ out:
      * should the writer be gone), then the writer's answer: the area free
      * again means the file is written. A stalled directory costs at most
      * NCCLSCOPE_EXIT_WAIT_MS here; the writer writes the dump when it can. */
-    if (send(f->wp.wake_sock, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN) {
-        /* the writer died meanwhile: the dump from the area, here */
+    int rang = send(f->wp.wake_sock, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 || errno == EAGAIN;
+    for (unsigned waited = 0; rang && waited < f->cfg.exit_wait_ms &&
+                              atomic_load_explicit(&o.a->state, memory_order_acquire) != NSC_CRASH_IDLE;
+         waited++) {
+        if (waited % 10 == 9 && !writer_alive(f))
+            rang = 0;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (!rang && atomic_load_explicit(&o.a->state, memory_order_acquire) == NSC_CRASH_READY) {
+        /* the writer died meanwhile: the dump from the area, here (a file it
+         * had begun is left as it is: O_EXCL) */
         mkdir(crash_dir, 0750);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
         if (fd >= 0) {
@@ -291,13 +301,6 @@ out:
             close(fd);
         }
         atomic_store_explicit(&o.a->state, NSC_CRASH_IDLE, memory_order_release);
-        return;
-    }
-    for (unsigned waited = 0; waited < f->cfg.exit_wait_ms &&
-                              atomic_load_explicit(&o.a->state, memory_order_acquire) != NSC_CRASH_IDLE;
-         waited++) {
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
     }
 }
 
