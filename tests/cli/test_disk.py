@@ -4,8 +4,9 @@ silently: frozen and full filesystems. Needs root for mount and
 fsfreeze: skips with a message otherwise.
 
 1. NCCLSCOPE_DIR on an ext4 image frozen with fsfreeze before the job
-   starts: init, every callback and finalize return; finalize within
-   NCCLSCOPE_EXIT_WAIT_MS (then the job may leave).
+   starts, in stream and in flight mode: init, every callback and finalize
+   return; finalize within NCCLSCOPE_EXIT_WAIT_MS (flight mode: and the
+   trigger watcher's wait, at most as long).
    The process itself then exits at once, the disk still frozen: no thread
    of it is in the file system (the writer process is).
 2. A flight-mode job that crashes (SIGSEGV) while its directory is frozen
@@ -48,34 +49,40 @@ def frozen(cli, plugin, d):
     try:
         if sh("fsfreeze", "-f", mnt).returncode != 0:
             skip("fsfreeze not allowed here")
-        t0 = time.time()
-        p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "1.5"], stdout=subprocess.PIPE,
-                             bufsize=0, env=dict(os.environ, NCCLSCOPE_DIR=os.path.join(mnt, "trace"),
-                                                 NCCLSCOPE_EXIT_WAIT_MS="500", NCCLSCOPE_FLUSH_MS="100"))
-        out = ""
-        while "finalized" not in out and time.time() - t0 < 20:
-            r, _, _ = select.select([p.stdout], [], [], 0.2)
-            if r:
-                out += os.read(p.stdout.fileno(), 4096).decode()
-        elapsed = time.time() - t0
-        fin = re.search(r"finalized after ([\d.]+) s", out)
-        check(fin is not None, "the job got through init, its callbacks and finalize on a frozen disk: %r" % out)
-        check(float(fin.group(1)) < 1.5, "finalize waited %s s (NCCLSCOPE_EXIT_WAIT_MS=500)" % fin.group(1))
-        check(elapsed < 10, "the job ran 1.5 s of work in %.1f s on a frozen disk" % elapsed)
-        # No thread of the job sits in the frozen file system (the writer
-        # process does): the process ends while the disk is still frozen.
-        t1 = time.time()
-        try:
-            p.wait(timeout=1.5)
-        except subprocess.TimeoutExpired:
-            pass
-        check(p.returncode is not None, "the job did not exit within %.1f s of finalize on a frozen disk "
-              "(a thread of it is stuck in the file system)" % (time.time() - t1))
-        print("ok: frozen disk: %s; finalize %s s, exit %.2f s later, whole job %.1f s"
-              % (out.split("\n")[0], fin.group(1), time.time() - t1, elapsed))
+        procs = []
+        for mode in ("stream", "flight"):
+            t0 = time.time()
+            p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "1.5"], stdout=subprocess.PIPE,
+                                 bufsize=0, env=dict(os.environ, NCCLSCOPE_DIR=os.path.join(mnt, "trace"),
+                                                     NCCLSCOPE_EXIT_WAIT_MS="500", NCCLSCOPE_FLUSH_MS="100",
+                                                     NCCLSCOPE_MODE=mode))
+            procs.append(p)
+            out = ""
+            while "finalized" not in out and time.time() - t0 < 20:
+                r, _, _ = select.select([p.stdout], [], [], 0.2)
+                if r:
+                    out += os.read(p.stdout.fileno(), 4096).decode()
+            elapsed = time.time() - t0
+            fin = re.search(r"finalized after ([\d.]+) s", out)
+            check(fin is not None, "the job got through init, its callbacks and finalize on a frozen disk: %r" % out)
+            # flight mode: the watcher's wait, then the engine's
+            check(float(fin.group(1)) < 1.5, "finalize waited %s s (NCCLSCOPE_EXIT_WAIT_MS=500)" % fin.group(1))
+            check(elapsed < 10, "the job ran 1.5 s of work in %.1f s on a frozen disk" % elapsed)
+            # No thread of the job sits in the frozen file system (the writer
+            # process does): the process ends while the disk is still frozen.
+            t1 = time.time()
+            try:
+                p.wait(timeout=1.5)
+            except subprocess.TimeoutExpired:
+                pass
+            check(p.returncode is not None, "the job did not exit within %.1f s of finalize on a frozen disk "
+                  "(a thread of it is stuck in the file system)" % (time.time() - t1))
+            print("ok: frozen disk, %s mode: %s; finalize %s s, exit %.2f s later, whole job %.1f s"
+                  % (mode, out.split("\n")[0], fin.group(1), time.time() - t1, elapsed))
     finally:
         sh("fsfreeze", "-u", mnt)
-    p.wait(timeout=60)
+    for p in procs:
+        p.wait(timeout=60)
     for _ in range(100):  # the writer process leaves once the thaw lets it finish
         if sh("umount", mnt).returncode == 0:
             break
