@@ -11,11 +11,17 @@ plugin's directory, never by the job's threads.
 3. The writer killed mid-session: the job goes on and finalizes at once,
    says the writer is gone, and counts what could not be written.
 4. The writer killed, then a crash in flight mode: the signal handler
-   writes the dump itself."""
+   writes the dump itself.
+5. The writer program alone: its operations, refusals (an unknown
+   operation, a descriptor it did not open, a link where a file is
+   created) answered with an errno, and a clean exit (0) once its channels
+   close."""
 import os
 import re
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -152,12 +158,74 @@ def killed_then_crash(cli, plugin, d):
     print("ok: writer killed, then a crash: the handler wrote the dump itself (%d of %d events)" % (kept, total))
 
 
+REQ, REP = "<IiQII", "<iiqq"
+MKDIR, CREATE, APPEND, CLOSE, UNLINK, MTIME, TOUCH = range(1, 8)
+
+
+def ask(sock, op, fd=-1, off=0, data=b"", mode=0):
+    sock.sendall(struct.pack(REQ, op, fd, off, len(data), mode) + data)
+    buf = b""
+    while len(buf) < struct.calcsize(REP):
+        chunk = sock.recv(struct.calcsize(REP) - len(buf))
+        check(chunk, "the writer answers")
+        buf += chunk
+    return struct.unpack(REP, buf)
+
+
+def program(plugin, d):
+    exe = os.path.join(os.path.dirname(plugin), "ncclscope-writer")
+    eng, eng_w = socket.socketpair()
+    watch, watch_w = socket.socketpair()
+
+    def fds():  # by way of unused numbers: neither may overwrite the other
+        os.dup2(eng_w.fileno(), 100)
+        os.dup2(watch_w.fileno(), 101)
+        os.dup2(100, 3)
+        os.dup2(101, 4)
+    w = subprocess.Popen([exe, str(os.getpid())], preexec_fn=fds, pass_fds=(3, 4), stderr=subprocess.PIPE,
+                         text=True)
+    eng_w.close()
+    watch_w.close()
+    path = lambda *p: (os.path.join(d, *p) + "\0").encode()
+    check(ask(eng, MKDIR, data=path("a", "b"))[0] == 0 and os.path.isdir(os.path.join(d, "a", "b")), "mkdir -p")
+    fd = ask(eng, CREATE, data=path("a", "f"), mode=0o640)[0]
+    check(fd >= 0, "create")
+    rc, err, _, _ = ask(eng, CREATE, data=path("a", "f"), mode=0o640)
+    check(rc == -1 and err == 17, "create never opens what is there (EEXIST): %d %d" % (rc, err))
+    os.symlink(os.path.join(d, "target"), os.path.join(d, "a", "link"))
+    rc, err, _, _ = ask(eng, CREATE, data=path("a", "link"), mode=0o640)
+    check(rc == -1 and not os.path.exists(os.path.join(d, "target")), "create never follows a link: %d %d" % (rc, err))
+    check(ask(eng, APPEND, fd=fd, off=0, data=b"hello ")[0] == 0, "append")
+    check(ask(eng, APPEND, fd=fd, off=6, data=b"world")[0] == 0, "append")
+    rc, err, _, _ = ask(eng, APPEND, fd=3, off=0, data=b"x")
+    check(rc == -1 and err == 9, "a descriptor it did not open is refused (EBADF): %d %d" % (rc, err))
+    rc, err, _, _ = ask(eng, 99)
+    check(rc == -1 and err == 22, "an unknown operation is refused (EINVAL): %d %d" % (rc, err))
+    check(ask(eng, CLOSE, fd=fd)[0] == 0, "close")
+    with open(os.path.join(d, "a", "f"), "rb") as f:
+        check(f.read() == b"hello world", "the bytes appended")
+    rc, _, sec, nsec = ask(watch, TOUCH, data=path("a", "t"), mode=0o640)
+    check(rc == 0 and sec > 0, "touch (on the other channel)")
+    rc, _, sec2, nsec2 = ask(watch, MTIME, data=path("a", "t"))
+    check(rc == 0 and (sec2, nsec2) == (sec, nsec), "mtime: %s %s" % ((sec, nsec), (sec2, nsec2)))
+    check(ask(watch, MTIME, data=path("a", "link"))[0] == -1, "mtime of a link: none")
+    check(ask(watch, UNLINK, data=path("a", "t"))[0] == 0 and not os.path.exists(os.path.join(d, "a", "t")),
+          "unlink")
+    eng.close()
+    watch.close()
+    rc = w.wait(timeout=10)
+    err = w.stderr.read()
+    check(rc == 0 and not err, "the writer leaves cleanly once its channels close: %d %s" % (rc, err))
+    print("ok: the writer program: its operations, its refusals, a clean exit")
+
+
 def main():
     cli, plugin, _ = env_paths()
     normal(cli, plugin, tmpdir())
     fallback(cli, plugin, tmpdir())
     killed(cli, plugin, tmpdir())
     killed_then_crash(cli, plugin, tmpdir())
+    program(plugin, tmpdir())
 
 
 main()
