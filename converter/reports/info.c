@@ -191,6 +191,9 @@ int nsc_info(const char *path, FILE *out) {
         fprintf(out, "segment         %u; %u older segment(s) deleted (%" PRIu64 " bytes, %" PRIu64
                 " records)\n", in.stats.segment, in.stats.segments_deleted, in.stats.bytes_deleted,
                 in.stats.records_deleted);
+    if (in.stats.writer_fallback)
+        fprintf(out, "writer          the job's own threads (%s could not be started): a stalled "
+                     "directory could hold the job's exit\n", "ncclscope-writer");
     if (in.marks)
         fclose(in.marks);
     if (in.kinds[NSC_REC_MARK])
