@@ -107,14 +107,17 @@ static struct nsc_hm_pairs *pairs_of(struct nsc_hm_job *j, uint64_t comm, int ra
  * coll_track.h's rule (on 2 x H200, NCCL 2.28.9, counting channels made
  * alltoall's self Send/Recv and the last Recv of sendrecv read as stuck in
  * complete traces). */
-static int is_stuck(const struct nsc_op_done *op, uint32_t mask) {
-    return nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1);
+static int is_stuck(const struct nsc_op_done *op) {
+    return nsc_op_stuck(op);
 }
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
     struct file_run *fr = ud;
     struct nsc_hm_job *j = fr->j;
     j->ops++;
+    j->kernel_ops += op->kernel != 0;
+    j->sampled_ops += op->kernel && op->sampled;
+    j->unknown_ops += op->at_end && nsc_op_completion_unknown(op);
     const char *func = op->func ? op->func : "?";
     if (op->is_p2p) {
         struct nsc_hm_pairs *p = pairs_of(j, op->comm_id, op->rank, func, op->peer);
@@ -126,6 +129,11 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->proc = fr->proc;
             note_enq(s, op->seq, op->start_ns);
             s->unrecorded |= !(fr->mask & (1u << NSC_ET_KERNEL_CH));
+            if (op->at_end && nsc_op_completion_unknown(op) &&
+                (!s->has_unknown || op->seq < s->unknown_min)) {
+                s->unknown_min = op->seq;
+                s->has_unknown = 1;
+            }
             if (!s->n || op->seq < s->min)
                 s->min = op->seq;
             if (!s->n || op->seq > s->max)
@@ -133,11 +141,17 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->n++;
         }
     }
-    if (!op->at_end || !is_stuck(op, fr->mask)) {
+    /* Not sampled: may be stuck, when a later sampled collective of its
+     * comm is; point-to-point operations have their own rule (the peers'
+     * counts), on what is seen stuck. */
+    int maybe = op->at_end && op->maybe_stuck && !op->is_p2p && !is_stuck(op);
+    if (!maybe && (!op->at_end || !is_stuck(op))) {
         /* Completed: a HANG block's operation with this id was not stuck
-         * after all (the watchdog fired, then it went on). */
-        if (!op->is_p2p && (fr->mask & (1u << NSC_ET_KERNEL_CH)) && op->nch &&
-            op->kernel_channels_done >= (uint32_t)op->nch) {
+         * after all (the watchdog fired, then it went on). Inferred: a
+         * later one of its comm completed. */
+        if (!op->is_p2p && ((op->sampled && op->nch &&
+                             op->kernel_channels_done >= (uint32_t)op->nch) ||
+                            op->inferred)) {
             struct nsc_hm_seqs *s = seqs_of(j, op->comm_id, op->rank, func);
             if (s && (!s->has_done || op->seq > s->done_max)) {
                 s->done_max = op->seq;
@@ -160,7 +174,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                       .is_p2p = op->is_p2p,
                       .peer = op->peer, .nch = op->nch, .seq = op->seq,
                       .start_ns = op->start_ns, .kch_done = op->kernel_channels_done,
-                      .stopped = op->stop_ns != 0, .nopen = op->nopen};
+                      .stopped = op->stop_ns != 0, .nopen = op->nopen, .maybe = maybe};
     snprintf(s.func, sizeof(s.func), "%s", func);
     if (op->nopen && (s.open = malloc(op->nopen * sizeof(*s.open))))
         memcpy(s.open, op->open, op->nopen * sizeof(*s.open));
@@ -514,6 +528,10 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
         for (unsigned r = 0; r < s->nrecent; r++)
             note_enq(q, s->recent[r].seq, s->recent[r].ns);
         q->unrecorded |= s->unrecorded;
+        if (s->has_unknown && (!q->has_unknown || s->unknown_min < q->unknown_min)) {
+            q->unknown_min = s->unknown_min;
+            q->has_unknown = 1;
+        }
         if (s->has_done && (!q->has_done || s->done_max > q->done_max)) {
             q->done_max = s->done_max;
             q->has_done = 1;
@@ -540,6 +558,9 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
     w->unwatched += p->unwatched;
     w->orphans += p->orphans;
     w->unrecorded_files += p->unrecorded_files;
+    w->kernel_ops += p->kernel_ops;
+    w->sampled_ops += p->sampled_ops;
+    w->unknown_ops += p->unknown_ops;
     free(p->members.v);
     free(p->seqs.v);
     free(p->pairs.v);
@@ -836,6 +857,58 @@ static const char *matching(const char *func) {
     return !strcmp(func, "Send") ? "Recv" : !strcmp(func, "Recv") ? "Send" : func;
 }
 
+/* Some traced rank of the comm never entered s's collective. */
+static int some_never_entered(const struct nsc_hm_job *j, uint64_t comm, int span,
+                              const struct nsc_hm_stuck *s) {
+    for (int r = 0; r < span; r++)
+        if (r != s->rank && nsc_hm_traced(j, comm, r) && !nsc_hm_entered(j, comm, r, s->func, s->seq))
+            return 1;
+    return 0;
+}
+
+/* A rank of the comm was seen to complete s's collective or a later one of
+ * its function: then every rank took part in s's, which is not where the
+ * comm hangs (what drop_overtaken says of one rank, across ranks). */
+static int done_elsewhere(const struct nsc_hm_job *j, uint64_t comm, const struct nsc_hm_stuck *s) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct nsc_hm_seqs *q = &j->seqs.v[i];
+        if (q->comm == comm && q->has_done && q->done_max >= s->seq && !strcmp(q->func, s->func))
+            return 1;
+    }
+    return 0;
+}
+
+/* holds_others per collective (function, seqNumber) of one comm, computed
+ * once: a comm's stuck rows repeat the same few collectives on every rank. */
+struct fact_cache {
+    struct fact {
+        const char *func;
+        uint64_t seq;
+        int holds;
+    } *v;
+    size_t n, cap;
+};
+
+/* s's collective may hold the comm: no rank completed it (or a later one of
+ * its function) and some traced rank never entered it. */
+static int holds_others(struct fact_cache *c, const struct nsc_hm_job *j, uint64_t comm, int span,
+                        const struct nsc_hm_stuck *s) {
+    for (size_t k = 0; k < c->n; k++)
+        if (c->v[k].seq == s->seq && !strcmp(c->v[k].func, s->func))
+            return c->v[k].holds;
+    int holds = !done_elsewhere(j, comm, s) && some_never_entered(j, comm, span, s);
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct fact *v = realloc(c->v, cap * sizeof(*v));
+        if (!v)
+            return holds; /* not kept: computed again next time */
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = (struct fact){s->func, s->seq, holds};
+    return holds;
+}
+
 /* One stuck communicator's entry, less its cause. 0, or -1 without memory. */
 static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_entry *e) {
     memset(e, 0, sizeof(*e));
@@ -867,15 +940,35 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
         free(of);
         return -1;
     }
-    nc = 0;
-    for (size_t i = 0; i < j->stuck.n; i++) {
-        const struct nsc_hm_stuck *s = &j->stuck.v[i];
-        if (s->comm == comm && !s->is_p2p) {
+    /* With KernelCh sampled, the comm's collectives that were not sampled
+     * and may be stuck (behind its last completed one, before a stuck
+     * sampled one) count where a traced rank never entered them: that is
+     * what holds the others (the stuck sampled one waits behind it on the
+     * same stream). Without such a fact they tell nothing, and the stuck
+     * sampled ones are the candidates, as without sampling. */
+    int maybe_root = 0;
+    struct fact_cache fc = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        nc = 0;
+        for (size_t i = 0; i < j->stuck.n; i++) {
+            const struct nsc_hm_stuck *s = &j->stuck.v[i];
+            if (s->comm != comm || s->is_p2p)
+                continue;
+            if (pass == 0) {
+                e->nmaybe += s->maybe != 0;
+                if (s->maybe && !maybe_root && holds_others(&fc, j, comm, span, s))
+                    maybe_root = 1;
+                continue;
+            }
+            if (maybe_root ? !holds_others(&fc, j, comm, span, s) : s->maybe)
+                continue;
             cand[nc] = (struct nsc_hm_cand){s->proc, s->start_ns, s->seq, s->func};
             of[nc++] = s;
         }
     }
     e->target = nc ? of[nsc_hm_pick(cand, nc)] : NULL;
+    e->inferred = e->target && e->target->maybe;
+    free(fc.v);
     free(cand);
     free(of);
     int cap = span > 0 ? span : 1;
@@ -1114,7 +1207,11 @@ int nsc_hm_divergences(const struct nsc_hm_job *j, struct nsc_hm_div **outp, siz
         for (size_t q = 0; q < nr; q++)
             if (R[q].last >= 0 && R[q].last >= (point < 0 ? top : point)) {
                 whole &= R[q].min == 0;
-                blind &= R[q].unrecorded;
+                /* completion not seen: no KernelCh, or (KernelCh sampled)
+                 * not known from where it would be decided on */
+                blind &= R[q].unrecorded ||
+                         (R[q].e && R[q].e->has_unknown &&
+                          (long long)R[q].e->unknown_min <= (point < 0 ? top : point));
             }
         if (point < 0 && whole && top >= 0)
             point = 0; /* only ranks with none of it are behind */
