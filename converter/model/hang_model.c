@@ -478,6 +478,26 @@ static void drop_overtaken(struct nsc_hm_job *j) {
     free(S);
 }
 
+/* A collective that may be stuck (not sampled) is kept only while a
+ * stuck operation of its comm on its rank is (the sampled one that made it
+ * "maybe" may have been set aside by drop_overtaken). */
+static void drop_lone_maybe(struct nsc_hm_job *j) {
+    size_t n = 0;
+    for (size_t i = 0; i < j->stuck.n; i++) {
+        struct nsc_hm_stuck *s = &j->stuck.v[i];
+        int keep = !s->maybe;
+        for (size_t k = 0; k < j->stuck.n && !keep; k++)
+            keep = !j->stuck.v[k].maybe && j->stuck.v[k].comm == s->comm &&
+                   j->stuck.v[k].rank == s->rank && j->stuck.v[k].proc == s->proc;
+        if (!keep) {
+            free_stuck(s);
+            continue;
+        }
+        j->stuck.v[n++] = *s;
+    }
+    j->stuck.n = n;
+}
+
 /* One file into job *j (a file's own job under -j): its records, its HANG
  * blocks, its members. Messages go to err. */
 static void read_file(struct nsc_hm_job *j, const char *path, FILE *err) {
@@ -605,6 +625,7 @@ void nsc_hm_read(struct nsc_hm_job *j, const char *const *files, int nfiles, int
         read_file(j, files[i], err);
     dedupe_stuck(j);
     drop_overtaken(j);
+    drop_lone_maybe(j);
 }
 
 void nsc_hm_free(struct nsc_hm_job *j) {
@@ -1008,7 +1029,7 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
      * toward them. */
     for (size_t i = 0; i < j->stuck.n; i++) {
         const struct nsc_hm_stuck *s = &j->stuck.v[i];
-        if (s->comm != comm)
+        if (s->comm != comm || s->maybe) /* a collective not sampled: no p2p fact */
             continue;
         if (!e->first || s->start_ns < e->first->start_ns)
             e->first = s;
@@ -1032,7 +1053,7 @@ static int entry_rows(const struct nsc_hm_stuck *s, const struct nsc_hm_entry *e
     if (s->comm != e->comm)
         return 0;
     if (!e->target)
-        return 1;
+        return !s->maybe;
     return !s->is_p2p && s->seq == e->target->seq && !strcmp(s->func, e->target->func);
 }
 

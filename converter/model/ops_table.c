@@ -337,9 +337,12 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_queue_ns, queue);
     set_i(t, r, O_enqueue_only, op->end_ns == 0);
     set_i(t, r, O_at_end, op->at_end);
-    uint32_t mask = ru->mask; /* hang.c's rule: coll_track.h */
-    set_i(t, r, O_stuck, op->at_end && nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1));
-    set_i(t, r, O_kernel_ch_recorded, (mask >> NSC_ET_KERNEL_CH) & 1);
+    /* hang.c's rule: coll_track.h */
+    set_i(t, r, O_stuck, op->at_end && nsc_op_stuck(op));
+    set_i(t, r, O_kernel_ch_recorded, op->kernel);
+    set_i(t, r, O_sampled, op->sampled);
+    set_i(t, r, O_completion_inferred, op->inferred);
+    set_i(t, r, O_maybe_stuck, op->at_end && op->maybe_stuck);
     set_i(t, r, O_channels_done, op->kernel_channels_done);
     set_i(t, r, O_open_children, op->nopen);
     uint64_t *c = idmap_get(&ru->op_caller, op->id);

@@ -333,7 +333,7 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
         int k = 0;
         for (size_t i = 0; i < j->stuck.n; i++) {
             const struct nsc_hm_stuck *s = &j->stuck.v[i];
-            if (s->comm != comm)
+            if (s->comm != comm || s->maybe)
                 continue;
             if (json && k++)
                 fputc(',', f);

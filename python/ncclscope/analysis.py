@@ -835,6 +835,7 @@ def _hang_span(nranks, traced):
 
 
 _STUCK_COLS = ["comm", "op", "seq", "rank", "p2p", "stuck", "channels", "channels_done", "kernel_ch_recorded",
+               "sampled", "completion_inferred", "maybe_stuck", "at_end",
                "file_index", "event_id", "row", "host", "pid", "enqueue_ns"]
 _HM_RECENT_SEQS = 8  # hang_model.h: a rank's enqueue times kept per (comm, function), highest seqNumbers
 
@@ -873,19 +874,32 @@ def _with_causes(entries, rows):
     return out
 
 
+def _hang_done_max(o):
+    """Per (comm, rank, function): the highest seqNumber the rank was seen
+    to complete (every channel's KernelCh of a sampled collective stopped,
+    or, not sampled, a later one of its comm completed)."""
+    coll = o[(o["p2p"] == 0) & (o["maybe_stuck"] == 0)]
+    proven = coll[(coll["stuck"] == 0) & (((coll["sampled"] == 1) & (coll["channels"] > 0) &
+                                           (coll["channels_done"] >= coll["channels"])) |
+                                          (coll["completion_inferred"] == 1))]
+    return proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
+
+
 def _hang_stuck(o):
     """hang.c's stuck list (o: computed rows with _STUCK_COLS): in file
     order, one per (comm, rank, event id) as dedupe_stuck keeps them, less
     the collectives below a seqNumber the rank was seen to complete
-    (drop_overtaken)."""
+    (drop_overtaken). With KernelCh sampled, the collectives that were not
+    sampled and may be stuck (maybe_stuck) are in it too."""
     order = {}
-    for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
+    listed = (o["stuck"] == 1) | ((o["maybe_stuck"] == 1) & (o["p2p"] == 0))
+    for x in o[listed].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
         order[(x.comm, x.rank, x.event_id)] = x
-    coll = o[o["p2p"] == 0]
-    proven = coll[(coll["stuck"] == 0) & (coll["kernel_ch_recorded"] == 1) & (coll["channels"] > 0) &
-                  (coll["channels_done"] >= coll["channels"])]
-    done_max = proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
-    return [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    done_max = _hang_done_max(o)
+    kept = [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    # one that may be stuck stays while a stuck one of its comm and rank does (drop_lone_maybe)
+    held = set((x.comm, x.rank, x.host, x.pid) for x in kept if x.stuck == 1)
+    return [x for x in kept if x.stuck == 1 or (x.comm, x.rank, x.host, x.pid) in held]
 
 
 def hangs(ops, comms, kernel_channels=None):
@@ -925,7 +939,8 @@ def hangs(ops, comms, kernel_channels=None):
     aligned clock (load's align), hang's on each file's own: on several
     hosts they may name different functions."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
-            "channels_done", "kernel_ch_recorded", "file_index", "event_id", "row", "host", "pid"]
+            "channels_done", "kernel_ch_recorded", "sampled", "completion_inferred", "maybe_stuck",
+            "at_end", "file_index", "event_id", "row", "host", "pid"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks", "file_index", "serial"]])
     c = _hang_members(c).sort_values(["file_index", "serial"], kind="stable")
     kc = None
@@ -936,10 +951,16 @@ def hangs(ops, comms, kernel_channels=None):
     seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
     pairs = o[o["p2p"] == 1].groupby(["comm", "rank", "op", "peer"]).size()
     stuck = _hang_stuck(o)
+    done_max = _hang_done_max(o)
+
+    def maybe(x):
+        return x.stuck == 0 and x.maybe_stuck == 1
 
     def stuck_row(x):
-        row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns), "nch": int(x.channels),
-               "channels_done": int(x.channels_done)}
+        row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns)}
+        if maybe(x):
+            row.update({"sampled": False, "maybe_stuck": True})
+        row.update({"nch": int(x.channels), "channels_done": int(x.channels_done)})
         if kc is not None:
             open_ch = kc[(kc["file_index"] == x.file_index) & (kc["op_id"] == x.event_id)]
             row["channels"] = sorted(int(v) for v in open_ch["channel"])
@@ -955,8 +976,31 @@ def hangs(ops, comms, kernel_channels=None):
         mine = [x for x in stuck if x.comm == comm]
         s = [x for x in mine if x.p2p == 0]
         if s:
+            span = _hang_span(nranks, traced)
+            facts = {}
+
+            def holds(x):
+                # hang_model.c's holds_others: no rank completed it (or a
+                # later one of its function), some traced rank never entered it
+                k = (x.op, int(x.seq))
+                if k not in facts:
+                    done = any(v >= x.seq for (cm, _, op), v in done_max.items() if cm == comm and op == x.op)
+                    never = any(r != x.rank and r in traced and not (
+                        (comm, r, x.op) in seqs.index and
+                        seqs.loc[(comm, r, x.op), "min"] <= x.seq <= seqs.loc[(comm, r, x.op), "max"])
+                        for r in range(span))
+                    facts[k] = not done and never
+                return facts[k]
+
+            # KernelCh sampled: collectives not sampled that may be stuck count
+            # where a rank never entered them; else the stuck sampled ones
+            nmaybe = sum(1 for x in s if maybe(x))
+            if any(maybe(x) and holds(x) for x in s):
+                cands = [x for x in s if holds(x)]
+            else:
+                cands = [x for x in s if not maybe(x)]
             # the one its ranks enqueued first (hang_model.h, nsc_hm_pick, in C)
-            target = s[_c.hang_pick([(proc(x), _enq(x), int(x.seq), x.op) for x in s])]
+            target = cands[_c.hang_pick([(proc(x), _enq(x), int(x.seq), x.op) for x in cands])]
             inside = [x for x in s if x.seq == target.seq and x.op == target.op]
             rows += [(len(out), proc(x), _enq(x), int(x.rank)) for x in inside]
             inside_ranks = set(int(x.rank) for x in inside)
@@ -972,13 +1016,18 @@ def hangs(ops, comms, kernel_channels=None):
             last = [int(seqs.loc[(comm, r, target.op), "max"]) if (comm, r, target.op) in seqs.index
                     else None for r in missing]
             row.update({"op": target.op, "seq": int(target.seq), "missing_ranks": missing,
-                        "missing_last_seq": last, "all_inside": not missing and not done,
-                        "stuck_ranks": [stuck_row(x) for x in inside], "completed_ranks": done})
+                        "missing_last_seq": last, "all_inside": not missing and not done})
+            if maybe(target):
+                row.update({"inferred": True, "completion": "inferred from sampled completion"})
+            if nmaybe:
+                row["maybe_stuck_ops"] = nmaybe
+            row.update({"stuck_ranks": [stuck_row(x) for x in inside], "completed_ranks": done})
         else:
             def count(rank, func, peer):
                 return int(pairs.get((comm, rank, func, peer), 0))
 
             missing, waits = set(), []
+            mine = [x for x in mine if not maybe(x)]  # a collective not sampled: no p2p fact
             for x in mine:
                 r, func, peer = int(x.rank), x.op, int(x.peer)
                 match = {"Send": "Recv", "Recv": "Send"}.get(func, func)
@@ -1026,6 +1075,11 @@ def divergences(ops, comms):
         return []
     per = coll.groupby(["comm", "op", "rank"]).agg(min=("seq", "min"), max=("seq", "max"),
                                                    rec=("kernel_ch_recorded", "min"))
+    # KernelCh sampled: per (comm, op, rank) the lowest seqNumber in flight at
+    # the end whose completion is not known (hang_model.h, unknown_min)
+    unk = coll[(coll["at_end"] == 1) & (coll["kernel_ch_recorded"] == 1) & (coll["sampled"] == 0) &
+               (coll["completion_inferred"] == 0)]
+    unknown_min = unk.groupby(["comm", "op", "rank"])["seq"].min().to_dict()
     out, rows, proc = [], [], _Procs()
     first = coll.sort_values(["file_index", "row"], kind="stable")
     for (comm, func), g in per.groupby(level=[0, 1], sort=True):
@@ -1047,7 +1101,8 @@ def divergences(ops, comms):
         point = min(behind) if behind else -1
         ahead = [x for x in ranks if x[1] >= 0 and x[1] >= (point if point >= 0 else top)]
         whole = all(x[2] == 0 for x in ahead)
-        blind = all(x[3] for x in ahead)
+        at = point if point >= 0 else top
+        blind = all(x[3] or unknown_min.get((comm, func, x[0]), at + 1) <= at for x in ahead)
         if point < 0 and whole and top >= 0:
             point = 0  # only ranks with none of it are behind
         if point < 0 or not blind:

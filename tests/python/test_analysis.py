@@ -425,7 +425,8 @@ def same_hangs(py, c, what):
     check(len(py) == len(c), "%s: %d stuck communicators vs %d" % (what, len(py), len(c)))
     for p, h in zip(py, c):
         for k, v in p.items():
-            want = [{f: s[f] for f in SHOWN} for s in h[k]] if k == "stuck_ranks" else h[k]
+            want = [{f: s[f] for f in SHOWN + ("sampled", "maybe_stuck") if f in s} for s in h[k]] \
+                if k == "stuck_ranks" else h[k]
             check(v == want, "%s: hangs()[%s] %r vs hang --json %r" % (what, k, v, want))
 
 
@@ -558,6 +559,34 @@ def test_hangs(tmp):
           [s["rank"] for s in h["hangs"][0]["stuck_ranks"]] == [0, 1, 2], h)
     print("ok: divergences() = ncclscope hang --json's on killed jobs recorded without KernelCh; "
           "hang() = the command, HANG blocks included")
+
+
+def test_hangs_sampled(tmp):
+    """KernelCh sampled (format 4): a killed job where rank 2 never entered
+    AllReduce 1, which was not sampled on the others, while a later sampled
+    AllReduce 2 is stuck; a 2-rank comm's stuck Broadcast waits behind it.
+    hangs() names AllReduce 1 inferred, as hang --json; the ops table says
+    which operations were sampled."""
+    exe = os.environ.get("NSC_SAMPLED_JOB")
+    if not exe:
+        print("SKIP (part): hangs() with KernelCh sampled: no NSC_SAMPLED_JOB")
+        return
+    d = os.path.join(tmp, "sampled-job")
+    os.makedirs(d)
+    run([exe, d])
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)
+    j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+    py = A.hangs(j.ops, j.comms, j.kernel_channels)
+    same_hangs(py, c["hangs"], "KernelCh sampled")
+    check(len(py) == 2 and py[0]["op"] == "AllReduce" and py[0]["seq"] == 1 and py[0]["missing_ranks"] == [2] and
+          py[0].get("inferred") is True and py[0]["cause"] == "root" and py[1]["op"] == "Broadcast" and
+          py[1]["cause"] == "behind" and py[1]["behind"]["seq"] == 1, py)
+    o = j.ops
+    check(int(o["sampled"].sum()) == c["kernel_sampled"]["sampled"] and len(o) == c["kernel_sampled"]["operations"],
+          "sampled column vs hang --json: %s" % c["kernel_sampled"])
+    check(((o["sampled"] == 1) | (o["gpu_ns"] < 0)).all(), "GPU time on an operation not sampled")
+    check(int(o["maybe_stuck"].sum()) > 0 and int(o[o["maybe_stuck"] == 1]["stuck"].sum()) == 0, "maybe_stuck")
+    print("ok: hangs() = ncclscope hang --json with KernelCh sampled (AllReduce 1 inferred, missing rank 2)")
 
 
 def test_cluster(tmp, ops):
@@ -749,6 +778,7 @@ def main():
         test_export(tmp, ops)
         test_hangs(tmp)
         test_hangs_job(tmp)
+        test_hangs_sampled(tmp)
         test_refusals(tmp)
         test_cli_errors(tmp)
         try:
