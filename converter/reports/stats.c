@@ -40,6 +40,10 @@ struct row {
     struct lat_hist gpu, queue;
     uint64_t gpu_ops;       /* rank-operations with a GPU interval */
     uint64_t queue_ops;     /* of which with a mapped GPU clock */
+    /* KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): rank-operations whose
+     * enqueue asked for KernelCh, and those of a KernelCh session not asked
+     * (no GPU time of their own: coll_track.h) */
+    uint64_t sampled, unsampled;
     /* Wait (GPU start to the last rank's GPU start) and transfer (the last
      * rank's GPU start to this rank's GPU end), of the rank-operations of
      * collectives that every rank recorded a mapped GPU interval for and
@@ -122,6 +126,8 @@ struct agg {
     double t_from, t_to;    /* seconds from t_origin */
     uint64_t t_origin;
     uint64_t skipped, outside;
+    /* rank-operations of files that record KernelCh, and of them sampled */
+    uint64_t kernel_ops, sampled_ops;
 };
 
 static unsigned bucket_of(uint64_t bytes) {
@@ -319,6 +325,10 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
         lat_hist_add(&r->done, end - op->start_ns);
     r->ops++;
     r->bytes_sum += bytes;
+    r->sampled += op->kernel && op->sampled;
+    r->unsampled += nsc_op_unsampled(op) != 0;
+    a->kernel_ops += op->kernel != 0;
+    a->sampled_ops += op->kernel && op->sampled;
     /* GPU start and end on the host clock (0: unknown) */
     uint64_t gs = 0, ge = 0;
     if (op->gpu_start && op->gpu_end > op->gpu_start) {
@@ -477,7 +487,7 @@ struct row_numbers {
     double host_algbw, host_busbw;  /* from host_p50; < 0: none */
     uint64_t count;          /* distinct collectives, or p2p operations */
     int host_only;           /* no GPU time (host time, or nothing) */
-    const char *timing;      /* "gpu", "gpu (partial)", "host-only", "enqueue-only" */
+    const char *timing;      /* "gpu", "gpu (sampled)", "gpu (partial)", "host-only", "enqueue-only" */
     const char *bw_from;     /* "transfer", "gpu", "host"; NULL: no bandwidth */
     const char *note;
 };
@@ -504,6 +514,7 @@ static struct row_numbers numbers(const struct row *r) {
     n.host_only = r->gpu_ops == 0;
     int none = n.host_only && !r->done.count;
     n.timing = none ? "enqueue-only" : n.host_only ? "host-only"
+               : r->unsampled ? "gpu (sampled)"
                : r->gpu_ops < r->ops ? "gpu (partial)" : "gpu";
     n.p50 = n.host_only ? n.host_p50 : n.gpu_p50;
     n.p99 = n.host_only ? n.host_p99 : n.gpu_p99;
@@ -515,7 +526,8 @@ static struct row_numbers numbers(const struct row *r) {
     n.host_busbw = n.host_algbw < 0 ? -1 : n.host_algbw * bf;
     double t = -1;
     n.bw_from = NULL;
-    if (r->split_ops && r->split_ops == r->ops) {
+    /* KernelCh sampled: the sampled rank-operations stand for the row */
+    if (r->split_ops && r->split_ops == (r->unsampled ? r->gpu_ops : r->ops)) {
         t = n.xfer_p50;
         n.bw_from = "transfer";
     } else if (!n.host_only) {
@@ -528,7 +540,9 @@ static struct row_numbers numbers(const struct row *r) {
     n.algbw = t < 0 ? -1 : t > 0 ? n.avg_bytes / t : 0;
     n.busbw = n.algbw < 0 ? -1 : n.algbw * bf;
     n.count = r->is_p2p ? r->ops : r->colls;
-    n.note = none ? "no completion recorded (enqueue only)"
+    n.note = none && r->unsampled ? "KernelCh not sampled for any of them (enqueue only)"
+             : none ? "no completion recorded (enqueue only)"
+             : r->unsampled ? "GPU times of the sampled operations only"
              : r->enqueue_only ? "some enqueue only" : "";
     return n;
 }
@@ -756,6 +770,14 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                 o->nfiles, (unsigned long long)a->ops, (unsigned long long)a->skipped,
                 (unsigned long long)a->outside);
         print_losses_json(f, &a->lost);
+        int sampled = a->sampled_ops < a->kernel_ops; /* KernelCh for some operations only */
+        if (sampled)
+            fprintf(f,
+                    "\"kernel_sampled\": {\"sampled\": %llu, \"operations\": %llu, \"note\": "
+                    "\"KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): GPU-time percentiles, wait, "
+                    "transfer and bandwidths of a row come from its sampled rank-operations "
+                    "(gpu_ops of rank_ops)\"}, ",
+                    (unsigned long long)a->sampled_ops, (unsigned long long)a->kernel_ops);
         fputs(clocks_json, f);
         fprintf(f, "\"rows\": [");
         for (size_t i = 0; i < nrows; i++) {
@@ -784,6 +806,8 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                 fputs("null", f);
             fprintf(f, ", \"timing\": \"%s\", \"gpu_ops\": %llu", n.timing,
                     (unsigned long long)r->gpu_ops);
+            if (sampled)
+                fprintf(f, ", \"sampled\": %llu", (unsigned long long)r->sampled);
             json_us(f, "gpu_p50_us", n.gpu_p50);
             json_us(f, "gpu_p99_us", n.gpu_p99);
             json_us(f, "gpu_max_us", n.gpu_max);
@@ -829,6 +853,13 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                     (unsigned long long)a->outside, o->t_from, o->t_to);
         fputc('\n', f);
         print_losses_text(f, &a->lost);
+        if (a->sampled_ops < a->kernel_ops)
+            fprintf(f,
+                    "KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): %llu of %llu rank-operations asked "
+                    "for KernelCh (GPU time and a completion of their own); a row's GPU "
+                    "percentiles, wait, transfer and bandwidths (clock gpu~) come from those "
+                    "only\n",
+                    (unsigned long long)a->sampled_ops, (unsigned long long)a->kernel_ops);
         fputc('\n', f);
         fprintf(f, "%-16s %5s %-14s %-12s %7s %8s %8s %-7s %10s %10s %10s %10s %10s %10s %10s "
                    "%9s %9s %-8s %s\n",
@@ -847,14 +878,15 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                 snprintf(t[c], sizeof(t[c]), us[c] < 0 ? "-" : "%.2f", us[c] / 1e3);
             snprintf(ab, sizeof(ab), n.algbw < 0 ? "-" : "%.2f", n.algbw);
             snprintf(bb, sizeof(bb), n.busbw < 0 ? "-" : "%.2f", n.busbw);
-            if (!n.bw_from)
+            if (!n.bw_from && !r->unsampled)
                 enq_only_ops += r->ops;
             fprintf(f,
                     "%016llx %5d %-14s %-12s %7s %8llu %8llu %-7s %10s %10s %10s %10s %10s %10s "
                     "%10s %9s %9s %-8s %s\n",
                     (unsigned long long)r->comm_id, r->nranks, r->func, r->dtype, sz,
                     (unsigned long long)n.count, (unsigned long long)r->ops,
-                    !n.bw_from ? "-" : n.host_only ? "host" : r->gpu_ops < r->ops ? "gpu*" : "gpu",
+                    !n.bw_from ? "-" : n.host_only ? "host" : r->unsampled ? "gpu~"
+                    : r->gpu_ops < r->ops ? "gpu*" : "gpu",
                     t[0], t[1], t[2], t[3], t[4], t[5], t[6], ab, bb,
                     n.bw_from ? n.bw_from : "-", n.note);
         }
@@ -870,6 +902,11 @@ static void print(const struct nsc_stats_opts *o, struct agg *a) {
                    "all ranks together) where every rank-operation of the row has one, else GPU\n"
                    "time, else host time. count: distinct collectives (comm, op, seqNumber) in the\n"
                    "files given.\n");
+        if (a->sampled_ops < a->kernel_ops)
+            fputs("gpu~: KernelCh sampled, the row's GPU times are those of its sampled\n"
+                  "rank-operations (the others have none of their own): a sample, not every\n"
+                  "operation; bandwidths from transfer time where every sampled one has it.\n",
+                  f);
         if (enq_only_ops)
             no_completion_hint(f, enq_only_ops);
         if (nlate) {
@@ -975,6 +1012,8 @@ static int merge_agg(struct agg *into, struct agg *p) {
         g->bytes_sum += r->bytes_sum;
         g->gpu_ops += r->gpu_ops;
         g->queue_ops += r->queue_ops;
+        g->sampled += r->sampled;
+        g->unsampled += r->unsampled;
     }
     free(made);
     for (size_t i = 0; i < p->nekeys; i++) {
@@ -1030,6 +1069,8 @@ static int merge_agg(struct agg *into, struct agg *p) {
     }
     into->skipped += p->skipped;
     into->outside += p->outside;
+    into->kernel_ops += p->kernel_ops;
+    into->sampled_ops += p->sampled_ops;
     return 0;
 }
 
@@ -1231,6 +1272,8 @@ static int fill_result(const struct nsc_stats_opts *o, const struct agg *a,
     res->ops = a->ops;
     res->skipped = a->skipped;
     res->outside = a->outside;
+    res->kernel_ops = a->kernel_ops;
+    res->sampled_ops = a->sampled_ops;
     size_t nrows = 0;
     for (struct row *r = a->rows; r; r = r->next)
         nrows++;
@@ -1258,6 +1301,8 @@ static int fill_result(const struct nsc_stats_opts *o, const struct agg *a,
         x->count = n.count;
         x->rank_ops = r->ops;
         x->gpu_ops = r->gpu_ops;
+        x->sampled = r->sampled;
+        x->unsampled = r->unsampled;
         x->enqueue_only = r->enqueue_only;
         x->p50 = n.p50;
         x->p99 = n.p99;

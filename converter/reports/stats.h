@@ -82,6 +82,9 @@ struct nsc_stats_row {
     /* count: distinct collectives (comm, function, seqNumber) of the files
      * given, or p2p operations */
     uint64_t count, rank_ops, gpu_ops, enqueue_only;
+    /* KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): rank-operations asked
+     * for KernelCh, and those of KernelCh files not asked (no GPU time) */
+    uint64_t sampled, unsampled;
     double p50, p99, max, gpu_p50, gpu_p99, queue_p50, queue_p99, host_p50, host_p99;
     /* GPU time split at the last rank's GPU start (stats.c split_kind):
      * wait before it, transfer after; < 0: no such split in the row */
@@ -125,6 +128,9 @@ struct nsc_stats_coll {
 struct nsc_stats_result {
     uint64_t ops;                     /* rank-operations */
     uint64_t skipped, outside;        /* left out by skip_first, by the window */
+    /* rank-operations of files that record KernelCh, of them sampled:
+     * sampled_ops < kernel_ops when KernelCh was sampled */
+    uint64_t kernel_ops, sampled_ops;
     struct nsc_stats_row *rows;       /* sorted by comm, p2p, op, datatype, size */
     size_t nrows;
     struct nsc_stats_late *late;      /* largest wait first */

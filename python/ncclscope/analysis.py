@@ -386,6 +386,9 @@ def _stat_rows(part):
         "has_done": (done >= 0).astype(np.int64), "done_ns": done,
         "done_i": np.where(done >= 0, _hist_index(np.maximum(done, 0)), -1),
         "seq": part["seq"].to_numpy(),
+        # KernelCh sampled: asked for KernelCh, and of a KernelCh file but not asked
+        "smp": (part["kernel_ch_recorded"].to_numpy() * part["sampled"].to_numpy()).astype(np.int64),
+        "uns": (part["kernel_ch_recorded"].to_numpy() * (1 - part["sampled"].to_numpy())).astype(np.int64),
     }, index=part.index)
 
 
@@ -425,7 +428,7 @@ _METRICS = ("host", "gpu", "queue", "done")
 # coll: one long row per collective (idx its seq), so partitions holding
 # other ranks of it add to the same row: the count of distinct collectives.
 # wait/xfer: the GPU time split at the collective's last GPU start (_split_rows).
-_SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
+_SUMS = ("n", "bytes", "eo", "smp", "uns", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
          "queue_h", "done_h", "coll", "split_n", "wait_h", "xfer_h")
 _MAXES = ("nranks", "host_max", "gpu_max", "queue_max", "done_max", "wait_max", "xfer_max")
 # stats.c's split_kind: the collectives whose data moves only once every rank arrived
@@ -443,6 +446,8 @@ _CLOCKS = {
     "gpu_stragglers": "wait_us: GPU starts, the last rank's minus the first's, summed",
 }
 _LONG = _KEYS + ["what", "idx", "v"]
+_SAMPLED_NOTE = ("KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): GPU-time percentiles, wait, transfer and "
+                 "bandwidths of a row come from its sampled rank-operations (gpu_ops of rank_ops)")
 
 
 def _partial_rows(part):
@@ -456,6 +461,7 @@ def _partial_rows(part):
     g = sf.groupby(_KEYS)
     wide = pd.DataFrame({
         "n": g["bytes"].size(), "bytes": g["bytes"].sum(), "eo": g["enqueue_only"].sum(),
+        "smp": g["smp"].sum(), "uns": g["uns"].sum(),
         "host_n": g["has_host"].sum(), "gpu_n": g["has_gpu"].sum(), "queue_n": g["has_queue"].sum(),
         "nranks": g["nranks"].max(), "host_max": g["host_ns"].max(), "gpu_max": g["gpu_ns"].max(),
         "queue_max": g["queue_ns"].max(), "done_n": g["has_done"].sum(),
@@ -611,7 +617,9 @@ def _rows_finish(long):
         # operations with a completion; none has one: None (no data moves
         # between the enqueue and the Coll's stop)
         host_algbw = None if not done_n else avg / host_p50 if host_p50 > 0 else 0.0
-        if split_n and split_n == ops_n:
+        uns = a.get("uns", 0)
+        # KernelCh sampled: the sampled rank-operations stand for the row
+        if split_n and split_n == (gpu_n if uns else ops_n):
             t, bw_from = xq[0.5], "transfer"
         elif not host_only:
             t, bw_from = gpu_p50, "gpu"
@@ -632,8 +640,8 @@ def _rows_finish(long):
             "algbw_GBps": algbw, "busbw_GBps": None if algbw is None else algbw * bf,
             "bw_from": bw_from,
             "timing": "enqueue-only" if none else "host-only" if host_only
-                      else "gpu (partial)" if gpu_n < ops_n else "gpu",
-            "gpu_ops": gpu_n,
+                      else "gpu (sampled)" if uns else "gpu (partial)" if gpu_n < ops_n else "gpu",
+            "gpu_ops": gpu_n, "sampled": a.get("smp", 0), "_uns": uns,
             "gpu_p50_us": gpu_p50 / 1e3 if gpu_n else None,
             "gpu_p99_us": gpu_p99 / 1e3 if gpu_n else None,
             "gpu_max_us": gpu_mx / 1e3 if gpu_n else None,
@@ -783,6 +791,14 @@ def stats(ops, drops=None, top=20, files=None):
            "skipped_first": 0, "outside_window": 0}
     if drops is not None:
         out["lost"] = _lost(got[2])
+    # KernelCh sampled (stats.c): said, and each row's sampled count, only then
+    sampled, kernel = sum(r["sampled"] for r in rows), sum(r["sampled"] + r["_uns"] for r in rows)
+    for r in rows:
+        if not sampled < kernel:
+            del r["sampled"]
+        del r["_uns"]
+    if sampled < kernel:
+        out["kernel_sampled"] = {"sampled": sampled, "operations": kernel, "note": _SAMPLED_NOTE}
     out["clocks"] = dict(_CLOCKS)
     out.update({"rows": rows, "stragglers": _by_enqueue(e, top), "gpu_stragglers": _late(e)})
     return _as_printed(out)
@@ -1151,6 +1167,8 @@ def _json_like_c(s):
              '"skipped_first": %d' % s["skipped_first"], '"outside_window": %d' % s["outside_window"]]
     if "lost" in s:
         parts.append('"lost": ' + obj(s["lost"]))
+    if "kernel_sampled" in s:
+        parts.append('"kernel_sampled": ' + obj(s["kernel_sampled"]))
     parts.append('"clocks": ' + obj(s["clocks"]))
     head = "{" + ", ".join(parts) + ", "
     body = []

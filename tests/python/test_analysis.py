@@ -586,6 +586,12 @@ def test_hangs_sampled(tmp):
           "sampled column vs hang --json: %s" % c["kernel_sampled"])
     check(((o["sampled"] == 1) | (o["gpu_ns"] < 0)).all(), "GPU time on an operation not sampled")
     check(int(o["maybe_stuck"].sum()) > 0 and int(o[o["maybe_stuck"] == 1]["stuck"].sum()) == 0, "maybe_stuck")
+    # stats(): stats --json's numbers, the sample said (kernel_sampled, each row's sampled count)
+    cs = c_stats([d])
+    compare_stats(A.stats(o, j.drops, files=4), cs, "stats, KernelCh sampled")
+    check(cs["kernel_sampled"]["sampled"] == c["kernel_sampled"]["sampled"] and
+          all("sampled" in r for r in cs["rows"]) and
+          any(r["timing"] == "gpu (sampled)" for r in cs["rows"]), cs["rows"])
     print("ok: hangs() = ncclscope hang --json with KernelCh sampled (AllReduce 1 inferred, missing rank 2)")
 
 
