@@ -97,7 +97,8 @@ struct replay {
     const struct nsc_script *s;
     struct nsc_id_map handles;
     void **ctx;
-    int *mask;
+    int *word;                /* the one mask word every init got, as NCCL's global */
+    struct nsc_id_map masks;  /* recorded id -> the mask its enqueue read (lineage) */
     sem_t *turn;       /* one per thread: "your call is next" */
     size_t *first;     /* first call of each thread (unused after start) */
     struct nsc_replay_stats st;
@@ -132,25 +133,48 @@ static int nccl_starts(int version, uint32_t m, uint64_t type, int has_group) {
     return (m & type) != 0;
 }
 
+/* The mask NCCL decides an event under. NCCL copies its mask word at each
+ * enqueue and its events follow that copy: from 2.28 (v5) each API call
+ * (GroupApi, CollApi, P2pApi) reads it and the operation's Coll or P2p,
+ * their KernelCh, ProxyOps and steps inherit it; a CeColl reads it at its
+ * own enqueue; 2.23-2.27 (v1-v4) copy it per task and the plan's events
+ * follow, which this replay takes at the plan's Group (a plugin that
+ * changes the word between a plan's tasks is not modelled). ProxyCtrl and
+ * anything whose enqueue is not in the recording read the word as it is. */
+static int lineage_mask(struct replay *r, const struct nsc_call *c, int version) {
+    uint64_t t = c->d.type;
+    int reads = version >= 5 ? t == NSC_ABI_GROUP_API || t == NSC_ABI_COLL_API ||
+                                   t == NSC_ABI_P2P_API || t == NSC_ABI_CE_COLL
+                             : t == NSC_ABI_GROUP;
+    uint64_t from = (version <= 4 && (t == NSC_ABI_COLL || t == NSC_ABI_P2P)) ? c->parent_group
+                                                                              : c->parent;
+    const int *m = NULL;
+    if (!reads && t != NSC_ABI_PROXY_CTRL && from && from != NSC_FOREIGN_PARENT)
+        m = nsc_id_map_find(&r->masks, from);
+    int v = m ? *m : __atomic_load_n(r->word, __ATOMIC_RELAXED);
+    int *slot = c->id ? nsc_id_map_insert(&r->masks, c->id, NULL) : NULL;
+    if (slot)
+        *slot = v;
+    return v;
+}
+
 static void run_call(struct replay *r, const struct nsc_call *c) {
     const struct nsc_host *h = r->h;
     r->st.calls++;
     switch (c->kind) {
     case NSC_CALL_INIT: {
         const struct nsc_script_comm *cm = &r->s->comms[c->comm];
-        int mask = 0;
-        if (nsc_host_init((struct nsc_host *)h, &r->ctx[c->comm], cm->comm_id, &mask, cm->name,
+        if (nsc_host_init((struct nsc_host *)h, &r->ctx[c->comm], cm->comm_id, r->word, cm->name,
                           cm->nnodes, cm->nranks, cm->rank) != 0)
             r->ctx[c->comm] = NULL;
-        r->mask[c->comm] = mask;
         break;
     }
     case NSC_CALL_START: {
         r->st.starts++;
         void *handle = NULL;
         int has_group = !c->parent_group || handle_get(&r->handles, c->parent_group);
-        if (!r->ctx[c->comm] ||
-            !nccl_starts(h->version, (uint32_t)r->mask[c->comm], c->d.type, has_group)) {
+        int mask = lineage_mask(r, c, h->version);
+        if (!r->ctx[c->comm] || !nccl_starts(h->version, (uint32_t)mask, c->d.type, has_group)) {
             r->st.skipped_by_mask++;
         } else {
             nsc_abi_descr_v7 d = c->d;
@@ -246,13 +270,18 @@ int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
     if (nsc_id_map_init(&r.handles, s->ncalls < (1u << 30) ? (uint32_t)s->ncalls : 1u << 30,
                         sizeof(void *), NSC_ID_MAP_FIXED) != 0)
         return snprintf(err, errlen, "out of memory"), -1;
+    if (nsc_id_map_init(&r.masks, s->ncalls < (1u << 30) ? (uint32_t)s->ncalls : 1u << 30,
+                        sizeof(int), NSC_ID_MAP_FIXED) != 0) {
+        nsc_id_map_destroy(&r.handles);
+        return snprintf(err, errlen, "out of memory"), -1;
+    }
+    r.word = &((struct nsc_host *)h)->nccl_mask;
     r.ctx = calloc(s->ncomms + 1, sizeof(*r.ctx));
-    r.mask = calloc(s->ncomms + 1, sizeof(*r.mask));
     r.turn = calloc(s->nthreads, sizeof(*r.turn));
     pthread_t *tids = calloc(s->nthreads, sizeof(*tids));
     struct worker *ws = calloc(s->nthreads, sizeof(*ws));
     int rc = 0;
-    if (!r.ctx || !r.mask || !r.turn || !tids || !ws) {
+    if (!r.ctx || !r.turn || !tids || !ws) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
         goto out;
@@ -284,8 +313,8 @@ int nsc_replay_run_probed(const struct nsc_host *h, const struct nsc_script *s,
         *st = r.st;
 out:
     nsc_id_map_destroy(&r.handles);
+    nsc_id_map_destroy(&r.masks);
     free(r.ctx);
-    free(r.mask);
     free(r.turn);
     free(tids);
     free(ws);

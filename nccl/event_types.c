@@ -102,6 +102,7 @@ struct group {
 static const struct group groups[] = {
     {"all", NSC_MASK_ALL},
     {"default", NSC_MASK_DEFAULT},
+    {"lean", NSC_MASK_LEAN},
     {"api", B(GROUP_API) | B(COLL_API) | B(P2P_API) | B(KERNEL_LAUNCH)},
     {"proxy", B(PROXY_OP) | B(PROXY_STEP) | B(PROXY_CTRL)},
     {"kernel", B(KERNEL_CH) | B(KERNEL_LAUNCH) | B(KERNEL_PHASE)},

@@ -36,17 +36,22 @@ enum nsc_etype {
 
 #define NSC_MASK_ALL ((1u << NSC_ET_COUNT) - 1)
 
-/* The default mask is the one we defend for always-on use (docs/config.md):
- * every host-side event plus ProxyOp, but not KernelCh or KernelPhase (NCCL
- * itself pays about 0.9 us per operation to produce GPU timers, and asking
- * for KernelPhase makes NCCL produce KernelCh too), ProxyStep/NetPlugin
- * (tens to hundreds of callbacks per operation on the network path) or
- * ProxyCtrl. */
-#define NSC_MASK_DEFAULT                                                                       \
+/* The lean mask: every host-side event plus ProxyOp, but not KernelCh or
+ * KernelPhase (NCCL itself pays time on every operation to produce GPU
+ * timers, and asking for KernelPhase makes NCCL produce KernelCh too),
+ * ProxyStep/NetPlugin (tens to hundreds of callbacks per operation on the
+ * network path) or ProxyCtrl. */
+#define NSC_MASK_LEAN                                                                          \
     ((1u << NSC_ET_GROUP_API) | (1u << NSC_ET_COLL_API) | (1u << NSC_ET_P2P_API) |              \
      (1u << NSC_ET_KERNEL_LAUNCH) | (1u << NSC_ET_GROUP) | (1u << NSC_ET_COLL) |                \
      (1u << NSC_ET_P2P) | (1u << NSC_ET_PROXY_OP) | (1u << NSC_ET_CE_COLL) |                    \
      (1u << NSC_ET_CE_SYNC) | (1u << NSC_ET_CE_BATCH))
+
+/* The default mask, the one we defend for always-on use (docs/config.md):
+ * the lean one plus KernelCh, which the plugin asks NCCL for on a sample of
+ * the operations only (plugin/record/kernel_sample.h): GPU times and
+ * completion, hence hang detection, on one node too. */
+#define NSC_MASK_DEFAULT (NSC_MASK_LEAN | (1u << NSC_ET_KERNEL_CH))
 
 /* "Coll", "ProxyStep", ... or NULL for an index out of range. */
 const char *nsc_etype_name(unsigned etype);

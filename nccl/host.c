@@ -115,6 +115,8 @@ static void comm_find(const void *ctx, uint64_t *id, const char **name) {
 int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, const char *name,
                   int nnodes, int nranks, int rank) {
     *ctx = NULL;
+    if (!mask)
+        mask = &h->nccl_mask;
     if (h->version <= 3) {
         int rc = ((const nsc_abi_profiler_v1 *)h->table)->init(ctx, mask);
         if (rc == 0 && *ctx)

@@ -24,6 +24,10 @@ struct nsc_host {
     int version;         /* the ncclProfiler_vN found */
     const void *table;
     const char *name;    /* the plugin's name field */
+    /* The word a host that passes no mask to nsc_host_init hands every
+     * init, as NCCL does with its one global: the plugin may write it at
+     * any time while a comm lives (run-time control, KernelCh sampling). */
+    int nccl_mask;
 };
 
 /* dlopen(RTLD_NOW|RTLD_LOCAL), then ncclProfiler_v7, v6, ... v1 unless
@@ -34,6 +38,8 @@ void nsc_host_unload(struct nsc_host *h);
 /* Event types bit mask this host's version can deliver. */
 uint32_t nsc_host_type_mask(const struct nsc_host *h);
 
+/* mask: where the plugin writes the event mask and NCCL would re-read it;
+ * NULL: the host's own word (h->nccl_mask). It must outlive the comm. */
 int nsc_host_init(struct nsc_host *h, void **ctx, uint64_t comm_id, int *mask, const char *name,
                   int nnodes, int nranks, int rank);
 /* Returns 1 when the event was delivered, 0 when this version cannot carry

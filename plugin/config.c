@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "event_types.h"
 
@@ -107,6 +108,29 @@ static int get_u32(const char *name, uint32_t def, uint32_t lo, uint32_t hi, con
                                  : "out of range",
              lo, hi, note);
     return -1;
+}
+
+/* Does NCCLSCOPE_EVENTS ask for KernelCh by name or number (not only
+ * through `default`)? */
+static int kernel_named(void) {
+    const char *v = getenv("NCCLSCOPE_EVENTS");
+    if (!v || !*v)
+        return 0;
+    static const char *const names[] = {"kernelch", "kernel", "kernelphase", "all"};
+    for (const char *p = v; *p;) {
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ' && *e != '\t')
+            e++;
+        if (e > p && *p >= '0' && *p <= '9')
+            return 1;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if ((size_t)(e - p) == strlen(names[i]) && !strncasecmp(p, names[i], (size_t)(e - p)))
+                return 1;
+        p = e;
+    }
+    return 0;
 }
 
 /* NCCLSCOPE_EVENTS: names (event_types.c parses them), or a number in
@@ -234,6 +258,19 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
 
     if (get_events(&cfg->event_mask, err, errlen))
         return -1;
+    /* KernelCh on a sample of the operations (record/kernel_sample.h) where
+     * it comes from the default mask; a mask that names it (KernelCh,
+     * kernel, KernelPhase, all, a number) asks for every operation. */
+    if (get_u32("NCCLSCOPE_KERNEL_SAMPLE", kernel_named() ? 1 : 32, 0, 1u << 20,
+                " (one operation in N gets KernelCh; 1: every one, 0: none)",
+                &cfg->kernel_sample, err, errlen))
+        return -1;
+    if (get_u32("NCCLSCOPE_KERNEL_SAMPLE_MS", 1, 0, 3600000,
+                " ms (and at least one per period; 0: by count only)", &cfg->kernel_sample_ms,
+                err, errlen))
+        return -1;
+    if (cfg->kernel_sample == 0)
+        cfg->event_mask &= ~(1u << NSC_ET_KERNEL_CH);
 
     if (get_u32("NCCLSCOPE_MEMORY_MB", 64, 4, 65536, " MiB", &cfg->memory_mb, err, errlen))
         return -1;

@@ -15,6 +15,8 @@ struct nsc_config {
     int enabled;             /* NCCLSCOPE_ENABLE (default 1) */
     char dir[1024];          /* NCCLSCOPE_DIR (default ./ncclscope-trace) */
     uint32_t event_mask;     /* NCCLSCOPE_EVENTS (default NSC_MASK_DEFAULT) */
+    uint32_t kernel_sample;  /* NCCLSCOPE_KERNEL_SAMPLE: KernelCh for one operation in N */
+    uint32_t kernel_sample_ms; /* NCCLSCOPE_KERNEL_SAMPLE_MS: and one per period at least */
     uint32_t ring_records;   /* NCCLSCOPE_RING_KB * 1024 / 64: most records one thread may hold */
     uint32_t memory_mb;      /* NCCLSCOPE_MEMORY_MB: all record memory of the process (default 64) */
     uint32_t compress_threads; /* NCCLSCOPE_COMPRESS_THREADS: 0 = by the CPUs the process may use */

@@ -17,6 +17,7 @@
 #include "engine.h"
 #include "intern.h"
 #include "live_metrics.h"
+#include "kernel_sample.h"
 #include "log.h"
 #include "ops_thread.h"
 #include "recorder.h"
@@ -95,6 +96,11 @@ static int open_session(int api_version) {
     char stem[160];
     snprintf(stem, sizeof(stem), "%s-%u", s.host, s.pid);
     s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version);
+    /* KernelCh for one operation in N, where it is recorded at all: the
+     * SESSION mask keeps KernelCh (its events are recorded when they come)
+     * and each operation's record says whether it was sampled. */
+    nsc_ksample_configure((s.event_mask >> NSC_ET_KERNEL_CH) & 1 ? cfg.kernel_sample : 1,
+                          cfg.kernel_sample_ms, s.ticks_per_sec);
     nsc_ctl_set_dump(nsc_session_request_dump);
     nsc_ctl_files_open(cfg.dir, stem);
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);

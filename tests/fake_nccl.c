@@ -136,6 +136,7 @@ static const uint64_t phase_at[4] = {0, 100, 400, 500};
 struct fake_work {
     void *coll;
     long long i;
+    uint32_t mask; /* what the operation's enqueue read (NCCL copies it per task) */
 };
 
 struct fake_queue {
@@ -149,7 +150,8 @@ struct fake_queue {
 struct fake_dev {
     int rank, ndev;
     void *ctx;
-    uint64_t mask;
+    uint64_t mask; /* the mask the current operation was enqueued with */
+    int word;      /* the word init got, as NCCL's global: re-read at each enqueue */
     struct fake_queue prof, proxy;
 };
 
@@ -190,12 +192,16 @@ static int q_pop(struct fake_queue *q, struct fake_work *w) {
     return rc;
 }
 
-/* startEvent as NCCL makes it: only for types the plugin asked for. */
-static void *fake_start(struct fake_dev *v, nsc_abi_descr_v7 *d) {
+/* startEvent as NCCL makes it: only for types the plugin asked for when
+ * the operation was enqueued. */
+static void *fake_start_m(struct fake_dev *v, uint64_t mask, nsc_abi_descr_v7 *d) {
     void *h = NULL;
-    if (v->mask & d->type)
+    if (mask & d->type)
         nsc_host_start(&host, v->ctx, &h, d);
     return h;
+}
+static void *fake_start(struct fake_dev *v, nsc_abi_descr_v7 *d) {
+    return fake_start_m(v, v->mask, d);
 }
 
 static void *profiler_thread(void *arg) {
@@ -214,7 +220,7 @@ static void *profiler_thread(void *arg) {
             d.rank = v->rank;
             d.kernelCh.channelId = (uint8_t)ch;
             d.kernelCh.pTimer = g;
-            void *kch = fake_start(v, &d);
+            void *kch = fake_start_m(v, w.mask, &d);
             for (int p = 0; p < 3 && kch; p++) {
                 memset(&d, 0, sizeof(d));
                 d.type = NSC_ABI_KERNEL_PHASE;
@@ -224,7 +230,7 @@ static void *profiler_thread(void *arg) {
                 d.kernelPhase.phaseId = (uint8_t)p;
                 d.kernelPhase.phaseName = phase_names[p];
                 d.kernelPhase.pTimer = g + phase_at[p];
-                void *ph = fake_start(v, &d);
+                void *ph = fake_start_m(v, w.mask, &d);
                 if (ph) {
                     nsc_host_state(&host, ph, NSC_ABI_KERNEL_PHASE_STOP, g + phase_at[p + 1]);
                     nsc_host_stop(&host, ph);
@@ -255,12 +261,12 @@ static void *proxy_thread(void *arg) {
         d.proxyOp.channelId = (uint8_t)(w.i % FAKE_NCH);
         d.proxyOp.peer = (v->rank + 1) % v->ndev;
         d.proxyOp.nSteps = 1;
-        void *pop = fake_start(v, &d);
+        void *pop = fake_start_m(v, w.mask, &d);
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_PROXY_STEP;
         d.parentObj = pop;
         d.rank = v->rank;
-        void *pst = fake_start(v, &d);
+        void *pst = fake_start_m(v, w.mask, &d);
         nsc_host_state(&host, pst, NSC_ABI_PROXY_STEP_SEND_WAIT, 4096);
         nsc_host_stop(&host, pst);
         nsc_host_stop(&host, pop);
@@ -273,12 +279,11 @@ static void *app_thread_231(void *arg) {
     char name[16];
     snprintf(name, sizeof(name), "fake-app%d", v->rank);
     pthread_setname_np(pthread_self(), name);
-    int mask = 0;
-    if (nsc_host_init(&host, &v->ctx, 0x231abcdull, &mask, "fake231", 1, v->ndev, v->rank) != 0) {
+    if (nsc_host_init(&host, &v->ctx, 0x231abcdull, &v->word, "fake231", 1, v->ndev, v->rank) != 0) {
         pthread_barrier_wait(&all_created);
         return NULL;
     }
-    v->mask = (uint32_t)mask;
+
     q_init(&v->prof);
     q_init(&v->proxy);
     pthread_t prof, proxy;
@@ -287,6 +292,7 @@ static void *app_thread_231(void *arg) {
     for (long long i = 0; ops < 0 || i < ops; i++) {
         uint64_t tag = i % 4 == 3 ? 0 : FAKE_TAG + (uint64_t)i;
         int sym = (int)(i & 1);
+        v->mask = (uint32_t)__atomic_load_n(&v->word, __ATOMIC_RELAXED); /* the GroupApi's read */
         nsc_abi_descr_v7 d;
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_GROUP_API;
@@ -295,6 +301,9 @@ static void *app_thread_231(void *arg) {
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_COLL_API;
         d.parentObj = gapi;
+        /* each API call re-reads the word (2.28 and later); the Coll and
+         * its KernelCh follow the CollApi's copy, the P2p the P2pApi's */
+        uint64_t coll_mask = v->mask = (uint32_t)__atomic_load_n(&v->word, __ATOMIC_RELAXED);
         d.collApi.func = "AllGather";
         d.collApi.count = 256;
         d.collApi.datatype = "ncclFloat32";
@@ -304,6 +313,7 @@ static void *app_thread_231(void *arg) {
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_P2P_API;
         d.parentObj = gapi;
+        uint64_t p2p_mask = v->mask = (uint32_t)__atomic_load_n(&v->word, __ATOMIC_RELAXED);
         d.p2pApi.func = "Send";
         d.p2pApi.count = 64;
         d.p2pApi.datatype = "ncclInt8";
@@ -329,7 +339,7 @@ static void *app_thread_231(void *arg) {
         d.coll.kernelVariant = sym ? "AGxLL_R" : NULL;
         d.coll.isSymColl = sym;
         d.coll.userTag = tag;
-        void *coll = fake_start(v, &d);
+        void *coll = fake_start_m(v, coll_mask, &d);
         memset(&d, 0, sizeof(d));
         d.type = NSC_ABI_P2P;
         d.parentObj = papi;
@@ -341,7 +351,7 @@ static void *app_thread_231(void *arg) {
         d.p2p.peer = (v->rank + 1) % v->ndev;
         d.p2p.nChannels = 1;
         d.p2p.userTag = tag;
-        void *p2p = fake_start(v, &d);
+        void *p2p = fake_start_m(v, p2p_mask, &d);
         nsc_host_stop(&host, coll);
         nsc_host_stop(&host, p2p);
         nsc_host_stop(&host, grp);
@@ -363,8 +373,8 @@ static void *app_thread_231(void *arg) {
         nsc_host_state(&host, gapi, NSC_ABI_GROUP_END_API_START, 0);
         nsc_host_stop(&host, gapi);
         if (coll) {
-            q_push(&v->prof, (struct fake_work){coll, i});
-            q_push(&v->proxy, (struct fake_work){coll, i});
+            q_push(&v->prof, (struct fake_work){coll, i, (uint32_t)coll_mask});
+            q_push(&v->proxy, (struct fake_work){coll, i, (uint32_t)coll_mask});
         }
     }
     /* As ncclCommDestroy: the profiler thread drains and stops before the

@@ -23,6 +23,7 @@
 #include "nccl_abi.h"
 #include "nccl_v1_names.h"
 #include "hot_line.h"
+#include "kernel_sample.h"
 #include "op_state.h"
 #include "python_caller.h"
 #include "recorder.h"
@@ -172,6 +173,53 @@ static void start_unrecorded(struct nsc_comm *c, void **eHandle, const nsc_abi_d
     nsc_chain_start(c, h, d, dsize, version);
 }
 
+/* KernelCh sampling (record/kernel_sample.h): the handle bit for an event
+ * of type et. An operation's API event (v1-v4: its plan's Group) reads
+ * what NCCL enqueued it with and decides about the next; a Coll or P2p is
+ * sampled when that parent was (flag NSC_RF_SAMPLED), or, where the parent
+ * is not recorded, by the word as it is now (NCCL copied it a moment
+ * before). Without sampling, every operation is when KernelCh is recorded. */
+static inline uint64_t sample(struct nsc_comm *c, int et, const nsc_abi_descr_v7 *d,
+                              uint64_t ticks, int version, uint32_t chained, uint16_t *flags) {
+    int op = et == NSC_ET_COLL || et == NSC_ET_P2P;
+    int keep = (chained & NSC_ABI_KERNEL_CH) != 0;
+    int api = version >= 5 ? et == NSC_ET_COLL_API || et == NSC_ET_P2P_API : et == NSC_ET_GROUP;
+    if (!op && !api)
+        return 0;
+    if (!(nsc_ctl_recording() & NSC_ABI_KERNEL_CH))
+        return 0;
+    if (!nsc_ksample_on()) {
+        if (op)
+            *flags |= NSC_RF_SAMPLED;
+        return op ? NSC_HANDLE_SAMPLED : 0;
+    }
+    if (api)
+        return nsc_ksample_enqueue(c, ticks, keep) ? NSC_HANDLE_SAMPLED : 0;
+    uint64_t p = (uint64_t)(uintptr_t)d->parentObj;
+    int known = p && nsc_handle_valid(p) && !(p & NSC_HANDLE_UNRECORDED) &&
+                ((p >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) ==
+                    (unsigned)(version <= 4 ? NSC_ET_GROUP
+                                            : et == NSC_ET_COLL ? NSC_ET_COLL_API : NSC_ET_P2P_API);
+    int yes = known ? (p & NSC_HANDLE_SAMPLED) != 0 : nsc_ksample_enqueue(c, ticks, keep);
+    if (yes)
+        *flags |= NSC_RF_SAMPLED;
+    return yes ? NSC_HANDLE_SAMPLED : 0;
+}
+
+/* A KernelCh or KernelPhase under an operation that was not sampled: not
+ * recorded (NCCL gives it only where a chained plugin asks for KernelCh on
+ * every operation, or a host that ignores the mask word). */
+static inline int unsampled_kernel(int et, const nsc_abi_descr_v7 *d) {
+    if ((et != NSC_ET_KERNEL_CH && et != NSC_ET_KERNEL_PHASE) || !nsc_ksample_on())
+        return 0;
+    uint64_t p = (uint64_t)(uintptr_t)d->parentObj;
+    unsigned pt = (unsigned)(p >> NSC_HANDLE_ETYPE_SHIFT) & 0xf;
+    if (et == NSC_ET_KERNEL_PHASE) /* under a KernelCh left unrecorded above */
+        return (p & NSC_HANDLE_UNRECORDED) && pt == NSC_ET_KERNEL_CH;
+    return p && nsc_handle_valid(p) && (pt == NSC_ET_COLL || pt == NSC_ET_P2P) &&
+           !(p & NSC_HANDLE_SAMPLED);
+}
+
 /* What v1-v3 descriptors tell of their comm, which their init does not:
  * a Coll's or P2p's commHash and comm name (the rank is in every
  * descriptor's header). */
@@ -217,7 +265,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
      * may deliver a type we do not record when only the chained plugin
      * wants it, or in the moment after a stop or a set_mask. */
     uint32_t chained = nsc_chain_mask(c);
-    if (__builtin_expect(!(nsc_ctl_recording() & type), 0)) {
+    if (__builtin_expect(!(nsc_ctl_recording() & type) || unsampled_kernel(et, d), 0)) {
         if (chained & type)
             start_unrecorded(c, eHandle, d, (unsigned)et, dsize, version);
         else if (version <= 4 && et == NSC_ET_GROUP && (nsc_ctl_recording() & NSC_GROUP_GATES))
@@ -243,6 +291,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
         parent = d->parentObj == (void *)&nsc_passthrough_token ? 0
                                                                 : nsc_parent_id(d->parentObj, &flags);
     }
+    uint64_t sampled = sample(c, et, d, ticks, version, chained, &flags);
     /* A CollApi takes an EXT only for a user tag (most calls have none). */
     int with_ext = needs_ext(d, (unsigned)et, v7);
     struct nsc_start s;
@@ -251,6 +300,7 @@ static inline void start_event(void *ctx, void **eHandle, const nsc_abi_descr_v7
         fill(&s, d, (unsigned)et, v7);
         nsc_start_commit(&s);
     }
+    *eHandle = (void *)((uintptr_t)*eHandle | sampled);
     /* hook: per-operation state for the watchdog (op_state.h): Coll, P2p
      * and their children take a slab handle; others, or a full slab, keep
      * the plain one */

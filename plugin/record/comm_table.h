@@ -89,10 +89,20 @@ struct nsc_comm {
     struct nsc_comm_info info;
     uint32_t in_use;       /* lock: taken, until nsc_comm_close */
     uint32_t dirty;        /* lock: info changed since the flusher last took it */
-    char pad[256 - 24 - sizeof(struct nsc_comm_info) - 8];
+    /* KernelCh sampling (kernel_sample.h): where NCCL re-reads its mask
+     * (NULL: not sampling), operations since the last sampled one, whether
+     * the comm wants the next one sampled, and the last sample's ticks.
+     * Written by the enqueuing thread: a line apart from the one above,
+     * which every callback reads. */
+    _Atomic(int *) ks_word;
+    _Atomic uint32_t ks_since;
+    _Atomic uint32_t ks_want;
+    _Atomic uint64_t ks_last;
+    char pad[256 - 24 - sizeof(struct nsc_comm_info) - 8 - 24];
 };
 _Static_assert(sizeof(struct nsc_comm) == 256, "comm slot");
 _Static_assert(offsetof(struct nsc_comm, info) == 24, "gen, serial, rank, proxied, learning first");
+_Static_assert(offsetof(struct nsc_comm, ks_word) >= 128, "the sampler's words off the read line");
 
 extern struct nsc_comm nsc_comms[NSC_MAX_COMMS];
 

@@ -28,7 +28,7 @@
 /* Bits a handle of ours may have set (slab.h: bit 61 marks a slab handle,
  * whose bits 42..55 are its slot). */
 #define NSC_HANDLE_VALID_BITS                                                                  \
-    (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED | NSC_HANDLE_SLAB |                            \
+    (NSC_HANDLE_DROPPED | NSC_HANDLE_UNRECORDED | NSC_HANDLE_SLAB | NSC_HANDLE_SAMPLED |       \
      (0xfull << NSC_HANDLE_ETYPE_SHIFT) | NSC_ID_MASK)
 
 /* The event id of a handle: the low 42 bits of a slab handle, 56 of others. */
@@ -36,9 +36,14 @@ static inline uint64_t nsc_handle_id(uint64_t h) {
     return h & (nsc_handle_is_slab(h) ? NSC_SLAB_ID_MASK : NSC_ID_MASK);
 }
 
+/* NSC_HANDLE_SAMPLED is set on Group, Coll, P2p, GroupApi, CollApi and
+ * P2pApi handles only (kernel_sample.h). */
+#define NSC_HANDLE_SAMPLED_TYPES 0x707u
 static inline int nsc_handle_valid(uint64_t h) {
-    return h != 0 && (h & ~NSC_HANDLE_VALID_BITS) == 0 &&
-           ((h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf) < NSC_ET_COUNT && nsc_handle_id(h) != 0;
+    unsigned et = (unsigned)(h >> NSC_HANDLE_ETYPE_SHIFT) & 0xf;
+    return h != 0 && (h & ~NSC_HANDLE_VALID_BITS) == 0 && et < NSC_ET_COUNT &&
+           (!(h & NSC_HANDLE_SAMPLED) || (NSC_HANDLE_SAMPLED_TYPES >> et & 1)) &&
+           nsc_handle_id(h) != 0;
 }
 
 /* A handle this process issued: well-formed, and its id below the ids

@@ -14,6 +14,7 @@
 #include "event_types.h"
 #include "hot_line.h"
 #include "intern.h"
+#include "kernel_sample.h"
 #include "live_metrics.h"
 #include "log.h"
 #include "recorder.h"
@@ -30,7 +31,6 @@ static uint32_t session_mask;    /* recorded while running, limited to the API v
 static int api_version = 7;
 static int session_open;
 static int *nccl_mask[NSC_MAX_COMMS]; /* where NCCL re-reads each live comm's mask */
-static int written[NSC_MAX_COMMS];    /* what we last wrote there */
 static _Atomic uint64_t marks;   /* marks written by this process */
 
 static int (*dump_fn)(void); /* the session's (nsc_ctl_set_dump) */
@@ -48,24 +48,36 @@ static void publish(void) {
     nsc_live_set_mask(m);
 }
 
-/* Writes every live comm's NCCL mask: what we record or'ed with what its
- * chained plugin asked for. Only a value that changed is stored, and the
- * word is neither read nor written otherwise: NCCL reads it all the time,
- * and it is NCCL's (a global there, valid for the life of the process; a
- * host that passes a temporary to init cannot use run-time control).
- * RELAXED: NCCL re-reads it without ordering, a new mask takes effect at its
- * next read. */
-static void write_masks(void) {
+/* The word NCCL should read for comm slot i: what we record or'ed with what
+ * its chained plugin asked for, limited to the API version; with KernelCh
+ * sampled (record/kernel_sample.h) its bit is the sampler's, unless the
+ * chained plugin wants every operation's. */
+static int nccl_word(unsigned i) {
     uint32_t ours = running ? session_mask : 0;
+    uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask(i) : 0;
+    uint32_t sampled = 0;
+    if (nsc_ksample_on() && (ours & NSC_KSAMPLE_BIT) && !(chained & NSC_KSAMPLE_BIT)) {
+        ours &= ~(uint32_t)NSC_KSAMPLE_BIT;
+        sampled = (uint32_t)nsc_ksample_wanted_bit();
+    }
+    uint32_t m = nsc_mask_for_nccl(ours | chained, api_version);
+    return (int)(m | (m & (1u << NSC_ET_KERNEL_PHASE) ? 0 : sampled));
+}
+
+/* Writes every live comm's NCCL mask (nccl_word). Only a value that
+ * changed is stored: NCCL reads the word all the time, and it is NCCL's (a
+ * global there, valid for the life of the process; a host that passes a
+ * temporary to init cannot use run-time control or sampling). RELAXED:
+ * NCCL re-reads it without ordering, a new mask takes effect at its next
+ * read; the sampler's own stores of the KernelCh bit race with these only
+ * as its stores race with each other (kernel_sample.h). */
+static void write_masks(void) {
     for (unsigned i = 0; i < NSC_MAX_COMMS; i++) {
         if (!nccl_mask[i])
             continue;
-        uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask(i) : 0;
-        int m = (int)nsc_mask_for_nccl(ours | chained, api_version);
-        if (m != written[i]) {
+        int m = nccl_word(i);
+        if (m != __atomic_load_n(nccl_mask[i], __ATOMIC_RELAXED))
             __atomic_store_n(nccl_mask[i], m, __ATOMIC_RELAXED);
-            written[i] = m;
-        }
     }
 }
 
@@ -92,17 +104,17 @@ void nsc_ctl_session_close(void) {
     pthread_mutex_unlock(&lock);
 }
 
-void nsc_ctl_comm_open(const struct nsc_comm *c, int *mask) {
+void nsc_ctl_comm_open(struct nsc_comm *c, int *mask) {
     pthread_mutex_lock(&lock);
     nccl_mask[c - nsc_comms] = mask;
-    uint32_t chained = nsc_chain_active() ? nsc_chain_refresh_mask((unsigned)(c - nsc_comms)) : 0;
-    *mask = written[c - nsc_comms] =
-        (int)nsc_mask_for_nccl((running ? session_mask : 0) | chained, api_version);
+    nsc_ksample_comm_open(c, mask); /* its first operation is sampled */
+    *mask = nccl_word((unsigned)(c - nsc_comms));
     pthread_mutex_unlock(&lock);
 }
 
-void nsc_ctl_comm_close(const struct nsc_comm *c) {
+void nsc_ctl_comm_close(struct nsc_comm *c) {
     pthread_mutex_lock(&lock);
+    nsc_ksample_comm_close(c);
     nccl_mask[c - nsc_comms] = NULL;
     pthread_mutex_unlock(&lock);
 }

@@ -43,8 +43,8 @@ uint32_t nsc_ctl_session_open(uint32_t cfg_mask, int api_version);
 void nsc_ctl_session_close(void);
 
 /* init/finalize: remembers where NCCL re-reads the mask and writes it. */
-void nsc_ctl_comm_open(const struct nsc_comm *c, int *nccl_mask);
-void nsc_ctl_comm_close(const struct nsc_comm *c);
+void nsc_ctl_comm_open(struct nsc_comm *c, int *nccl_mask);
+void nsc_ctl_comm_close(struct nsc_comm *c);
 
 /* The commands (api/control_api.c, the control files): NCCLSCOPE_OK or
  * another NCCLSCOPE_* status (include/ncclscope.h). */

@@ -369,9 +369,8 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     o->coll = r->h.etype == NSC_ET_COLL;
     o->nch = nch;
     /* CeColl runs on copy engines: no channels, no KernelCh */
-    o->kernel = r->h.etype != NSC_ET_CE_COLL &&
-                (atomic_load_explicit(&live_recorded_mask, memory_order_relaxed) >>
-                     NSC_ET_KERNEL_CH & 1);
+    /* sampled (trace_format.h: NSC_RF_SAMPLED): KernelCh will come */
+    o->kernel = r->h.etype != NSC_ET_CE_COLL && (r->h.flags & NSC_RF_SAMPLED) != 0;
     o->touched_ns = m->now_ns;
 }
 

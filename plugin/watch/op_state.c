@@ -447,7 +447,7 @@ uint64_t nsc_opst_start_slow(struct nsc_comm *c, unsigned et, const nsc_abi_desc
                                   atomic_load_explicit(&c->rank, memory_order_relaxed));
         int chk = atomic_load_explicit(&channels_known, memory_order_relaxed);
         unsigned nch = !(chk && expects) ? 0 : coll ? d->coll.nChannels : d->p2p.nChannels;
-        int kt = nsc_op_kernel_channels((nsc_ctl_recording() & NSC_ABI_KERNEL_CH) != 0, chk,
+        int kt = nsc_op_kernel_channels((h & NSC_HANDLE_SAMPLED) != 0, chk,
                                         expects, nch) >= 0;
         uint16_t fid = func ? nsc_intern(&nsc_thread_get()->strings, func) : 0;
         uint64_t seq = coll ? d->coll.seqNumber : 0;

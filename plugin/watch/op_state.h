@@ -85,7 +85,7 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
         !atomic_load_explicit(&nsc_hot.opst_tracking, memory_order_acquire))
         return h;
     /* An operation whose progress nothing would show takes no slot: without
-     * KernelCh recorded, only its ProxyOps could (a comm on NVLink or shared
+     * KernelCh for it (not sampled: kernel_sample.h), only its ProxyOps could (a comm on NVLink or shared
      * memory has none), and NCCL starts and stops a Coll back to back after
      * its kernel's launch (hostStreamPlanTask, 2.23-2.30), with only the
      * proxy upload between: such a slot could never be seen in flight. It
@@ -94,8 +94,7 @@ static inline uint64_t nsc_opst_start(struct nsc_comm *c, unsigned et, const nsc
      * watch"). A comm across nodes takes slots from its open; one within a
      * node learns that it has ProxyOps from the first one
      * (nsc_opst_start_slow), and its later operations take slots. */
-    if ((et == NSC_ET_COLL || et == NSC_ET_P2P) &&
-        !(nsc_ctl_recording() & NSC_ABI_KERNEL_CH) &&
+    if ((et == NSC_ET_COLL || et == NSC_ET_P2P) && !(h & NSC_HANDLE_SAMPLED) &&
         !atomic_load_explicit(&c->proxied, memory_order_relaxed))
         return h;
     return nsc_opst_start_slow(c, et, d, h, ticks, func);

@@ -41,8 +41,7 @@
 static struct nsc_host host;
 
 static int comm_init(void **ctx, uint64_t id, const char *name, int rank) {
-    int mask = 0;
-    if (nsc_host_init(&host, ctx, id, &mask, name, 1, 4, rank) != 0 || !*ctx) {
+    if (nsc_host_init(&host, ctx, id, NULL, name, 1, 4, rank) != 0 || !*ctx) {
         fprintf(stderr, "comm_churn: init of %s failed\n", name);
         return -1;
     }

@@ -335,12 +335,12 @@ def test_job(driver):
     name), as the root, and the Broadcast as waiting behind it on ranks 0
     and 1 (before: a second hang where "every traced rank is inside it: a
     transport that stopped moving"). With KernelCh recorded, with the
-    default mask on the network path (ProxyOps), with KernelCh and no
-    ProxyOps (one NVLink node)."""
-    for events, extra in (("Coll,P2p,KernelCh,ProxyOp,ProxyStep", ()), (None, ()),
+    lean mask (no KernelCh) on the network path (ProxyOps), with KernelCh
+    and no ProxyOps (one NVLink node)."""
+    for events, extra in (("Coll,P2p,KernelCh,ProxyOp,ProxyStep", ()), ("lean", ()),
                           ("Coll,P2p,KernelCh,ProxyOp,ProxyStep", ("--intra",))):
         cli, d = run_job(driver, "job", 4, events=events, extra=extra, want_ops=JOB_OPS)
-        what = "%s %s" % (events or "default mask", " ".join(extra))
+        what = "%s %s" % (events, " ".join(extra))
         doc, _ = hang(cli, [d])
         hs = doc["hangs"]
         check([(h["comm"], h["op"], h["seq"], h["cause"]) for h in hs] ==
@@ -360,10 +360,10 @@ def test_job(driver):
         for fmt in ([], ["--json"]):  # -j: the same answer
             check(run([cli, "hang", d, *fmt, "-j", "3"], ok=(4,)).stdout ==
                   run([cli, "hang", d, *fmt, "-j", "1"], ok=(4,)).stdout, "%s: -j 3 differs" % what)
-    # The default mask on one NVLink node: no KernelCh, no ProxyOps, nothing
+    # The lean mask on one NVLink node: no KernelCh, no ProxyOps, nothing
     # records completion. The divergences in enqueue order: AllReduce 9 the
     # root, AllGather 9 behind it (before: AllGather first, both alike).
-    cli, d = run_job(driver, "job", 4, events=None, extra=("--intra",), want_ops=JOB_OPS)
+    cli, d = run_job(driver, "job", 4, events="lean", extra=("--intra",), want_ops=JOB_OPS)
     doc, _ = hang(cli, [d], ok=(5,))
     check(doc["hangs"] == [] and doc["completion_unrecorded_files"] == 4, doc)
     dv = doc["divergences"]

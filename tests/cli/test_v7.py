@@ -31,10 +31,11 @@ def tag(i):
     return 0 if i % 4 == 3 else FAKE_TAG + i
 
 
-def fake(args, events_mask="all"):
+def fake(args, events_mask="all", extra_env=None):
     cli, plugin, fake_exe = env_paths()
     out = tmpdir()
     env = {"NCCLSCOPE_DIR": out}
+    env.update(extra_env or {})
     if events_mask is not None:
         env["NCCLSCOPE_EVENTS"] = events_mask
     run([fake_exe, "--plugin", plugin] + args, env=env)
@@ -260,10 +261,24 @@ def main():
     check(signature(docr6) == signature(doc7, drop_v7=True), "v7 trace replayed at v6: all but the v7 parts")
     print("ok replay of the v7 trace at v7 and v6")
 
-    # default mask: GPU-timer events stay off; asking for KernelPhase brings KernelCh
-    docd, _, _ = fake(["--nccl231", "8"], events_mask=None)
+    # default mask: KernelPhase stays off and KernelCh comes for a sample of the
+    # operations, which the fake takes from the word it re-reads at each enqueue
+    # as NCCL does: by count alone (no period), 1 in 32 of 8 is the first one;
+    # the lean mask has none; asking for KernelPhase brings KernelCh
+    docd, _, _ = fake(["--nccl231", "8"], events_mask=None,
+                      extra_env={"NCCLSCOPE_KERNEL_SAMPLE_MS": "0"})
     cd = by_cat(events(docd))
-    check("KernelPhase" not in cd and "KernelCh" not in cd and len(cd["Coll"]) == 8, "default mask: %s" % list(cd))
+    check("KernelPhase" not in cd and len(cd["Coll"]) == 8, "default mask: %s" % list(cd))
+    check(len(cd.get("KernelCh", [])) == 2, "default mask: KernelCh of the first operation's 2 channels "
+          "only, got %d" % len(cd.get("KernelCh", [])))
+    docs4, _, _ = fake(["--nccl231", "8"], events_mask=None,
+                       extra_env={"NCCLSCOPE_KERNEL_SAMPLE_MS": "0", "NCCLSCOPE_KERNEL_SAMPLE": "4"})
+    k4 = len(by_cat(events(docs4)).get("KernelCh", []))
+    # 16 operations (a Coll and a P2p each round): the 1st, 5th, 9th and 13th
+    # are sampled, all of them Colls: 4 x 2 KernelCh
+    check(k4 == 8, "one in 4 of 16 operations sampled: 4 x 2 KernelCh, got %d" % k4)
+    docl, _, _ = fake(["--nccl231", "8"], events_mask="lean")
+    check("KernelCh" not in by_cat(events(docl)), "lean mask: no KernelCh")
     check([e["args"].get("userTag", 0) for e in cd["Coll"]] == [tag(i) for i in range(8)], "tags at default mask")
     docp, _, _ = fake(["--nccl231", "8"], events_mask="Coll,KernelPhase")
     cp = by_cat(events(docp))

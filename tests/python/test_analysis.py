@@ -693,7 +693,7 @@ def test_hangs_job(tmp):
           "hangs(): %s" % py)
     check(py[0]["missing_ranks"] == [2] and [s["rank"] for s in py[0]["stuck_ranks"]] == [0, 1, 3] and
           py[1]["behind"] == dict(root, ranks=[0, 1]), py)
-    d = hung_job(tmp, events=None, name="job-intra", mode="job", extra=("--intra",))
+    d = hung_job(tmp, events="lean", name="job-intra", mode="job", extra=("--intra",))
     c = json.loads(run([CLI, "hang", d, "--json"], ok=(5,)).stdout)
     j = A.load(d, tables=("ops",), errors="ignore")
     check(A.hangs(j.ops, j.comms) == [] == c["hangs"], c)

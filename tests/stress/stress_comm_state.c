@@ -61,8 +61,12 @@ static void fail(const char *what) {
     fprintf(stderr, "FAIL: %s\n", what);
 }
 
+/* A Coll's or P2p's handle carries NSC_HANDLE_SAMPLED, as the plugin's
+ * start gives it when KernelCh is recorded for every operation (the mask
+ * below). */
 static uint64_t handle(unsigned et) {
-    return atomic_fetch_add(&next_id, 1) | (uint64_t)et << NSC_HANDLE_ETYPE_SHIFT;
+    return atomic_fetch_add(&next_id, 1) | (uint64_t)et << NSC_HANDLE_ETYPE_SHIFT |
+           (et == NSC_ET_COLL || et == NSC_ET_P2P ? NSC_HANDLE_SAMPLED : 0);
 }
 
 static void *writer(void *arg) {

@@ -102,9 +102,12 @@ static void test_mask(void) {
     CHECK(nsc_mask_parse("kernel", &m, err, sizeof(err)) == 0 &&
           m == ((1u << NSC_ET_KERNEL_CH) | (1u << NSC_ET_KERNEL_LAUNCH) |
                 (1u << NSC_ET_KERNEL_PHASE)));
-    /* KernelPhase (API v7) is a GPU-timer event: off by default like KernelCh */
+    /* KernelPhase (API v7) is a GPU-timer event: off by default; KernelCh is
+     * in the default mask (on a sample of the operations), not in lean */
     CHECK(nsc_mask_parse("default", &m, err, sizeof(err)) == 0 &&
-          !(m & (1u << NSC_ET_KERNEL_PHASE)) && !(m & (1u << NSC_ET_KERNEL_CH)));
+          !(m & (1u << NSC_ET_KERNEL_PHASE)) && (m & (1u << NSC_ET_KERNEL_CH)));
+    CHECK(nsc_mask_parse("lean", &m, err, sizeof(err)) == 0 &&
+          m == (NSC_MASK_DEFAULT & ~(1u << NSC_ET_KERNEL_CH)));
     CHECK(nsc_mask_parse("KernelPhase", &m, err, sizeof(err)) == 0 && m == 0x8000);
     CHECK(NSC_MASK_ALL == 0xffff);
     /* what each API version can deliver; KernelPhase brings KernelCh */
