@@ -530,9 +530,9 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
     }
     if (!json && j.sampled_ops < j.kernel_ops)
         fprintf(out,
-                "KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): %llu of %llu operations have GPU "
-                "times and a completion of their own; the others complete when a later one of "
-                "their comm does\n",
+                "KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): %llu of %llu operations asked for "
+                "KernelCh (GPU times and a completion of their own); the others complete when a "
+                "later one of their comm does\n",
                 (unsigned long long)j.sampled_ops, (unsigned long long)j.kernel_ops);
     /* What the watchdogs could not see: operations that found the slab full
      * are in the records but not in the HANG blocks (hang_files: files with

@@ -228,11 +228,7 @@ static void draw_entry(struct nsc_timeline *t, struct pend_op *q) {
               : lane < 0 ? "host: enqueue to completion (no GPU timers)"
                          : "estimated: from enqueue or the previous operation's completion, "
                            "whichever is later, to completion (no GPU timers)");
-    nsc_arg_s(a, "completion",
-              op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
-              : op->inferred ? "not sampled: before a later operation of its comm that completed"
-              : unsampled   ? "not sampled: unknown"
-                            : "unknown (no KernelCh/ProxyOp recorded): enqueue only");
+    nsc_arg_s(a, "completion", tl_op_completion(op));
     nsc_arg_us(a, "enqueue_ts_us", op->start_ns);
     if (end >= op->start_ns)
         nsc_arg_us(a, "enqueue_to_completion_us", end - op->start_ns);
