@@ -862,6 +862,7 @@ out:
 /* ---- the entries ---- */
 
 static void entry_free(struct nsc_hm_entry *e) {
+    free(e->unknown);
     free(e->missing);
     free(e->done);
     free(e->untraced);
@@ -895,6 +896,18 @@ static int done_elsewhere(const struct nsc_hm_job *j, uint64_t comm, const struc
         const struct nsc_hm_seqs *q = &j->seqs.v[i];
         if (q->comm == comm && q->has_done && q->done_max >= s->seq && !strcmp(q->func, s->func))
             return 1;
+    }
+    return 0;
+}
+
+/* KernelCh sampled: the rank entered (func, seq) and its completion is not
+ * known (not sampled, no later operation of its comm completed). */
+static int completion_unknown(const struct nsc_hm_job *j, uint64_t comm, int rank, const char *func,
+                              uint64_t seq) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct nsc_hm_seqs *s = &j->seqs.v[i];
+        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
+            return s->has_unknown && s->unknown_min <= seq;
     }
     return 0;
 }
@@ -999,7 +1012,8 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
     e->missing = calloc((size_t)cap, sizeof(int));
     e->done = calloc((size_t)cap, sizeof(int));
     e->untraced = calloc((size_t)cap, sizeof(int));
-    if (!e->missing || !e->done || !e->untraced)
+    e->unknown = calloc((size_t)cap, sizeof(int));
+    if (!e->missing || !e->done || !e->untraced || !e->unknown)
         return -1;
     for (int r = 0; r < nranks; r++)
         if (!nsc_hm_traced(j, comm, r))
@@ -1017,10 +1031,12 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
             }
             if (in)
                 continue;
-            if (nsc_hm_entered(j, comm, r, t->func, t->seq))
-                e->done[e->ndone++] = r;
-            else
+            if (!nsc_hm_entered(j, comm, r, t->func, t->seq))
                 e->missing[e->nmissing++] = r;
+            else if (completion_unknown(j, comm, r, t->func, t->seq))
+                e->unknown[e->nunknown++] = r;
+            else
+                e->done[e->ndone++] = r;
         }
         return 0;
     }

@@ -160,6 +160,7 @@ struct nsc_hm_entry {
     const struct nsc_hm_stuck *first;   /* point-to-point: the earliest stuck operation */
     int *missing, nmissing;             /* never entered it (p2p: never posted) */
     int *done, ndone;                   /* entered it and completed */
+    int *unknown, nunknown;             /* entered it, not sampled: completion not known */
     int *untraced, nuntraced;           /* ranks of the comm without a file */
     struct nsc_hm_cause cause;
     /* KernelCh sampled: the target was not sampled (it may be stuck: a later

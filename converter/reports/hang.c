@@ -268,7 +268,8 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
                 long long l = nsc_hm_last_entered(j, comm, e->missing[q], target->func);
                 fprintf(f, l < 0 ? "%snull" : "%s%lld", q ? "," : "", l);
             }
-            fprintf(f, "],\"all_inside\":%s,", e->nmissing || e->ndone ? "false" : "true");
+            fprintf(f, "],\"all_inside\":%s,",
+                    e->nmissing || e->ndone || e->nunknown ? "false" : "true");
             if (e->inferred)
                 fputs("\"inferred\":true,\"completion\":\"inferred from sampled completion\",", f);
             if (e->nmaybe)
@@ -298,7 +299,7 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
                 else
                     fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", e->missing[q], l);
             }
-            if (!e->nmissing && (e->ndone || root))
+            if (!e->nmissing && (e->ndone || e->nunknown || root))
                 fputs("none", f);
             else if (!e->nmissing)
                 fputs("none (every traced rank is inside it: a transport that stopped moving, or a "
@@ -375,6 +376,10 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
     if (json) {
         fputs("],\"completed_ranks\":", f);
         print_ranks(f, e->done, e->ndone, 1);
+        if (e->nunknown) { /* KernelCh sampled: said only then */
+            fputs(",\"unknown_ranks\":", f);
+            print_ranks(f, e->unknown, e->nunknown, 1);
+        }
         fputs(",\"untraced_ranks\":", f);
         print_ranks(f, e->untraced, e->nuntraced, 1);
         print_cause_json(f, &e->cause, root ? root->comm : 0, root ? root->name : "", rfunc, rseq);
@@ -383,6 +388,11 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
         if (e->ndone) {
             fputs("  completed it: ", f);
             print_ranks(f, e->done, e->ndone, 0);
+            fputc('\n', f);
+        }
+        if (e->nunknown) {
+            fputs("  entered it, completion not known (KernelCh not sampled for it): ", f);
+            print_ranks(f, e->unknown, e->nunknown, 0);
             fputc('\n', f);
         }
         if (e->nuntraced) {

@@ -968,6 +968,9 @@ def hangs(ops, comms, kernel_channels=None):
     pairs = o[o["p2p"] == 1].groupby(["comm", "rank", "op", "peer"]).size()
     stuck = _hang_stuck(o)
     done_max = _hang_done_max(o)
+    unk = coll[(coll["at_end"] == 1) & (coll["kernel_ch_recorded"] == 1) & (coll["sampled"] == 0) &
+               (coll["completion_inferred"] == 0)]
+    unknown_min = unk.groupby(["comm", "rank", "op"])["seq"].min().to_dict()
 
     def maybe(x):
         return x.stuck == 0 and x.maybe_stuck == 1
@@ -1020,24 +1023,28 @@ def hangs(ops, comms, kernel_channels=None):
             inside = [x for x in s if x.seq == target.seq and x.op == target.op]
             rows += [(len(out), proc(x), _enq(x), int(x.rank)) for x in inside]
             inside_ranks = set(int(x.rank) for x in inside)
-            missing, done = [], []
+            missing, done, unknown = [], [], []
             for r in range(_hang_span(nranks, traced)):
                 if r not in traced or r in inside_ranks:
                     continue
                 k = (comm, r, target.op)
-                if k in seqs.index and seqs.loc[k, "min"] <= target.seq <= seqs.loc[k, "max"]:
-                    done.append(r)
-                else:
+                if not (k in seqs.index and seqs.loc[k, "min"] <= target.seq <= seqs.loc[k, "max"]):
                     missing.append(r)
+                elif unknown_min.get(k, target.seq + 1) <= target.seq:
+                    unknown.append(r)  # entered it, not sampled: completion not known
+                else:
+                    done.append(r)
             last = [int(seqs.loc[(comm, r, target.op), "max"]) if (comm, r, target.op) in seqs.index
                     else None for r in missing]
             row.update({"op": target.op, "seq": int(target.seq), "missing_ranks": missing,
-                        "missing_last_seq": last, "all_inside": not missing and not done})
+                        "missing_last_seq": last, "all_inside": not missing and not done and not unknown})
             if maybe(target):
                 row.update({"inferred": True, "completion": "inferred from sampled completion"})
             if nmaybe:
                 row["maybe_stuck_ops"] = nmaybe
             row.update({"stuck_ranks": [stuck_row(x) for x in inside], "completed_ranks": done})
+            if unknown:
+                row["unknown_ranks"] = unknown
         else:
             def count(rank, func, peer):
                 return int(pairs.get((comm, rank, func, peer), 0))

@@ -703,6 +703,19 @@ def test_hangs_job(tmp):
           [("AllReduce", 9, [0, 1, 3], [2], "root"), ("AllGather", 9, [0, 1, 3], [2], "behind")] and
           py[1]["behind"] == dict(root, ranks=[0, 1, 3]), "divergences(): %s" % py)
     print("ok: hangs()/divergences() of a job: AllReduce 9 the root, what was queued behind it marked so")
+    # at default settings on one NVLink node: KernelCh on a sample (test_hang.py, test_job_sampled)
+    for k, env in enumerate(({}, {"NCCLSCOPE_KERNEL_SAMPLE": "4", "NCCLSCOPE_KERNEL_SAMPLE_MS": "0"},
+                             {"NCCLSCOPE_KERNEL_SAMPLE": "19", "NCCLSCOPE_KERNEL_SAMPLE_MS": "0"})):
+        d = hung_job(tmp, events=None, name="job-sampled%d" % k, mode="job", extra=("--intra",), env_more=env)
+        c = json.loads(run([CLI, "hang", d, "--json"], ok=(4, 5)).stdout)
+        j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+        py = A.hangs(j.ops, j.comms, j.kernel_channels)
+        same_hangs(py, c["hangs"], "job, KernelCh sampled %s" % env)
+        check(A.divergences(j.ops, j.comms) == c["divergences"], "divergences(), sampled %s: %s" % (env, c))
+        first = (py or c["divergences"])[0]
+        check((first["op"], first["seq"], first["missing_ranks"], first["cause"]) == ("AllReduce", 9, [2], "root"),
+              "sampled %s: %s" % (env, first))
+    print("ok: hangs()/divergences() of a job with KernelCh sampled = hang --json")
 
 
 def free_port():
