@@ -87,7 +87,7 @@ _Static_assert(sizeof(struct nsc_anchor) == 24, "anchor");
 
 struct nsc_session {
     uint32_t format_version;
-    uint32_t api_version;   /* profiler ABI version NCCL chose: 1..7 */
+    uint32_t api_version;   /* profiler ABI version NCCL chose: 1..7; 0: none (below) */
     uint32_t pid;
     uint32_t clock_source;  /* enum nsc_clock_source */
     uint64_t ticks_per_sec; /* calibrated estimate; anchors refine it */
@@ -100,6 +100,20 @@ struct nsc_session {
     char plugin_version[32];
 };
 _Static_assert(sizeof(struct nsc_session) == 160, "session");
+
+/* A session the Python package opened before any NCCL init (or in a
+ * process without NCCL) does not know NCCL's profiler API version yet: its
+ * SESSION block says api_version 0 and the configured event mask. When
+ * NCCL's first init joins that session, the plugin rewrites the SESSION
+ * payload in place (it is stored raw, at NSC_SESSION_PAYLOAD_OFF) with the
+ * version NCCL loaded and the mask for it, before any chunk holding NCCL
+ * records reaches the file; later files of the session (segments, flight
+ * dumps) are written with them. So a file's api_version holds for every
+ * NCCL record in it, and 0 means no NCCL communicator took part. */
+#define NSC_SESSION_API_NONE 0u
+#define NSC_SESSION_PAYLOAD_OFF 40u /* file header (16) + block header (24) */
+_Static_assert(NSC_SESSION_PAYLOAD_OFF == sizeof(struct nsc_file_header) + sizeof(struct nsc_block_header),
+               "the SESSION payload follows the file header and its block header");
 
 /* A trace written while `ncclscope replay` drove the plugin: host calls were
  * re-timed by the replay, GPU timers (KernelCh/KernelPhase pTimer) are the

@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "event_types.h"
 #include "host.h"
+#include "log.h"
 #include "recorder.h"
 #include "comm_table.h"
 
@@ -146,6 +147,8 @@ void nsc_chain_unload(void) {
 
 /* ---- contexts ---- */
 
+#define INIT_FAILS_LOGGED 16u
+
 void nsc_chain_comm_open(const struct nsc_comm *c, uint64_t comm_id, const char *name,
                          int nnodes, int nranks, int rank, nsc_abi_logger logfn) {
     if (!nsc_chain_active())
@@ -164,8 +167,19 @@ void nsc_chain_comm_open(const struct nsc_comm *c, uint64_t comm_id, const char 
                 ->init(&ctx, &cc->cell, name, comm_id, nnodes, nranks, rank, logfn);
     else
         r = ((const nsc_abi_profiler_v1 *)host.table)->init(&ctx, &cc->cell);
-    if (r != NSC_ABI_SUCCESS) /* NCCL would run this comm without it */
+    if (r != NSC_ABI_SUCCESS) { /* NCCL would run this comm without it */
+        /* Said, or a chained profiler that sees nothing looks like one
+         * that was never loaded. One line per comm, the first
+         * INIT_FAILS_LOGGED (a job of thousands of comms gets no more). */
+        static _Atomic unsigned fails;
+        unsigned n = atomic_fetch_add_explicit(&fails, 1, memory_order_relaxed) + 1;
+        if (n <= INIT_FAILS_LOGGED)
+            nsc_log_warn("ncclscope: chained plugin %s (\"%s\") failed to init comm %016llx "
+                         "rank %d: result %d; this comm runs without it%s",
+                         loaded_path, host.name ? host.name : "", (unsigned long long)comm_id, rank,
+                         (int)r, n == INIT_FAILS_LOGGED ? " (later failures are not logged)" : "");
         return;
+    }
     cc->ctx = ctx;
     nsc_chain_refresh_mask((unsigned)(c - nsc_comms));
 }

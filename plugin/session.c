@@ -6,7 +6,9 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "chain.h"
@@ -26,6 +28,7 @@
 
 int nsc_session_pid;
 _Atomic int nsc_session_live;
+_Atomic int nsc_py_tracing;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int session_open;
@@ -33,6 +36,10 @@ static int forked_child;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static struct nsc_config cfg;
 static unsigned sessions_started; /* names the files of later sessions */
+/* The open session's NCCL profiler API version: NSC_SESSION_API_NONE while
+ * no NCCL init came (a session the Python package opened) */
+static int session_api;
+#define NEWEST_API 7 /* nccl_abi.h: the newest profiler API we speak */
 
 static void before_fork(void) { pthread_mutex_lock(&lock); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
@@ -66,6 +73,68 @@ static void locks_child(void) {
 }
 __attribute__((constructor)) static void on_load(void) { pthread_atfork(locks_prepare, locks_parent, locks_child); }
 
+/* NCCLSCOPE_PYTHON names a mode, but no ncclscope Python package traces
+ * in this process: the variable is read by the package's .pth hook, which
+ * Python runs only from a site directory (an installed package), never
+ * from PYTHONPATH. Said once per process on stderr itself: NCCL shows its
+ * logger's warnings only with NCCL_DEBUG set, and this is a set-up that
+ * records silently less than asked. */
+static void python_not_tracing(void) {
+    static int said;
+    const char *v = getenv("NCCLSCOPE_PYTHON");
+    if (said || !v || atomic_load_explicit(&nsc_py_tracing, memory_order_relaxed))
+        return;
+    static const char *const off[] = {"", "0", "off", "no", "none"};
+    for (unsigned i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+        if (strcasecmp(v, off[i]) == 0)
+            return;
+    said = 1;
+    char shown[64];
+    snprintf(shown, sizeof(shown), "%s", v);
+    for (char *p = shown; *p; p++) /* one line */
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    fprintf(stderr,
+            "ncclscope: NCCLSCOPE_PYTHON=%s does nothing here: the ncclscope Python package is not "
+            "tracing in this process (its .pth hook runs only where the package is installed, "
+            "not from PYTHONPATH); run `python -m ncclscope.run ... script.py`, `torchrun ... "
+            "-m ncclscope.run train.py`, or install the package (meson install)\n",
+            shown);
+}
+
+/* What depends on NCCL's profiler API version: what is recorded (limited to
+ * what the version delivers), the watchdog's and the metrics' reading of
+ * KernelCh, a chained plugin of that version, and the file's SESSION. At
+ * the session's opening when NCCL opens it, at NCCL's first init when the
+ * Python package opened it (the file then says version 0 until now,
+ * trace_format.h). Returns the event mask. */
+static uint32_t nccl_version_known(int api_version, int joined) {
+    char err[512];
+    session_api = api_version;
+    uint32_t mask = nsc_ctl_session_open(cfg.event_mask, api_version);
+    /* KernelCh for one operation in N, where it is recorded at all: the
+     * SESSION mask keeps KernelCh (its events are recorded when they come)
+     * and each operation's record says whether it was sampled. Before any
+     * comm is open: comms want their first operation sampled. */
+    nsc_ksample_configure((mask >> NSC_ET_KERNEL_CH) & 1 ? cfg.kernel_sample : 1,
+                          cfg.kernel_sample_ms, nsc_clock_ticks_per_sec());
+    nsc_opst_set_api(api_version);
+    if (cfg.chain[0]) { /* a plugin that cannot be chained does not stop us */
+        if (nsc_chain_load(cfg.chain, api_version, err, sizeof(err)) != 0)
+            nsc_log_warn("ncclscope: %s; running without it", err);
+        else
+            nsc_log_info("ncclscope: %s", err);
+    }
+    if (joined) {
+        nsc_live_set_api(api_version);
+        nsc_engine_nccl_joined((uint32_t)api_version, mask);
+        nsc_log_info("ncclscope: NCCL joined the Python package's session: profiler API v%d",
+                     api_version);
+    }
+    python_not_tracing();
+    return mask;
+}
+
 static int open_session(int api_version) {
     char err[512];
     if (nsc_config_load(&cfg, err, sizeof(err)) != 0) {
@@ -95,24 +164,21 @@ static int open_session(int api_version) {
      * earlier in the process (control.h). */
     char stem[160];
     snprintf(stem, sizeof(stem), "%s-%u", s.host, s.pid);
-    s.event_mask = nsc_ctl_session_open(cfg.event_mask, api_version);
-    /* KernelCh for one operation in N, where it is recorded at all: the
-     * SESSION mask keeps KernelCh (its events are recorded when they come)
-     * and each operation's record says whether it was sampled. */
-    nsc_ksample_configure((s.event_mask >> NSC_ET_KERNEL_CH) & 1 ? cfg.kernel_sample : 1,
-                          cfg.kernel_sample_ms, s.ticks_per_sec);
+    /* Without NCCL (yet): the configured events as the newest API would
+     * deliver them, and no chained plugin, until NCCL's init says its
+     * version. */
+    if (api_version != NSC_SESSION_API_NONE)
+        s.event_mask = nccl_version_known(api_version, 0);
+    else {
+        session_api = NSC_SESSION_API_NONE;
+        s.event_mask = nsc_ctl_session_open(cfg.event_mask, NEWEST_API);
+        nsc_opst_set_api(NSC_SESSION_API_NONE);
+    }
     nsc_ctl_set_dump(nsc_session_request_dump);
     nsc_ctl_files_open(cfg.dir, stem);
     nsc_thread_configure(cfg.max_threads, cfg.ring_records);
     nsc_comm_reset_pending();
     nsc_session_pid = (int)s.pid;
-    nsc_opst_set_api(api_version);
-    if (cfg.chain[0]) { /* a plugin that cannot be chained does not stop us */
-        if (nsc_chain_load(cfg.chain, api_version, err, sizeof(err)) != 0)
-            nsc_log_warn("ncclscope: %s; running without it", err);
-        else
-            nsc_log_info("ncclscope: %s", err);
-    }
     if (nsc_live_create(&cfg, &s, err, sizeof(err)) != 0)
         nsc_log_warn("ncclscope: %s; no metrics", err);
     if (nsc_engine_start(&cfg, &s, sessions_started, err, sizeof(err)) != 0) {
@@ -124,8 +190,13 @@ static int open_session(int api_version) {
     nsc_ops_start(&cfg);
     nsc_watchdog_start(&cfg); /* a watchdog that cannot start does not stop us (logged) */
     char names[256];
-    nsc_log_info("ncclscope %s: NCCL profiler API v%d, events %s, clock %s, writing %s",
-                 NSC_VERSION, api_version, nsc_mask_format(s.event_mask, names, sizeof(names)),
+    char api[48];
+    if (api_version != NSC_SESSION_API_NONE)
+        snprintf(api, sizeof(api), "NCCL profiler API v%d", api_version);
+    else
+        snprintf(api, sizeof(api), "opened by the Python package");
+    nsc_log_info("ncclscope %s: %s, events %s, clock %s, writing %s", NSC_VERSION, api,
+                 nsc_mask_format(s.event_mask, names, sizeof(names)),
                  s.clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", nsc_engine_path());
     sessions_started++;
     session_open = 1;
@@ -143,6 +214,11 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
     if (forked_child || !(session_open || open_session(api_version) == 0))
         *mask = 0;
     else {
+        /* NCCL's first init in a session the Python package opened: before
+         * the comm's first record, so the file says NCCL's version before
+         * any of them reaches it (engine.h). */
+        if (session_api == NSC_SESSION_API_NONE && api_version != NSC_SESSION_API_NONE)
+            nccl_version_known(api_version, 1);
         c = nsc_comm_open(comm_id, name, nnodes, nranks, rank, nsc_clock_ticks());
         if (c) /* hook: the watchdog's per-comm state starts over (op_state.h) */
             nsc_opst_comm_open((uint32_t)(c - nsc_comms), c->serial);

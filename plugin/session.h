@@ -21,7 +21,15 @@
  * just after the clear waits in its ring for the next session. */
 extern _Atomic int nsc_session_live;
 
-/* init: opens the session on first use and a comm slot. Returns the comm
+/* 1 while the ncclscope Python package traces in this process (set through
+ * its table, python_api.c): NCCL's first init says on stderr when
+ * NCCLSCOPE_PYTHON asks for Python tracing and nothing traces. */
+extern _Atomic int nsc_py_tracing;
+
+/* init: opens the session on first use and a comm slot. api_version:
+ * NCCL's (1..7), or NSC_SESSION_API_NONE for the Python package's own
+ * session (trace_format.h: the file learns NCCL's version at its first
+ * init). Returns the comm
  * (*mask: what to record), or NULL: the comm runs without us, and *mask is
  * 0 when nothing records in this process (no session could open, a forked
  * child), untouched when others comms do (more than NSC_MAX_COMMS open). */

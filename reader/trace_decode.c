@@ -161,7 +161,8 @@ static const char *session_damage(const struct nsc_decoder *d, const struct nsc_
         return "unknown clock source";
     if (s->ticks_per_sec < 1000000ull || s->ticks_per_sec > 100000000000ull)
         return "clock rate out of range (1 MHz to 100 GHz)";
-    if (s->api_version < 1 || s->api_version > 63 || (s->event_mask & ~NSC_MASK_ALL))
+    /* 0: no NCCL init (yet) in a session the Python package opened */
+    if (s->api_version > 63 || (s->event_mask & ~NSC_MASK_ALL))
         return "API version or event mask out of range";
     /* The writer zeroes the block: text, then zeros to the end. */
     const char *txt[2] = {s->host, s->plugin_version};

@@ -94,7 +94,11 @@ int nsc_info(const char *path, FILE *out) {
             fprintf(out, "replayed        by ncclscope replay: host times are the replay's, GPU "
                          "timers the recording's\n");
         fprintf(out, "process         host %s pid %u\n", s->host, s->pid);
-        fprintf(out, "NCCL API        v%u\n", s->api_version);
+        if (s->api_version == NSC_SESSION_API_NONE)
+            fprintf(out, "NCCL API        none (the Python package's session; no NCCL "
+                         "communicator took part)\n");
+        else
+            fprintf(out, "NCCL API        v%u\n", s->api_version);
         fprintf(out, "events          %s\n", nsc_mask_format(s->event_mask, mask, sizeof(mask)));
         fprintf(out, "clock           %s, %" PRIu64 " ticks/s\n",
                 s->clock_source == NSC_CLOCK_TSC ? "tsc" : "monotonic", s->ticks_per_sec);

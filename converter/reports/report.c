@@ -917,8 +917,12 @@ static void files_table(FILE *f, struct rep *r, const char *const *files, int nf
         }
         fputs("</td><td>", f);
         esc(f, fi->host);
-        fprintf(f, "</td><td>%u</td><td>v%u</td><td>%llu</td><td>%llu", fi->pid, fi->api,
-                (unsigned long long)fi->records, (unsigned long long)fi->lost);
+        if (fi->api)
+            fprintf(f, "</td><td>%u</td><td>v%u</td><td>%llu</td><td>%llu", fi->pid, fi->api,
+                    (unsigned long long)fi->records, (unsigned long long)fi->lost);
+        else /* the Python package's session, no NCCL communicator */
+            fprintf(f, "</td><td>%u</td><td>none</td><td>%llu</td><td>%llu", fi->pid,
+                    (unsigned long long)fi->records, (unsigned long long)fi->lost);
         if (fi->lost != fi->dropped)
             fprintf(f, " (%llu dropped, %llu to write errors, %llu at exit)",
                     (unsigned long long)fi->dropped, (unsigned long long)fi->write,

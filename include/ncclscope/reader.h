@@ -113,7 +113,8 @@ struct ncclscope_comm {
 /* The recording process and plugin (the file's SESSION block). */
 struct ncclscope_session {
     uint32_t format_version;
-    uint32_t api_version;      /* the profiler API version NCCL chose */
+    uint32_t api_version;      /* the profiler API version NCCL chose; 0: no NCCL
+                                * communicator (a session the Python package opened) */
     uint32_t pid;
     uint32_t event_mask;       /* NCCL event types asked for */
     const char *host;

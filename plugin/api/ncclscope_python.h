@@ -13,8 +13,10 @@
  *     relaxed store of the process-wide latest when it changes);
  *   - record: the calling thread; the recorder's fast path (no lock, no
  *     syscall, no allocation once the thread has a ring);
- *   - session_open/close: slow paths (the session mutex), for a process
- *     whose NCCL does not load this plugin.
+ *   - session_open/close: slow paths (the session mutex): the package's
+ *     own session, which NCCL's communicators join when its plugin is this
+ *     one (the file learns NCCL's API version at its first init);
+ *   - tracing: any thread, a relaxed store.
  * NCCL's callbacks pay one thread-local load per GroupApi/CollApi/P2pApi
  * START for all of this (and, when it is 0, one relaxed load of the
  * process-wide latest caller): plugin/python_caller.h.
@@ -52,8 +54,9 @@ struct ncclscope_py_v1 {
     /* 1 while a session is open (NCCL's or one from session_open). */
     int (*session_live)(void);
     /* Opens a session of the Python package's own (a communicator named
-     * `name`, one rank, in the trace's COMMS) when this plugin is not
-     * NCCL's; NCCL's communicators, if any come, join it. Returns a handle
+     * `name`, one rank, in the trace's COMMS), or joins the open one;
+     * NCCL's communicators, if any come, join it, and its SESSION block
+     * takes NCCL's API version at the first (trace_format.h). Returns a handle
      * for session_close, or NULL (disabled by the configuration, bad
      * settings: the plugin says why through its log). */
     void *(*session_open)(const char *name);
@@ -62,6 +65,11 @@ struct ncclscope_py_v1 {
     void (*session_close)(void *handle);
     /* Forgets the process's latest caller (tracing stopped). */
     void (*forget_latest)(void);
+    /* ---- appended: a caller checks that `size` covers it ---- */
+    /* The package traces (1) or stopped (0). NCCL's first init says on
+     * stderr when NCCLSCOPE_PYTHON asks for Python tracing and the package
+     * does not trace (its .pth hook never ran). */
+    void (*tracing)(int on);
 };
 
 #endif /* NCCLSCOPE_PYTHON_H */

@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "control.h"
 #include "ncclscope_python.h"
 #include "python_caller.h"
 #include "recorder.h"
@@ -25,12 +26,9 @@ _Atomic uint32_t nsc_py_caller_latest;
 static uint32_t py_intern(const char *text) {
     if (!text)
         return 0;
-    /* A throwaway cache: Python's texts are transient buffers, which the
-     * thread's pointer-keyed cache must not remember. The extension keeps
-     * the ids. */
-    struct nsc_intern_cache c;
-    memset(&c, 0, sizeof(c));
-    return nsc_intern_slow(&c, text);
+    /* By content (Python's texts are transient buffers); the extension
+     * keeps the ids. User text: it leaves NCCL's names their room. */
+    return nsc_ctl_intern_user(text);
 }
 
 static uint32_t py_set_caller(uint32_t stack) {
@@ -72,8 +70,10 @@ static int py_record(uint32_t what, uint32_t loc, uint64_t arg) {
 
 static void *py_session_open(const char *name) {
     uint32_t mask = 0;
-    /* API version 7: the newest; no NCCL event comes through this comm. */
-    struct nsc_comm *c = nsc_session_comm_open(7, 0, name ? name : "python", 1, 1, 0, NULL, &mask);
+    /* No NCCL event comes through this comm: the session says API version
+     * 0 until NCCL's first init joins it (trace_format.h). */
+    struct nsc_comm *c = nsc_session_comm_open(NSC_SESSION_API_NONE, 0, name ? name : "python", 1,
+                                               1, 0, NULL, &mask);
     return c ? nsc_comm_context(c) : NULL;
 }
 
@@ -82,6 +82,8 @@ static void py_session_close(void *handle) {
     if (c)
         nsc_session_comm_close(c);
 }
+
+static void py_tracing(int on) { atomic_store_explicit(&nsc_py_tracing, on != 0, memory_order_relaxed); }
 
 EXPORT const struct ncclscope_py_v1 ncclscope_py_v1 = {
     .size = sizeof(struct ncclscope_py_v1),
@@ -93,4 +95,5 @@ EXPORT const struct ncclscope_py_v1 ncclscope_py_v1 = {
     .session_open = py_session_open,
     .session_close = py_session_close,
     .forget_latest = py_forget_latest,
+    .tracing = py_tracing,
 };

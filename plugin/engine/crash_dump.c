@@ -130,8 +130,10 @@ static void crash_dump(struct engine *f, const char *path) {
     fh.format_version = NSC_FORMAT_VERSION;
     fh.header_size = sizeof(fh);
     struct crash_ctx c = {.fd = fd, .seq = 0};
+    struct nsc_session ses; /* with NCCL's API version once known (atomics only) */
+    eng_session_now(f, &ses);
     if (crash_write(fd, &fh, sizeof(fh)) != 0 ||
-        crash_block(fd, &c.seq, NSC_BLK_SESSION, 0, &f->session, sizeof(f->session), sizeof(f->session)) != 0)
+        crash_block(fd, &c.seq, NSC_BLK_SESSION, 0, &ses, sizeof(ses), sizeof(ses)) != 0)
         goto out;
     uint32_t n = nsc_intern_count(), id = 1;
     while (id < n) {

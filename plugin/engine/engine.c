@@ -74,8 +74,18 @@ int nsc_engine_request_dump(void) {
     struct engine *f = eng_running; /* read under the session mutex by the caller */
     if (!f || !f->flight)
         return -1;
-    atomic_store_explicit(&f->dump_req, 1, memory_order_release);
+    /* drainer 0 turns it into a dump (triggers.c: at most one per gap) */
+    atomic_fetch_add_explicit(&f->dump_asks, 1, memory_order_release);
     return 0;
+}
+
+void nsc_engine_nccl_joined(uint32_t api_version, uint32_t event_mask) {
+    struct engine *f = eng_running; /* read under the session mutex by the caller */
+    if (!f)
+        return;
+    atomic_store_explicit(&f->nccl_mask, event_mask, memory_order_relaxed);
+    /* RELEASE: eng_session_now reads the mask after seeing the version */
+    atomic_store_explicit(&f->nccl_api, api_version, memory_order_release);
 }
 
 uint64_t eng_now_ns(void) { return nsc_clock_monotonic_ns(); }

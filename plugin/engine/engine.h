@@ -55,6 +55,12 @@ int nsc_engine_stop(void);
  * Under the session mutex. */
 int nsc_engine_request_dump(void);
 
+/* NCCL's first init joined a session opened without NCCL (the Python
+ * package's, API version 0): the file's SESSION takes NCCL's API version
+ * and the event mask for it (rewritten in place before the first chunk
+ * with NCCL records; trace_format.h). Under the session mutex. */
+void nsc_engine_nccl_joined(uint32_t api_version, uint32_t event_mask);
+
 /* Observers of the engine (live metrics, the hang watchdog), so that the
  * engine depends on neither. One slot: nsc_engine_observe copies the
  * non-NULL members of *h into it (each observer fills its own members) and

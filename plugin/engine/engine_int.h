@@ -79,7 +79,13 @@ struct job {
 
 struct engine {
     struct nsc_config cfg;
-    struct nsc_session session;
+    struct nsc_session session; /* as opened; never written after the threads start */
+    /* NCCL's API version and the mask for it, once NCCL's first init joined
+     * a session the Python package opened (0 before; trace_format.h):
+     * stored by that init (nsc_engine_nccl_joined), read by the writing
+     * compressor and the crash handler through eng_session_now. */
+    _Atomic uint32_t nccl_api, nccl_mask;
+    uint32_t file_api; /* the writing compressor's: api_version in the open file's SESSION */
     struct nsc_writer w;
     pthread_mutex_t mu;
     pthread_cond_t cv_drainer, cv_work, cv_turn, cv_done;
@@ -114,11 +120,22 @@ struct engine {
     /* the output mode (stream or flight) and its state */
     const struct eng_mode *mode;
     /* flight mode (NCCLSCOPE_MODE=flight): chunks kept here, not written,
-     * until a trigger sets dump_req (any thread); the writing compressor
-     * dumps them */
+     * until drainer 0 sets dump_req for a trigger (triggers.c); the
+     * writing compressor dumps them */
     struct nsc_flight *flight;
     _Atomic int dump_req;
     unsigned dumps;
+    /* Dump requests (triggers.c): asked by any thread (the control API),
+     * turned into dump_req by drainer 0 at most once per DUMP_GAP; the
+     * ones that came meanwhile merged into the next (counted for its log
+     * line). Drainer 0's: dump_pending, dump_served_ns, merging. */
+    _Atomic uint32_t dump_asks;
+    _Atomic uint64_t dumps_merged;
+    int dump_pending;
+    uint64_t dump_served_ns, merging;
+    /* NCCLSCOPE_MAX_MB in flight mode (out_flight.c, the writing
+     * compressor): bytes the dumps wrote, the last one's, dumps refused. */
+    uint64_t dumped_bytes, last_dump_bytes, dumps_refused;
 
     /* loss accounting (the writing compressor adds, anyone reads) */
     _Atomic uint64_t lost_write, lost_exit;
@@ -168,6 +185,12 @@ void *eng_drainer_main(void *arg);
 /* compressor.c */
 void *eng_compressor_main(void *arg);
 
+/* file_out.c: the session as it stands now (the opened one with NCCL's
+ * version once known; async-signal-safe); a new file with it; a SESSION
+ * rewritten in place when NCCL's version came after the file was opened. */
+void eng_session_now(const struct engine *e, struct nsc_session *s);
+int eng_open_file(struct engine *e);
+void eng_session_refresh(struct engine *e);
 /* file_out.c: blocks both modes write (the writing compressor only). */
 void eng_stats_block(struct engine *e);
 int eng_write_strings(struct engine *e, uint32_t upto);

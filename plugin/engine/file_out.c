@@ -15,6 +15,45 @@
 #include "page_pool.h"
 #include "thread_state.h"
 
+void eng_session_now(const struct engine *f, struct nsc_session *s) {
+    *s = f->session;
+    /* ACQUIRE: pairs with nsc_engine_nccl_joined's RELEASE; the mask was
+     * stored before the version */
+    uint32_t api = atomic_load_explicit(&f->nccl_api, memory_order_acquire);
+    if (api) {
+        s->api_version = api;
+        s->event_mask = atomic_load_explicit(&f->nccl_mask, memory_order_relaxed);
+    }
+}
+
+int eng_open_file(struct engine *f) {
+    struct nsc_session s;
+    eng_session_now(f, &s);
+    if (nsc_writer_open(&f->w, &s) != 0)
+        return -1;
+    f->file_api = s.api_version;
+    return 0;
+}
+
+/* Before each chunk: NCCL's init stored its version before its first
+ * record, and this chunk was drained after that record's ring publication
+ * (then handed over under f->mu): a chunk with NCCL records always finds
+ * the version here, so the SESSION says it before they are in the file. */
+void eng_session_refresh(struct engine *f) {
+    if (f->w.fd < 0)
+        return;
+    struct nsc_session s;
+    eng_session_now(f, &s);
+    if (s.api_version == f->file_api)
+        return;
+    if (nsc_writer_rewrite_session(&f->w, &s) != 0) { /* counted; the file keeps the old one */
+        atomic_fetch_add_explicit(&f->write_errors, 1, memory_order_relaxed);
+        atomic_store_explicit(&f->write_errno, f->w.last_errno, memory_order_relaxed);
+        nsc_log_warn("ncclscope: cannot record NCCL's API version v%u in %s: %s", s.api_version,
+                     f->w.path, strerror(f->w.last_errno));
+    }
+    f->file_api = s.api_version;
+}
 
 void eng_stats_block(struct engine *f) {
     uint32_t n = nsc_thread_count();

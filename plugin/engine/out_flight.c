@@ -64,8 +64,25 @@ static int dump_chunk(void *ud, const struct nsc_anchor *a, unsigned char *block
  * descriptions, every thread's name, the kept chunks, STATS, END. The window
  * stays: recording goes on, and a later dump covers it again. Called by the
  * compressor whose turn it is to write. */
-static void flight_dump(struct engine *f, const char *why) {
-    if (nsc_writer_open(&f->w, &f->session) != 0) {
+static void flight_dump(struct engine *f, const char *why, int last) {
+    /* NCCLSCOPE_MAX_MB holds the dumps too: one that would take them past
+     * it (judged by the last dump's size: the window's, give or take its
+     * growth) is refused, logged the first time, counted, and the total
+     * said at the session's end. The first dump is always written. */
+    uint64_t cap = (uint64_t)f->cfg.max_mb << 20;
+    if (cap && f->dumps && f->dumped_bytes + f->last_dump_bytes > cap) {
+        if (!f->dumps_refused++)
+            nsc_log_warn("ncclscope: flight recorder (%s): NCCLSCOPE_MAX_MB=%u reached by %u "
+                         "dump(s) of %llu bytes: no more dumps this session (counted; the end of "
+                         "the session says how many)",
+                         why, f->cfg.max_mb, f->dumps, (unsigned long long)f->dumped_bytes);
+        if (last)
+            nsc_log_warn("ncclscope: flight recorder: %llu dump(s) refused by NCCLSCOPE_MAX_MB=%u "
+                         "(this session's end included)",
+                         (unsigned long long)f->dumps_refused, f->cfg.max_mb);
+        return;
+    }
+    if (eng_open_file(f) != 0) { /* the session as it stands now: NCCL's version once known */
         nsc_log_warn("ncclscope: flight recorder: cannot write a dump in %s: %s", f->cfg.dir,
                      strerror(f->w.last_errno));
         return;
@@ -86,10 +103,16 @@ static void flight_dump(struct engine *f, const char *why) {
     eng_stats_block(f);
     nsc_writer_block(&f->w, NSC_BLK_END, "", 0, 0);
     f->dumps++;
+    f->last_dump_bytes = f->w.bytes;
+    f->dumped_bytes += f->w.bytes;
+    /* requests the gap merged into this dump (triggers.c) */
+    uint64_t merged = atomic_exchange_explicit(&f->dumps_merged, 0, memory_order_relaxed);
     if (rc == 0)
-        nsc_log_info("ncclscope: flight recorder (%s): %llu records in %llu chunks -> %s", why,
-                     (unsigned long long)nsc_flight_records(f->flight), (unsigned long long)d.chunks,
-                     f->w.path);
+        nsc_log_info("ncclscope: flight recorder (%s): %llu records in %llu chunks -> %s%s%.0llu%s",
+                     why, (unsigned long long)nsc_flight_records(f->flight),
+                     (unsigned long long)d.chunks, f->w.path, merged ? " (" : "",
+                     (unsigned long long)merged,
+                     merged ? " more request(s) merged into it: at most one dump per second)" : "");
     else
         nsc_log_warn("ncclscope: flight recorder (%s): writing %s failed: %s", why, f->w.path,
                      strerror(f->w.last_errno));
@@ -100,7 +123,7 @@ static void flight_dump(struct engine *f, const char *why) {
  * end. */
 static void flight_after_chunk(struct engine *f, int last) {
     if (atomic_exchange_explicit(&f->dump_req, 0, memory_order_acq_rel) || last)
-        flight_dump(f, last ? "end of the session" : "trigger");
+        flight_dump(f, last ? "end of the session" : "trigger", last);
 }
 
 const struct eng_mode eng_flight_mode = {

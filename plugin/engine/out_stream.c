@@ -27,6 +27,7 @@ static void next_segment(struct engine *f) {
 static int stream_chunk(struct engine *f, struct job *j, unsigned char *out, uint16_t flags,
                         size_t stored) {
     eng_take_comms(f);
+    eng_session_refresh(f); /* NCCL's API version, once its first init came */
     uint32_t strings = nsc_intern_count();
     /* hook: rotation closes a segment this chunk would take past its size */
     if (f->w.fd >= 0 && nsc_segments_due(&f->segs, f->w.bytes, stored + 4096))
@@ -35,7 +36,7 @@ static int stream_chunk(struct engine *f, struct job *j, unsigned char *out, uin
         uint64_t now = eng_now_ns();
         if (now < f->next_open_try_ns)
             return -1;
-        if (nsc_writer_open(&f->w, &f->session) != 0) {
+        if (eng_open_file(f) != 0) {
             f->next_open_try_ns = now + 1000000000ull; /* retry once a second */
             return -1;
         }

@@ -128,6 +128,8 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
     fh.header_size = sizeof(fh);
     w->bytes = 0;
     w->seq = 0;
+    /* SESSION uncompressed, first: nsc_writer_rewrite_session finds it at
+     * NSC_SESSION_PAYLOAD_OFF. */
     if (append(w, &fh, sizeof(fh)) != 0 ||
         nsc_writer_block(w, NSC_BLK_SESSION, session, sizeof(*session), 0) != 0) {
         /* A file without its SESSION block is useless: remove it and try
@@ -138,6 +140,29 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
         w->fd = -1;
         w->last_errno = e;
         return -1;
+    }
+    return 0;
+}
+
+int nsc_writer_rewrite_session(struct nsc_writer *w, const struct nsc_session *session) {
+    if (w->fd < 0) {
+        w->last_errno = EBADF;
+        return -1;
+    }
+    const char *p = (const char *)session;
+    size_t n = sizeof(*session);
+    off_t off = NSC_SESSION_PAYLOAD_OFF;
+    while (n) {
+        ssize_t k = pwrite(w->fd, p, n, off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            w->last_errno = k < 0 ? errno : EIO;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+        off += k;
     }
     return 0;
 }

@@ -54,6 +54,12 @@ void nsc_writer_init(struct nsc_writer *w, const char *dir, const char *host, in
  * errno in w->last_errno. */
 int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session);
 
+/* Rewrites the open file's SESSION payload in place (stored raw, at
+ * NSC_SESSION_PAYLOAD_OFF): a session the Python package opened learns
+ * NCCL's API version at NCCL's first init (trace_format.h). One pwrite(2);
+ * the file's length and append position do not change. Returns 0 or -1. */
+int nsc_writer_rewrite_session(struct nsc_writer *w, const struct nsc_session *session);
+
 /* Writes one small block, compressed when compress is set. Returns 0 or -1. */
 int nsc_writer_block(struct nsc_writer *w, enum nsc_block_type type, const void *raw, size_t len,
                      int compress);

@@ -243,24 +243,47 @@ void eng_watch_stop(unsigned wait_ms) {
     nsc_log_warn("ncclscope: flight recorder: %s does not answer; its watcher is left behind", w->dir);
 }
 
+/* At most one dump per DUMP_GAP_NS from any trigger (the signal, the
+ * files, the control API, the watchdog): a dump signal or a control call
+ * in a loop once wrote 129 whole windows, 503 MB, in 15 s. A request
+ * within the gap waits for its end and merges with the others that came
+ * meanwhile into that one dump (the count in its log line). The session's
+ * last dump and the fatal signals' are not held. */
+#define DUMP_GAP_NS 1000000000ull
+
 /* Flight mode, drainer 0, once per pass: atomics only. The dump signal's
- * flag, the watcher's file_req and the watchdog's request become a dump
- * request; the job sealed next carries it to a compressor. Returns 1 when
- * a dump is asked for. */
+ * flag, the watcher's file_req, the watchdog's request and the control
+ * API's asks become a dump request once the gap since the last allows;
+ * the job sealed next carries it to a compressor. Returns 1 when a dump is
+ * asked for. */
 int eng_flight_triggers(struct engine *f, uint64_t now) {
-    int req = 0;
+    uint32_t asked = 0;
     if (atomic_exchange_explicit(&dump_signalled, 0, memory_order_relaxed))
-        req = 1;
+        asked++;
     if (atomic_exchange_explicit(&file_req, 0, memory_order_acquire))
-        req = 1;
+        asked++;
     int (*hd)(void) = atomic_load_explicit(&eng_hooks.hang_dump, memory_order_acquire);
     if (hd && hd()) { /* hook: the hang watchdog fired; the watcher touches dump-all */
-        req = 1;
+        asked++;
         atomic_store_explicit(&touch_due, 1, memory_order_release);
     }
-    if (req) {
+    /* ACQUIRE: pairs with nsc_engine_request_dump's RELEASE add */
+    asked += atomic_exchange_explicit(&f->dump_asks, 0, memory_order_acquire);
+    if (asked) {
         atomic_store_explicit(&last_dump_ns, now, memory_order_relaxed);
+        f->merging += asked - (f->dump_pending ? 0 : 1);
+        f->dump_pending = 1;
+    }
+    int req = 0;
+    if (f->dump_pending && (!f->dump_served_ns || now - f->dump_served_ns >= DUMP_GAP_NS)) {
+        f->dump_pending = 0;
+        f->dump_served_ns = now;
+        /* relaxed: a count for the dump's log line; dump_req's RELEASE
+         * orders it before the compressor's ACQUIRE exchange */
+        atomic_fetch_add_explicit(&f->dumps_merged, f->merging, memory_order_relaxed);
+        f->merging = 0;
         atomic_store_explicit(&f->dump_req, 1, memory_order_release);
+        req = 1;
     }
     return req || atomic_load_explicit(&f->dump_req, memory_order_acquire);
 }

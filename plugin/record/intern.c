@@ -30,7 +30,12 @@ void nsc_intern_count_overflow(void) {
     atomic_fetch_add_explicit(&overflows, 1, memory_order_relaxed);
 }
 
-uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s) {
+static _Atomic uint64_t user_refused;
+static _Atomic int user_refusal_seen;
+
+/* The id of s, added if it is new and fits; 0 when it does not. User text
+ * fits only outside NCCL's reserve (intern.h). */
+static uint32_t lookup_or_add(const char *s, int user) {
     size_t len = strnlen(s, NSC_INTERN_TEXT_LEN);
     uint32_t h = (uint32_t)nsc_mix64(nsc_fnv1a(NSC_FNV_SEED, s, len));
     pthread_mutex_lock(&lock);
@@ -43,7 +48,9 @@ uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s) {
             break;
         }
     }
-    if (id == 0 && n < NSC_INTERN_MAX && text_bytes + len + 1 <= NSC_INTERN_TEXT_MAX) {
+    uint32_t max_ids = user ? NSC_INTERN_MAX - NSC_INTERN_NCCL_IDS : NSC_INTERN_MAX;
+    size_t max_text = user ? NSC_INTERN_TEXT_MAX - NSC_INTERN_NCCL_TEXT : NSC_INTERN_TEXT_MAX;
+    if (id == 0 && n < max_ids && text_bytes + len + 1 <= max_text) {
         char *t = malloc(len + 1);
         if (t) {
             memcpy(t, s, len);
@@ -58,6 +65,11 @@ uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s) {
         }
     }
     pthread_mutex_unlock(&lock);
+    return id;
+}
+
+uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s) {
+    uint32_t id = lookup_or_add(s, 0);
     if (id == 0) {
         nsc_intern_count_overflow();
         id = NSC_INTERN_OVERFLOW;
@@ -67,6 +79,24 @@ uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s) {
     c->e[slot].ptr = s;
     c->e[slot].id = (uint16_t)id;
     return (uint16_t)id;
+}
+
+uint16_t nsc_intern_user(const char *s, int *first) {
+    uint32_t id = lookup_or_add(s, 1);
+    if (first)
+        *first = 0;
+    if (id)
+        return (uint16_t)id;
+    /* Relaxed: counts; the flag is taken by one caller only (exchange). */
+    nsc_intern_count_overflow();
+    atomic_fetch_add_explicit(&user_refused, 1, memory_order_relaxed);
+    if (first && !atomic_exchange_explicit(&user_refusal_seen, 1, memory_order_relaxed))
+        *first = 1;
+    return NSC_INTERN_OVERFLOW;
+}
+
+uint64_t nsc_intern_user_refused(void) {
+    return atomic_load_explicit(&user_refused, memory_order_relaxed);
 }
 
 uint32_t nsc_intern_count(void) { return atomic_load_explicit(&count, memory_order_acquire); }
@@ -96,5 +126,6 @@ void nsc_intern_free_all(void) {
     memset(index_ids, 0, sizeof(index_ids));
     text_bytes = 0;
     atomic_store_explicit(&count, 2, memory_order_relaxed);
+    atomic_store_explicit(&user_refusal_seen, 0, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
 }

@@ -24,6 +24,14 @@
  * NSC_INTERN_OVERFLOW ("?"), and every use of such a string by an event is
  * counted (nsc_intern_overflows(): the trace's string_overflow), not only
  * the first.
+ *
+ * Room for NCCL's names. User text (control marks, Python locations and
+ * stacks: nsc_intern_user) may not take the last NSC_INTERN_NCCL_IDS ids
+ * nor the last NSC_INTERN_NCCL_TEXT bytes: 70,000 distinct marks once
+ * filled the table, and every NCCL name first seen after them (a new
+ * function, datatype or algorithm) read "?" for the rest of the process.
+ * A user text refused for the reserve reads "?" too and counts once in
+ * string_overflow (its caller, not an event field, holds the id).
  */
 #ifndef NSC_INTERN_H
 #define NSC_INTERN_H
@@ -34,6 +42,8 @@
 #define NSC_INTERN_TEXT_MAX (4u << 20)     /* bytes of text, NULs included */
 #define NSC_INTERN_TEXT_LEN 255            /* longest text kept */
 #define NSC_INTERN_OVERFLOW 1 /* id of "?" */
+#define NSC_INTERN_NCCL_IDS 8192u          /* ids user text leaves to NCCL's names */
+#define NSC_INTERN_NCCL_TEXT (512u << 10)  /* bytes of text, likewise */
 #define NSC_INTERN_CACHE 64
 
 #define NSC_INTERN_RECENT 6
@@ -59,6 +69,13 @@ struct nsc_intern_cache {
 _Static_assert(sizeof(((struct nsc_intern_cache *)0)->recent) == 64, "recent strings: one line");
 
 uint16_t nsc_intern_slow(struct nsc_intern_cache *c, const char *s);
+/* User text by content (no cache: the caller's buffer may hold another
+ * text next time), within the user's part of the table (above). Sets
+ * *first (when given) to 1 on the process's first refusal, for its one
+ * log line. */
+uint16_t nsc_intern_user(const char *s, int *first);
+/* User texts refused for NCCL's reserve (also in nsc_intern_overflows). */
+uint64_t nsc_intern_user_refused(void);
 /* Counts one more use of a string that did not fit (out of line: rare). */
 void nsc_intern_count_overflow(void);
 

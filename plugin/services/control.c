@@ -173,6 +173,17 @@ int nsc_ctl_dump(void) {
     return fn && fn() == 0 ? NCCLSCOPE_OK : NCCLSCOPE_NOT_FLIGHT_MODE;
 }
 
+uint16_t nsc_ctl_intern_user(const char *text) {
+    int first = 0;
+    uint16_t id = nsc_intern_user(text, &first);
+    if (first)
+        nsc_log_warn("ncclscope: the string table's room for marks and Python names is full "
+                     "(%u ids and %u KiB are kept for NCCL's own names); new ones read \"?\" "
+                     "from now on, each counted in the trace's string_overflow",
+                     NSC_INTERN_NCCL_IDS, NSC_INTERN_NCCL_TEXT >> 10);
+    return id;
+}
+
 int nsc_ctl_mark(const char *text) {
     if (!text)
         return NCCLSCOPE_INVALID;
@@ -182,11 +193,7 @@ int nsc_ctl_mark(const char *text) {
     if (!open)
         return NCCLSCOPE_NO_SESSION;
     uint64_t ticks = nsc_clock_ticks();
-    /* By content, not through a thread's pointer-keyed cache: the caller's
-     * buffer may hold another text next time. */
-    struct nsc_intern_cache scratch;
-    memset(&scratch, 0, sizeof(scratch));
-    uint16_t id = nsc_intern_slow(&scratch, text);
+    uint16_t id = nsc_ctl_intern_user(text);
     uint64_t n = atomic_fetch_add_explicit(&marks, 1, memory_order_relaxed) + 1;
     nsc_record_one(nsc_thread_get(), NSC_REC_MARK, (uint64_t)NSC_MARK_ETYPE << NSC_HANDLE_ETYPE_SHIFT,
                    id, n, ticks);

@@ -54,6 +54,10 @@ int nsc_ctl_set_mask(uint32_t mask);
 int nsc_ctl_set_events(const char *names);
 int nsc_ctl_dump(void);
 int nsc_ctl_mark(const char *text);
+/* A user's text (a mark, a Python location) as a string id, within the
+ * user's part of the string table (intern.h); "?" past it, with one log
+ * line per process at the first refusal. Not on NCCL's threads. */
+uint16_t nsc_ctl_intern_user(const char *text);
 const char *nsc_ctl_strerror(int status);
 /* The session's dump function (flight mode: 0 when a dump was asked for),
  * which nsc_ctl_dump calls: control depends on no session code. */

@@ -78,7 +78,8 @@ int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, c
     snprintf(m->host, sizeof(m->host), "%s", s->host);
     m->pid = (int)s->pid;
     m->ticks_per_sec = s->ticks_per_sec ? s->ticks_per_sec : 1000000000ull;
-    m->channels_known = nsc_op_channels_known((int)s->api_version);
+    atomic_store_explicit(&m->channels_known, nsc_op_channels_known((int)s->api_version),
+                          memory_order_relaxed);
     /* A finalized comm's last counts stay in the file for two periods and
      * at least a minute: a collector scraping less often than we write
      * still sees them once (a short-lived comm could otherwise be shown in
@@ -90,6 +91,13 @@ int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, c
     atomic_store_explicit(&nsc_live_on, m, memory_order_relaxed);
     nsc_engine_observe(&live_hooks); /* before the engine's threads start */
     return 0;
+}
+
+void nsc_live_set_api(int api_version) {
+    struct nsc_live *m = L; /* under the session mutex, as create and destroy */
+    if (m)
+        atomic_store_explicit(&m->channels_known, nsc_op_channels_known(api_version),
+                              memory_order_relaxed);
 }
 
 void nsc_live_destroy(void) {

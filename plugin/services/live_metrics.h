@@ -52,6 +52,9 @@ extern struct nsc_live *_Atomic nsc_live_on;
 int nsc_live_create(const struct nsc_config *cfg, const struct nsc_session *s, char *err,
                     unsigned errlen);
 void nsc_live_destroy(void);
+/* NCCL's first init joined a session the Python package opened: its API
+ * version (which channels KernelCh come on). Under the session mutex. */
+void nsc_live_set_api(int api_version);
 
 /* control.c: the mask being recorded now (0 while stopped). */
 void nsc_live_set_mask(uint32_t mask);

@@ -103,7 +103,10 @@ struct nsc_live {
     uint64_t ticks_per_sec;
     uint64_t pass, now_ns;
     uint64_t now_ticks, now_unix_ns; /* read with now_ns: record ticks -> Unix time */
-    int channels_known;   /* op_rules.h: the API version gives the channels KernelCh come on */
+    /* op_rules.h: the API version gives the channels KernelCh come on; set
+     * again when NCCL's first init joins a session the Python package
+     * opened (nsc_live_set_api, another thread): relaxed, a flag */
+    _Atomic int channels_known;
     int failing;          /* the last write failed (logged once) */
 
     struct nsc_id_map ops;  /* id -> struct op, at most NSC_LIVE_OPS */

@@ -263,7 +263,8 @@ static int op_done(struct nsc_live *m, const struct op *o, uint64_t grace_ns) {
             rank = c->info.rank;
     }
     int expects = nsc_op_expects_kernel_ch(o->p2p, o->count, o->peer, rank);
-    int nch = nsc_op_kernel_channels(o->kernel, m->channels_known, expects, o->nch);
+    int nch = nsc_op_kernel_channels(
+        o->kernel, atomic_load_explicit(&m->channels_known, memory_order_relaxed), expects, o->nch);
     int quiet = grace_ns != ~0ull && m->now_ns - o->touched_ns >= grace_ns;
     return nsc_op_complete(o->stopped, o->live_kids, nch, o->kch_done, quiet);
 }

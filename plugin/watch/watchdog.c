@@ -39,14 +39,24 @@
 #define SCAN_MS 100
 #define PRESSED_SCAN_MS 5
 #define PRESSED_GRACE_MS 10
-#define OPS_CAP 4096u      /* what a scan collects */
-#define PROXIES_CAP 8192u
+/* What a scan collects: every slot of the slab, so no operation or ProxyOp
+ * in flight is ever left out of the per-comm counts. A cap below the slab
+ * (it was 4,096) let one comm with more in flight fill it, and a comm hung
+ * beside it was never seen. Bounded by the slab: 16,384 x 80 + 16,384 x 56
+ * bytes, made at start, their pages touched only as a scan fills them. */
+#define OPS_CAP NSC_SLAB_SLOTS
+#define PROXIES_CAP NSC_SLAB_SLOTS
 /* What a HANG block holds: under the writer's 256 KiB for small blocks
  * (64 + 256 x 96 + 2048 x 80 + 1280 x 48 = 249,920 bytes); the oldest
  * operations first, the rest counted in left_out. */
 #define BLOCK_COMMS 256u
 #define BLOCK_OPS 2048u
 #define BLOCK_PROXIES 1280u
+/* Each comm's oldest operations go into the block before any comm's
+ * others, stalled comms first: a comm with thousands in flight cannot
+ * crowd out the one that hangs (BLOCK_COMMS x FAIR_OPS = BLOCK_OPS). */
+#define FAIR_OPS 8u
+_Static_assert(BLOCK_COMMS * FAIR_OPS <= BLOCK_OPS, "every comm's oldest fit the block");
 _Static_assert(64 + BLOCK_COMMS * 96 + BLOCK_OPS * 80 + BLOCK_PROXIES * 48 <= (256u << 10),
                "a HANG block fits the writer's small-block buffer");
 
@@ -67,6 +77,9 @@ static _Atomic uint64_t fired;
 /* The watchdog thread's own memory (made at start, freed at stop). */
 static struct nsc_opst_op *ops;
 static struct nsc_opst_proxy *proxies;
+static uint8_t *op_taken;                 /* OPS_CAP: fire()'s choice */
+static struct nsc_opst_op block_ops[BLOCK_OPS];
+static uint64_t block_ids[BLOCK_OPS];     /* their ids, sorted: a ProxyOp's is looked up */
 static struct nsc_comm_info *infos;
 /* Per comm slot: the serial and completion count at the last firing, so a
  * comm fires again only after it completed something. */
@@ -83,6 +96,7 @@ struct comm_agg {
     uint64_t oldest_start;
     struct nsc_opst_op oldest; /* a copy: fire() sorts ops */
     int stuck;
+    uint32_t taken; /* fire(): its operations seen so far, oldest first */
     struct nsc_opst_comm st;
     int have_st;
 };
@@ -96,23 +110,55 @@ static int by_start(const void *a, const void *b) {
     return x->start_ticks < y->start_ticks ? -1 : x->start_ticks > y->start_ticks;
 }
 
+static int by_id(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The operations the block holds, into block_ops (oldest first): each
+ * stalled comm's FAIR_OPS oldest, then every other comm's, then the rest
+ * by age, up to BLOCK_OPS. Returns how many. */
+static uint32_t choose_ops(uint32_t nops) {
+    qsort(ops, nops, sizeof(*ops), by_start);
+    memset(op_taken, 0, nops);
+    for (uint32_t ci = 0; ci < nslots; ci++)
+        agg[ci].taken = 0;
+    uint32_t kept = 0;
+    /* pass 0: stalled comms' oldest; 1: the other comms' oldest; 2: the rest */
+    for (int pass = 0; pass < 3; pass++)
+        for (uint32_t i = 0; i < nops && kept < BLOCK_OPS; i++) {
+            if (op_taken[i])
+                continue;
+            uint32_t ci = ops[i].comm_index;
+            struct comm_agg *a = ci < nslots ? &agg[ci] : NULL;
+            if (pass < 2) {
+                if (!a || (pass == 0) != (a->stuck != 0) || a->taken >= FAIR_OPS)
+                    continue;
+                a->taken++;
+            }
+            op_taken[i] = 1;
+            block_ops[kept++] = ops[i];
+        }
+    qsort(block_ops, kept, sizeof(*block_ops), by_start);
+    return kept;
+}
+
 static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out) {
     uint32_t ninfo = nsc_comm_describe_open(infos, NSC_MAX_COMMS);
     uint32_t nc = 0;
     for (uint32_t ci = 0; ci < nslots; ci++)
         nc += agg[ci].inflight && agg[ci].have_st;
-    /* The oldest operations first; the ProxyOps of those kept. (The
-     * per-comm aggregates point into ops: they are read before this.) */
-    qsort(ops, nops, sizeof(*ops), by_start);
-    if (nops > BLOCK_OPS) {
-        left_out += nops - BLOCK_OPS;
-        nops = BLOCK_OPS;
-    }
+    /* The operations kept, and the ProxyOps of those. (The per-comm
+     * aggregates hold copies: ops may be reordered.) */
+    uint32_t kept = choose_ops(nops);
+    left_out += nops - kept;
+    nops = kept;
+    for (uint32_t k = 0; k < nops; k++)
+        block_ids[k] = block_ops[k].id;
+    qsort(block_ids, nops, sizeof(*block_ids), by_id);
     uint32_t kp = 0;
     for (uint32_t i = 0; i < nprox; i++) {
-        int keep = 0;
-        for (uint32_t k = 0; k < nops && !keep; k++)
-            keep = ops[k].id == proxies[i].op_id;
+        int keep = nops && bsearch(&proxies[i].op_id, block_ids, nops, sizeof(*block_ids), by_id);
         if (keep && kp < BLOCK_PROXIES)
             proxies[kp++] = proxies[i];
         else
@@ -156,7 +202,7 @@ static void fire(uint64_t now, uint32_t nops, uint32_t nprox, uint32_t left_out)
         name_of(c->done_func, sizeof(c->done_func), a->st.done_func);
     }
     for (uint32_t i = 0; i < nops; i++) {
-        const struct nsc_opst_op *o = &ops[i];
+        const struct nsc_opst_op *o = &block_ops[i];
         struct nsc_hang_op *h = &ho[i];
         h->id = o->id;
         h->seq = o->seq;
@@ -389,6 +435,7 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
     if (!hang_seconds || running)
         return 0;
     ops = malloc(OPS_CAP * sizeof(*ops));
+    op_taken = malloc(OPS_CAP);
     proxies = malloc(PROXIES_CAP * sizeof(*proxies));
     infos = malloc(NSC_MAX_COMMS * sizeof(*infos));
     stop_req = 0;
@@ -400,7 +447,7 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
      * (a late stop) reads mapped memory; its slot check fails and nothing
      * happens. */
     int rc = -1;
-    if (ops && proxies && infos)
+    if (ops && op_taken && proxies && infos)
         rc = nsc_bg_thread_start(&thread, cfg, watchdog_main, NULL, "ncclscope-hang");
     if (rc == 0 && nsc_slab_create() != 0) {
         stop_thread();
@@ -411,9 +458,10 @@ int nsc_watchdog_start(const struct nsc_config *cfg) {
     }
     if (rc != 0) {
         free(ops);
+        free(op_taken);
         free(proxies);
         free(infos);
-        ops = NULL, proxies = NULL, infos = NULL;
+        ops = NULL, op_taken = NULL, proxies = NULL, infos = NULL;
         return -1;
     }
     running = 1;
@@ -431,9 +479,10 @@ void nsc_watchdog_stop(void) {
     stop_thread();
     running = 0;
     free(ops);
+    free(op_taken);
     free(proxies);
     free(infos);
-    ops = NULL, proxies = NULL, infos = NULL;
+    ops = NULL, op_taken = NULL, proxies = NULL, infos = NULL;
     /* A block still pending is written by the session's last job (and
      * the latest goes into flight mode's last dump): nsc_watchdog_release
      * frees them after the engine stopped. */

@@ -113,9 +113,11 @@ def trace(mode="caller", *, backend="auto", include=None, exclude=None, targets=
     depth:      frames kept in a caller stack (1..8).
     plugin:     the ncclscope plugin to use (default: the one NCCL will load,
                 else NCCLSCOPE_PLUGIN, else the one installed with us).
-    session:    "own" to write our own trace file even if NCCL will load the
-                plugin; "nccl" to record only while NCCL's session is open;
-                default: own unless NCCL will load this plugin.
+    session:    "own" (default): a session of our own from now on, which
+                NCCL's communicators join when NCCL loads this plugin (one
+                file; nothing is lost before the first communicator, nor in
+                a program without NCCL); "nccl": record only while NCCL's
+                session is open.
     Returns status().
     """
     global _active
@@ -136,11 +138,15 @@ def trace(mode="caller", *, backend="auto", include=None, exclude=None, targets=
     rate_limit = int(rate_limit)
     if rate_limit < 0:
         raise ValueError("rate_limit must be >= 0")
-    stop()
-    path, nccl_loads_it = _plugin.load(plugin)
-    own = session == "own" or (session is None and not nccl_loads_it)
     if session not in (None, "own", "nccl"):
         raise ValueError("session must be own or nccl, not %r" % (session,))
+    stop()
+    path, _nccl_loads_it = _plugin.load(plugin)
+    # Our own session even where NCCL loads the plugin: NCCL's session opens
+    # only at its first communicator, and a program may make none. NCCL's
+    # communicators join ours; the file learns NCCL's profiler API version
+    # at the first (docs/python.md).
+    own = session != "nccl"
     if own and not _native.session_open("python"):
         raise RuntimeError("the ncclscope plugin (%s) refused to open a session: "
                            "see its warning above (NCCLSCOPE_* settings)" % path)

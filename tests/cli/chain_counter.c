@@ -9,7 +9,8 @@
  * issue, a second stop, and a parentObj that is not one of its handles are
  * counted as errors. Counts per type: starts, stops, states; parents seen.
  *
- * CHAIN_COUNTER_MASK (decimal) is the mask it asks for (default: all).
+ * CHAIN_COUNTER_MASK (decimal) is the mask it asks for (default: all);
+ * CHAIN_COUNTER_FAIL (decimal), when set, is what its init returns instead.
  * At the last finalize it writes $CHAIN_COUNTER_OUT (JSON). Built twice:
  * with every ncclProfiler_v1..v7, and with -DONLY_V4 (only v4), to check
  * the version fallback and descriptor translation.
@@ -136,6 +137,9 @@ static void write_out(void) {
 }
 
 static nsc_abi_result init_any(int v, void **ctx, int *mask) {
+    const char *fail = getenv("CHAIN_COUNTER_FAIL"); /* init returns this result */
+    if (fail && *fail)
+        return (nsc_abi_result)atoi(fail);
     const char *m = getenv("CHAIN_COUNTER_MASK");
     *mask = m && *m ? atoi(m) : (int)NSC_MASK_ALL;
     *ctx = &ctx_token;

@@ -81,6 +81,19 @@ def main():
           "the chained plugin missed events ncclscope does not record: %s vs %s" % (c["start"], src_types))
     check(set(alone) < set(src_types), "the default mask should record less than the source has")
 
+    # A chained plugin whose init fails: said in the log, naming it and its
+    # result, once per comm; ncclscope records as without it.
+    cli, plugin, _ = env_paths()
+    d = tmpdir()
+    env = {"NCCLSCOPE_DIR": d, "NCCLSCOPE_EVENTS": "default", "NCCLSCOPE_CHAIN": counter,
+           "CHAIN_COUNTER_FAIL": "3"}
+    p = run([cli, "replay", "--plugin", plugin, SRC], env=env)
+    lines = [l for l in p.stderr.splitlines() if "failed to init comm" in l]
+    check(len(lines) == 1 and counter in lines[0] and '("chain-counter")' in lines[0] and
+          "result 3" in lines[0], "a failed chained init is logged: %s" % p.stderr[-2000:])
+    types, stops, states, _ = info_counts(trace_files(d)[0])
+    check(types == alone and stops == alone_stops, "recorded as without it: %s vs %s" % (types, alone))
+
     # Only ncclProfiler_v4: found by the fallback, descriptors translated.
     (types, stops, states, _), c = replay(counter_v4, "all", 0xffff)
     clean(c, "v4")

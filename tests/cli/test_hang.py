@@ -415,6 +415,22 @@ def test_job_sampled(driver):
               if doc["hangs"] else "divergence at AllReduce %d" % (OPS - 1)))
 
 
+def test_job_default(driver):
+    """The job at the default settings on one NVLink node (no ProxyOps, no
+    KernelCh asked for by name): KernelCh is sampled, and with the job's
+    steps 3 ms apart the sampling period takes every operation, the stuck
+    AllReduce 9 among them. The watchdogs of ranks 0, 1 and 3 (inside
+    AllReduce 9) fire after NCCLSCOPE_HANG_SECONDS, rank 2's (it never
+    entered) does not (before: with the mask without KernelCh, no watchdog
+    could fire)."""
+    cli, d = run_job(driver, "job", 4, events=None, extra=("--intra", "--pause-us", "3000"),
+                     env_more={"NCCLSCOPE_HANG_SECONDS": "1", "NCCLSCOPE_KERNEL_SAMPLE_MS": "1"},
+                     settle=2.5, want_ops=JOB_OPS)
+    doc, _ = hang(cli, [d])
+    check(doc.get("watchdog", {}).get("files") == 3, "3 watchdogs fired (not rank 2's): %s" % doc.get("watchdog"))
+    print("ok default settings, one node: 3 watchdogs fired")
+
+
 def main():
     driver = sys.argv[1]
     test_no_hang()
@@ -428,6 +444,7 @@ def main():
     test_p2p(driver)
     test_job(driver)
     test_job_sampled(driver)
+    test_job_default(driver)
     print("ok")
 
 

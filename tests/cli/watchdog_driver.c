@@ -4,7 +4,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|metrics
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|metrics|busy
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then a Send to its own rank
@@ -43,6 +43,12 @@
  *         AllReduces (seqNumber 0..49) whose two channels both stop; prints
  *         "waiting" and waits for a line on stdin (3 s when stdin ends),
  *         while the test reads the metrics file.
+ * busy:   a busy comm keeps 4,200 AllReduces in flight and completes the
+ *         oldest (and starts another) every 10 ms: it progresses; beside
+ *         it a second comm (id 0x5744000b) has one AllReduce whose channel
+ *         never stops. Prints "stalled" after both started, then goes on
+ *         completing until a line on stdin (3 s when stdin ends). The
+ *         watchdog must report the second comm, and only it.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -53,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -265,8 +272,50 @@ int main(int argc, char **argv) {
         fflush(stdout);
         if (!fgets(line, sizeof(line), stdin))
             usleep(3000000);
+    } else if (!strcmp(mode, "busy")) {
+        enum { BUSY = 4200 };
+        static void *open_ch[BUSY]; /* the busy comm's open channels, a ring */
+        uint64_t next = 0, oldest = 0;
+        for (; next < BUSY; next++)
+            open_ch[next % BUSY] = kch(coll(next, 1), 0);
+        void *busy_ctx = ctx;
+        if (nsc_host_init(&host, &ctx, 0x5744000bull, &mask, "watchdog-hung", 1, 1, 0) != 0 ||
+            !ctx) {
+            fprintf(stderr, "watchdog_driver: the hung comm's init failed\n");
+            return 1;
+        }
+        void *hung_ctx = ctx;
+        kch(coll(0, 1), 0); /* the hung comm's one operation: its channel never stops */
+        ctx = busy_ctx;
+        printf("stalled\n");
+        fflush(stdout);
+        int stdin_open = 1;
+        for (int tick = 0;; tick++) {
+            struct pollfd pfd = {.fd = 0, .events = POLLIN};
+            if (stdin_open && poll(&pfd, 1, 10) > 0) {
+                char line[16];
+                if (fgets(line, sizeof(line), stdin))
+                    break;
+                stdin_open = 0; /* ended: run for the nominal 3 s */
+            }
+            if (!stdin_open) {
+                if (tick > 300)
+                    break;
+                usleep(10000);
+            }
+            /* the busy comm progresses: its oldest completes, one more starts */
+            kch_stop(open_ch[oldest++ % BUSY]);
+            open_ch[next % BUSY] = kch(coll(next, 1), 0);
+            next++;
+        }
+        printf("done\n");
+        fflush(stdout);
+        nsc_host_finalize(&host, hung_ctx);
+        nsc_host_finalize(&host, busy_ctx);
+        nsc_host_unload(&host);
+        return 0;
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics|busy\n");
         return 1;
     }
     printf("done\n");

@@ -8,12 +8,15 @@
  * and XLA's threads do).
  *
  *   fake_load(plugin_path) -> 0     fake_init(rank, nranks) -> 0
+ *   (through profiler API $FAKE_NCCL_API, 1..7, when set: an older NCCL;
+ *   else the newest the plugin exports)
  *   fake_collective(func, count)    fake_collective_on_thread(func, count)
  *   fake_send(count)                fake_finalize()
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host.h"
@@ -33,7 +36,8 @@ EXPORT void fake_finalize(void);
 
 int fake_load(const char *plugin) {
     char err[256];
-    if (nsc_host_load(&host, plugin, 0, err, sizeof(err)) != 0) {
+    const char *v = getenv("FAKE_NCCL_API");
+    if (nsc_host_load(&host, plugin, v ? atoi(v) : 0, err, sizeof(err)) != 0) {
         fprintf(stderr, "fake_nccl_lib: %s\n", err);
         return -1;
     }

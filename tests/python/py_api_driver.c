@@ -10,17 +10,23 @@
  * location and argument in order; a CollApi/P2pApi/GroupApi START takes the
  * thread's caller, a thread without one the process's latest (flagged),
  * none after forget_latest; a session of the package's own (no NCCL) gives
- * a complete file. Runs under ASan in tests/run.sh like every C test.
+ * a complete file whose SESSION says API version 0 (no NCCL); NCCL's init
+ * joining the package's session (through API v4 and v6, as NCCL does) makes
+ * the file say NCCL's version and the mask for it, whether the file was
+ * already written (its SESSION is rewritten in place) or not yet. Runs
+ * under ASan in tests/run.sh like every C test.
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../unit/check.h"
 #include "host.h"
+#include "event_types.h"
 #include "ncclscope_python.h"
 #include "trace_decode.h"
 
@@ -40,6 +46,38 @@ static void coll_api(const char *func) {
     nsc_host_stop(&host, h);
 }
 
+/* A Coll (under a Group: v4 and older deliver one only there), as NCCL
+ * issues it, through `h`. */
+static void coll(const struct nsc_host *h, void *c) {
+    nsc_abi_descr_v7 d;
+    void *g, *k;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_GROUP;
+    nsc_host_start(h, c, &g, &d);
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_COLL;
+    d.parentObj = g;
+    d.coll.func = "AllReduce";
+    d.coll.count = 256;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.nChannels = 1;
+    nsc_host_start(h, c, &k, &d);
+    nsc_host_stop(h, k);
+    nsc_host_stop(h, g);
+}
+
+/* <dir>/<host>-<pid>[-N].nsc: the plugin's name for the process's session N. */
+static void trace_path(const char *dir, int n, char *out, size_t len) {
+    char name[64];
+    memset(name, 0, sizeof(name));
+    if (gethostname(name, sizeof(name) - 1) != 0)
+        snprintf(name, sizeof(name), "unknown");
+    if (n == 0)
+        snprintf(out, len, "%s/%s-%d.nsc", dir, name, (int)getpid());
+    else
+        snprintf(out, len, "%s/%s-%d-%d.nsc", dir, name, (int)getpid(), n);
+}
+
 static void *other_thread(void *arg) {
     (void)arg;
     coll_api("Broadcast"); /* no caller of its own: the process's latest */
@@ -55,6 +93,7 @@ struct seen {
     int process_flag[4];
     const char *p2p_stack, *group_stack;
     int c_call_loc_ok;
+    struct nsc_session ses;
 };
 
 static char texts[8][256];
@@ -92,6 +131,8 @@ static void on_rec(void *ud, struct nsc_decoder *d, uint32_t thread, const struc
         const char *t = nsc_decoder_str(d, x->p2p_api.py_stack);
         s->p2p_stack = t ? strdup(t) : NULL;
         s->p2ps++;
+    } else if (r->h.etype == 1 /* Coll */) {
+        s->colls++;
     } else if (r->h.etype == 8 /* GroupApi */) {
         const char *t = nsc_decoder_str(d, x->group_api.py_stack);
         s->group_stack = t ? strdup(t) : NULL;
@@ -108,6 +149,9 @@ static int read_trace(const char *path, struct seen *s) {
     struct nsc_decode_ops ops = {.record = on_rec};
     int bad = nsc_decoder_run(&d, &ops, s);
     int ended = d.ended;
+    const struct nsc_session *ses = nsc_decoder_session(&d);
+    if (ses)
+        s->ses = *ses;
     nsc_decoder_close(&d);
     return bad == 0 && ended ? 0 : -1;
 }
@@ -182,27 +226,58 @@ int main(int argc, char **argv) {
     py->session_close(s); /* a second close is ignored */
     CHECK(py->session_live() == 0);
 
-    /* Read both files back (the NCCL session's, then the package's). */
-    char paths[2][4096];
-    int n = 0;
-    DIR *dir = opendir(argv[2]);
-    CHECK(dir != NULL);
-    for (struct dirent *e; dir && (e = readdir(dir)) && n < 2;)
-        if (strstr(e->d_name, ".nsc"))
-            snprintf(paths[n++], sizeof(paths[0]), "%s/%s", argv[2], e->d_name);
-    if (dir)
-        closedir(dir);
-    CHECK(n == 2);
-    if (n == 2 && strlen(paths[0]) > strlen(paths[1])) { /* host-pid.nsc before host-pid-1.nsc */
-        char t[4096];
-        memcpy(t, paths[0], sizeof(t));
-        memcpy(paths[0], paths[1], sizeof(t));
-        memcpy(paths[1], t, sizeof(t));
+    /* The package's session first, then NCCL's init (API v4) once the
+     * file is on disk: its SESSION is rewritten with NCCL's version. */
+    char paths[4][4096];
+    for (int i = 0; i < 4; i++)
+        trace_path(argv[2], i, paths[i], sizeof(paths[i]));
+    s = py->session_open("python");
+    CHECK(s != NULL);
+    CHECK(py->record(NSC_PY_CALL, f, 0) == 1);
+    for (int i = 0; i < 1000 && access(paths[2], F_OK) != 0; i++) { /* the first flush: 10 s at most */
+        struct timespec ms = {0, 10000000};
+        nanosleep(&ms, NULL);
     }
-    struct seen a, b;
+    CHECK(access(paths[2], F_OK) == 0);
+    struct nsc_host v4;
+    CHECK(nsc_host_load(&v4, argv[1], 4, err, sizeof(err)) == 0 && v4.version == 4);
+    void *ctx4 = NULL;
+    mask = 0;
+    CHECK(nsc_host_init(&v4, &ctx4, 0x44, &mask, "v4", 1, 1, 0) == 0 && ctx4 != NULL);
+    CHECK(mask != 0 && ((uint32_t)mask & ~nsc_types_in_api(4)) == 0);
+    coll(&v4, ctx4);
+    nsc_host_finalize(&v4, ctx4);
+    CHECK(py->session_live() == 1); /* the package's comm is still open */
+    CHECK(py->record(NSC_PY_RETURN, f, 0) == 1);
+    py->session_close(s);
+    CHECK(py->session_live() == 0);
+    nsc_host_unload(&v4);
+
+    /* NCCL's init (API v6) before the package's session wrote anything. */
+    s = py->session_open("python");
+    CHECK(s != NULL);
+    struct nsc_host v6;
+    CHECK(nsc_host_load(&v6, argv[1], 6, err, sizeof(err)) == 0 && v6.version == 6);
+    void *ctx6 = NULL;
+    CHECK(nsc_host_init(&v6, &ctx6, 0x66, &mask, "v6", 1, 1, 0) == 0 && ctx6 != NULL);
+    CHECK(py->record(NSC_PY_CALL, f, 0) == 1);
+    coll(&v6, ctx6);
+    CHECK(py->record(NSC_PY_RETURN, f, 0) == 1);
+    py->session_close(s);
+    CHECK(py->session_live() == 1); /* NCCL's comm keeps it open */
+    nsc_host_finalize(&v6, ctx6);
+    CHECK(py->session_live() == 0);
+    nsc_host_unload(&v6);
+
+    /* Read the files back (the NCCL session's, the package's, the two
+     * joined ones). */
+    struct seen a, b, j4, j6;
     memset(&a, 0, sizeof(a));
     memset(&b, 0, sizeof(b));
-    CHECK(n == 2 && read_trace(paths[0], &a) == 0);
+    memset(&j4, 0, sizeof(j4));
+    memset(&j6, 0, sizeof(j6));
+    CHECK(read_trace(paths[0], &a) == 0);
+    CHECK(a.ses.api_version == 7);
     CHECK(a.npy == 5);
     static const int want[5][3] = {{NSC_PY_CALL, 0, 0}, {NSC_PY_C_CALL, 0, 0},
                                    {NSC_PY_C_RETURN, 0, 1}, {NSC_PY_RETURN, 0, 0},
@@ -221,8 +296,17 @@ int main(int argc, char **argv) {
     CHECK(a.stack_of[2] == NULL && !a.process_flag[2]);
     CHECK(a.p2p_stack && !strcmp(a.p2p_stack, a.stack_of[0]));
     CHECK(a.group_stack && !strcmp(a.group_stack, a.stack_of[0]));
-    CHECK(n == 2 && read_trace(paths[1], &b) == 0);
+    CHECK(read_trace(paths[1], &b) == 0);
     CHECK(b.npy == 2 && b.py[0][0] == NSC_PY_CALL && b.py[1][0] == NSC_PY_RETURN);
+    CHECK(b.ses.api_version == NSC_SESSION_API_NONE && b.ses.event_mask != 0);
+    CHECK(read_trace(paths[2], &j4) == 0);
+    CHECK(j4.ses.api_version == 4);
+    CHECK(j4.ses.event_mask != 0 && (j4.ses.event_mask & ~nsc_types_in_api(4)) == 0);
+    CHECK(j4.npy == 2 && j4.colls == 1);
+    CHECK(read_trace(paths[3], &j6) == 0);
+    CHECK(j6.ses.api_version == 6);
+    CHECK(j6.ses.event_mask != 0 && (j6.ses.event_mask & ~nsc_types_in_api(6)) == 0);
+    CHECK(j6.npy == 2 && j6.colls == 1);
     for (int i = 0; i < 4; i++)
         free((void *)a.stack_of[i]);
     free((void *)a.p2p_stack);

@@ -14,7 +14,11 @@
 - no leaked references (tracemalloc, sys.getrefcount, sys.gettotalrefcount
   where the build has it);
 - a clean disable (stop() leaves no hook; sys.monitoring refused cleanly on
-  3.11); the rate limit; activation through the .pth hook and ncclscope.run.
+  3.11); the rate limit; activation through the .pth hook and ncclscope.run;
+- with NCCL_PROFILER_PLUGIN exported: a script without NCCL keeps its
+  functions; Python first, then NCCL's init (API v4, v7) joining the
+  package's session: the trace says NCCL's version and converts as it;
+  NCCLSCOPE_PYTHON where the package does not trace: one line on stderr.
 """
 import json
 import os
@@ -364,6 +368,78 @@ def test_activation():
         check(any(e["name"] == "middle" for e in pyslices(doc)), "ncclscope.run recorded nothing")
 
 
+JOINED = os.path.join(DATA, "joined.py")
+NOTICE = "does nothing here"  # the plugin's line when NCCLSCOPE_PYTHON finds no package tracing
+
+
+def test_no_nccl_with_plugin_exported():
+    """NCCL_PROFILER_PLUGIN exported as docs/python.md sets it up, a script
+    that makes no communicator: python -m ncclscope.run keeps its functions
+    (the package's own session; the trace says no NCCL took part)."""
+    with tempfile.TemporaryDirectory() as d:
+        env = {"NCCLSCOPE_DIR": d, "NCCL_PROFILER_PLUGIN": PLUGIN}
+        p = run([PY, "-m", "ncclscope.run", "--mode", "functions", "--include", "__main__",
+                 JOINED, "no-nccl"], env=env)
+        files = sorted(f for f in os.listdir(d) if f.endswith(".nsc"))
+        check(len(files) == 1, "no NCCL, plugin exported: trace files %s" % files)
+        if len(files) != 1:
+            return
+        info = run([CLI, "info", os.path.join(d, files[0])]).stdout
+        doc = convert(d)
+    names = [e["name"] for e in pyslices(doc)]
+    check(names.count("prepare") == 1 and names.count("cleanup") == 1,
+          "no NCCL, plugin exported: functions %s" % names)
+    check(re.search(r"^NCCL API +none", info, re.M), "no NCCL: info says\n" + info)
+    check(NOTICE not in p.stderr, "no NCCLSCOPE_PYTHON, yet: %r" % p.stderr)
+
+
+def test_python_then_nccl(api):
+    """The package's session opens first (functions before the first
+    communicator), its file is on disk, then NCCL's init through API `api`
+    joins it: one file, which says NCCL's version and converts as that
+    version's (GPU time from KernelCh, nested Python calls)."""
+    with tempfile.TemporaryDirectory() as d:
+        env = {"NCCLSCOPE_DIR": d, "NCCL_PROFILER_PLUGIN": PLUGIN, "NCCLSCOPE_EVENTS": "all",
+               "NCCLSCOPE_PYTHON": "functions", "NCCLSCOPE_FLUSH_MS": "20",
+               "JOINED_WAIT_FOR": d, "FAKE_NCCL_API": str(api)}
+        p = run([PY, "-m", "ncclscope.run", "--include", "__main__,fakedist", JOINED], env=env)
+        check(NOTICE not in p.stderr, "v%d: the package traces, yet the plugin says %r" % (api, p.stderr))
+        files = sorted(f for f in os.listdir(d) if f.endswith(".nsc"))
+        check(len(files) == 1, "v%d: trace files %s" % (api, files))
+        if len(files) != 1:
+            return
+        info = run([CLI, "info", os.path.join(d, files[0])]).stdout
+        doc = convert(d)
+        stats = json.loads(run([CLI, "stats", d, "--json"]).stdout)
+    check(re.search(r"^NCCL API +v%d$" % api, info, re.M), "v%d: info says\n%s" % (api, info))
+    check("closed cleanly  yes" in info, "v%d: not closed cleanly\n%s" % (api, info))
+    procs = process_names(doc)
+    names = [e["name"] for e in pyslices(doc, lambda pid: procs.get(pid, "").endswith(" python"))]
+    check(all(names.count(n) == 1 for n in ("prepare", "all_reduce", "cleanup")),
+          "v%d: functions %s" % (api, names))
+    rows = [r for r in stats["rows"] if r["op"] == "AllReduce"]
+    check(len(rows) == 1 and rows[0]["gpu_ops"] == 1 and abs(rows[0]["gpu_p50_us"] - 3.0) < 1e-6,
+          "v%d: AllReduce row %s" % (api, rows))
+    colls = [e for e in doc["traceEvents"] if e.get("cat") == "Coll" and e["name"] == "AllReduce"]
+    check(len(colls) == 1, "v%d: Coll events %d" % (api, len(colls)))
+
+
+def test_not_tracing_notice():
+    """NCCLSCOPE_PYTHON with the package on PYTHONPATH only (its .pth hook
+    never runs): NCCL's first init says so on stderr, once, with the ways
+    that work; off values say nothing."""
+    with tempfile.TemporaryDirectory() as d:
+        env = {"NCCLSCOPE_DIR": d, "NCCL_PROFILER_PLUGIN": PLUGIN, "NCCLSCOPE_PYTHON": "caller"}
+        p = run([PY, os.path.join(DATA, "train.py"), "none"], env=env)
+        lines = [l for l in p.stderr.splitlines() if "NCCLSCOPE_PYTHON" in l]
+        check(len(lines) == 1 and NOTICE in lines[0] and "python -m ncclscope.run" in lines[0]
+              and "torchrun" in lines[0] and ".pth" in lines[0],
+              "NCCLSCOPE_PYTHON without the package: stderr %r" % p.stderr)
+        env["NCCLSCOPE_PYTHON"] = "off"
+        p = run([PY, os.path.join(DATA, "train.py"), "none"], env=env)
+        check("NCCLSCOPE_PYTHON" not in p.stderr, "NCCLSCOPE_PYTHON=off: stderr %r" % p.stderr)
+
+
 def main():
     print("Python %d.%d (%s)" % (VER + (PY,)))
     backends = ["monitoring", "setprofile"] if VER >= (3, 12) else ["setprofile"]
@@ -375,6 +451,10 @@ def main():
     test_disable()
     test_rate_limit()
     test_activation()
+    test_no_nccl_with_plugin_exported()
+    for api in (4, 7):
+        test_python_then_nccl(api)
+    test_not_tracing_notice()
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

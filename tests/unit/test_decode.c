@@ -512,8 +512,35 @@ static void mutations(void) {
     free(b.p);
 }
 
+/* The SESSION's API version, patched where the plugin rewrites it
+ * (NSC_SESSION_PAYLOAD_OFF): 0 (a session the Python package opened, no
+ * NCCL) and 1..63 are intact, 64 is damage. */
+static void session_api(void) {
+    static const struct {
+        uint32_t api;
+        int intact;
+    } cases[] = {{0, 1}, {4, 1}, {63, 1}, {64, 0}};
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct offsets o;
+        struct buf b = whole(&o);
+        struct nsc_session ses;
+        memcpy(&ses, b.p + NSC_SESSION_PAYLOAD_OFF, sizeof(ses));
+        CHECK(ses.pid == 4242 && ses.api_version == 7); /* the payload is where the rule says */
+        ses.api_version = cases[i].api;
+        memcpy(b.p + NSC_SESSION_PAYLOAD_OFF, &ses, sizeof(ses));
+        struct seen s;
+        int dmg = decode(&b, &s);
+        if (cases[i].intact)
+            CHECK(dmg == 0 && s.errors == 0 && s.records == 12);
+        else
+            CHECK(dmg >= 1 && strstr(s.last_error, "API version") != NULL);
+        free(b.p);
+    }
+}
+
 int main(void) {
     intact();
+    session_api();
     public_api();
     damage();
     mutations();

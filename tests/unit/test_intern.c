@@ -4,7 +4,9 @@
  * kept to 255 bytes, the table holds every id a 16-bit field can carry,
  * and past its capacity every use of a string that did not fit is counted
  * (a silent table made 1,907 of 6,000 names' events "?" with no count).
+ * User text (marks, Python names) leaves NCCL's names their reserve.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,9 +99,72 @@ static void test_text_budget(void) {
     nsc_intern_free_all();
 }
 
+/* 70,000 distinct marks: the user's part fills, the rest is refused
+ * (counted, one first refusal), and NCCL's names seen after them still get
+ * ids of their own; a user text equal to a kept one is found, not refused. */
+static void test_user_reserve(void) {
+    struct nsc_intern_cache c;
+    memset(&c, 0, sizeof(c));
+    static char marks[70000][16];
+    uint64_t over0 = nsc_intern_overflows(), ref0 = nsc_intern_user_refused();
+    uint16_t nccl_early = nsc_intern(&c, "AllReduce"); /* one NCCL name before */
+    unsigned kept = 0, firsts = 0, bad = 0;
+    for (unsigned i = 0; i < 70000; i++) {
+        snprintf(marks[i], sizeof(marks[i]), "mark %u", i);
+        int first = -1;
+        uint16_t id = nsc_intern_user(marks[i], &first);
+        firsts += first == 1;
+        bad += first != 0 && first != 1;
+        if (id != NSC_INTERN_OVERFLOW) {
+            kept++;
+            bad += strcmp(nsc_intern_text(id), marks[i]) != 0;
+        }
+    }
+    unsigned room = NSC_INTERN_MAX - NSC_INTERN_NCCL_IDS - 3; /* "AllReduce" took one */
+    CHECK(kept == room && bad == 0 && firsts == 1);
+    CHECK(nsc_intern_user_refused() - ref0 == 70000 - room);
+    CHECK(nsc_intern_overflows() - over0 == 70000 - room);
+    /* found by content: neither refused nor counted */
+    CHECK(nsc_intern_user("AllReduce", NULL) == nccl_early);
+    CHECK(nsc_intern_user(marks[7], NULL) == nsc_intern_user(marks[7], NULL) &&
+          nsc_intern_user(marks[7], NULL) != NSC_INTERN_OVERFLOW);
+    CHECK(nsc_intern_overflows() - over0 == 70000 - room);
+    /* NCCL's names after the flood: every one its own id and text */
+    static const char *nccl[] = {"Broadcast", "ncclFloat32", "RING", "SIMPLE", "ReduceScatter",
+                                 "ncclBfloat16", "NVLS", "LL128"};
+    int named = 1;
+    for (unsigned i = 0; i < sizeof(nccl) / sizeof(nccl[0]); i++) {
+        uint16_t id = nsc_intern(&c, nccl[i]);
+        named &= id != NSC_INTERN_OVERFLOW && strcmp(nsc_intern_text(id), nccl[i]) == 0;
+    }
+    CHECK(named && nsc_intern_overflows() - over0 == 70000 - room);
+    /* a second refusal episode logs nothing more */
+    int first = -1;
+    CHECK(nsc_intern_user("one more", &first) == NSC_INTERN_OVERFLOW && first == 0);
+    nsc_intern_free_all();
+
+    /* the text reserve binds for long texts: 255 bytes each */
+    static char big[16000][256];
+    unsigned fit = (NSC_INTERN_TEXT_MAX - NSC_INTERN_NCCL_TEXT) / 256;
+    kept = 0;
+    for (unsigned i = 0; i < fit + 5; i++) {
+        memset(big[i], 'x', 255);
+        snprintf(big[i], 12, "%010u", i);
+        big[i][10] = '-';
+        kept += nsc_intern_user(big[i], NULL) != NSC_INTERN_OVERFLOW;
+    }
+    CHECK(kept == fit && fit + 5 < sizeof(big) / sizeof(big[0]));
+    char nccl_long[256];
+    memset(nccl_long, 'n', 255);
+    nccl_long[255] = '\0';
+    CHECK(nsc_intern(&c, nccl_long) != NSC_INTERN_OVERFLOW);
+    nsc_intern_free_all();
+}
+
 int main(void) {
     test_basic();
     test_capacity();
     test_text_budget();
+    test_user_reserve();
     return check_summary();
 }

@@ -8,6 +8,7 @@
 #include "native.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +43,8 @@ static PyObject *m_load(PyObject *self, PyObject *arg) {
     if (!h)
         return PyErr_Format(PyExc_OSError, "%s", dlerror());
     const struct ncclscope_py_v1 *api = dlsym(h, NCCLSCOPE_PY_SYMBOL);
-    if (!api || api->version != 1 || api->size < sizeof(*api)) {
+    if (!api || api->version != 1 ||
+        api->size < offsetof(struct ncclscope_py_v1, forget_latest) + sizeof(api->forget_latest)) {
         dlclose(h);
         return PyErr_Format(PyExc_OSError, "%s is not an ncclscope plugin with %s", path,
                             NCCLSCOPE_PY_SYMBOL);
@@ -118,6 +120,13 @@ static int copy_strings(PyObject *seq, char ***out, int *n) {
 
 static enum nsp_backend running;
 
+/* The plugin's `tracing` (appended to the table: an older plugin lacks it). */
+static void tell_tracing(int on) {
+    if (nsp_api->size >= offsetof(struct ncclscope_py_v1, tracing) + sizeof(nsp_api->tracing) &&
+        nsp_api->tracing)
+        nsp_api->tracing(on);
+}
+
 static void stop_backend(void) {
     if (running == NSP_MONITORING)
         nsp_monitor_stop();
@@ -180,6 +189,7 @@ static PyObject *m_start(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     running = b;
+    tell_tracing(1);
     Py_RETURN_NONE;
 }
 
@@ -192,6 +202,7 @@ static PyObject *m_stop(PyObject *self, PyObject *unused) {
     nsp_flush_skipped();
     nsp_api->set_caller(0);
     nsp_api->forget_latest();
+    tell_tracing(0);
     nsp_gen++; /* open shadow stacks and caller depths are stale now */
     nsp_callers_clear();
     nsp_codeinfo_clear();
