@@ -480,22 +480,47 @@ static void drop_overtaken(struct nsc_hm_job *j) {
 
 /* A collective that may be stuck (not sampled) is kept only while a
  * stuck operation of its comm on its rank is (the sampled one that made it
- * "maybe" may have been set aside by drop_overtaken). */
+ * "maybe" may have been set aside by drop_overtaken). The stuck ones'
+ * (comm, process, rank) sorted once: a big job has many of both. */
+struct hold_key {
+    uint64_t comm, proc;
+    int rank;
+};
+
+static int cmp_hold_key(const void *a, const void *b) {
+    const struct hold_key *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
 static void drop_lone_maybe(struct nsc_hm_job *j) {
+    size_t nk = 0, nmaybe = 0;
+    for (size_t i = 0; i < j->stuck.n; i++)
+        nmaybe += j->stuck.v[i].maybe != 0;
+    if (!nmaybe)
+        return;
+    struct hold_key *k = malloc((j->stuck.n - nmaybe + 1) * sizeof(*k));
+    if (!k)
+        return; /* the rule unapplied: more may be stuck, nothing is hidden */
+    for (size_t i = 0; i < j->stuck.n; i++)
+        if (!j->stuck.v[i].maybe)
+            k[nk++] = (struct hold_key){j->stuck.v[i].comm, j->stuck.v[i].proc, j->stuck.v[i].rank};
+    qsort(k, nk, sizeof(*k), cmp_hold_key);
     size_t n = 0;
     for (size_t i = 0; i < j->stuck.n; i++) {
         struct nsc_hm_stuck *s = &j->stuck.v[i];
-        int keep = !s->maybe;
-        for (size_t k = 0; k < j->stuck.n && !keep; k++)
-            keep = !j->stuck.v[k].maybe && j->stuck.v[k].comm == s->comm &&
-                   j->stuck.v[k].rank == s->rank && j->stuck.v[k].proc == s->proc;
-        if (!keep) {
+        struct hold_key key = {s->comm, s->proc, s->rank};
+        if (s->maybe && !bsearch(&key, k, nk, sizeof(*k), cmp_hold_key)) {
             free_stuck(s);
             continue;
         }
         j->stuck.v[n++] = *s;
     }
     j->stuck.n = n;
+    free(k);
 }
 
 /* One file into job *j (a file's own job under -j): its records, its HANG
@@ -879,27 +904,6 @@ static const char *matching(const char *func) {
     return !strcmp(func, "Send") ? "Recv" : !strcmp(func, "Recv") ? "Send" : func;
 }
 
-/* Some traced rank of the comm never entered s's collective. */
-static int some_never_entered(const struct nsc_hm_job *j, uint64_t comm, int span,
-                              const struct nsc_hm_stuck *s) {
-    for (int r = 0; r < span; r++)
-        if (r != s->rank && nsc_hm_traced(j, comm, r) && !nsc_hm_entered(j, comm, r, s->func, s->seq))
-            return 1;
-    return 0;
-}
-
-/* A rank of the comm was seen to complete s's collective or a later one of
- * its function: then every rank took part in s's, which is not where the
- * comm hangs (what drop_overtaken says of one rank, across ranks). */
-static int done_elsewhere(const struct nsc_hm_job *j, uint64_t comm, const struct nsc_hm_stuck *s) {
-    for (size_t i = 0; i < j->seqs.n; i++) {
-        const struct nsc_hm_seqs *q = &j->seqs.v[i];
-        if (q->comm == comm && q->has_done && q->done_max >= s->seq && !strcmp(q->func, s->func))
-            return 1;
-    }
-    return 0;
-}
-
 /* KernelCh sampled: the rank entered (func, seq) and its completion is not
  * known (not sampled, no later operation of its comm completed). */
 static int completion_unknown(const struct nsc_hm_job *j, uint64_t comm, int rank, const char *func,
@@ -913,7 +917,10 @@ static int completion_unknown(const struct nsc_hm_job *j, uint64_t comm, int ran
 }
 
 /* holds_others per collective (function, seqNumber) of one comm, computed
- * once: a comm's stuck rows repeat the same few collectives on every rank. */
+ * once: a comm's stuck rows repeat the same few collectives on every rank.
+ * Built at the first question: the comm's seqs entries by (function, rank)
+ * and its traced ranks, so that a job of thousands of ranks and comms asks
+ * each collective in span log n, not span x (members + seqs). */
 struct fact_cache {
     struct fact {
         const char *func;
@@ -921,16 +928,88 @@ struct fact_cache {
         int holds;
     } *v;
     size_t n, cap;
+    int built, failed;
+    const struct nsc_hm_seqs **cs; /* the comm's, by (function, rank) */
+    size_t ncs;
+    int *tr, ntr;                  /* its traced ranks in [0, span), ascending */
 };
 
-/* s's collective may hold the comm: no rank completed it (or a later one of
- * its function) and some traced rank never entered it. */
+static int cmp_seqs_func_rank(const void *a, const void *b) {
+    const struct nsc_hm_seqs *x = *(const struct nsc_hm_seqs *const *)a,
+                             *y = *(const struct nsc_hm_seqs *const *)b;
+    int c = strcmp(x->func, y->func);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static void fact_cache_build(struct fact_cache *c, const struct nsc_hm_job *j, uint64_t comm,
+                             int span) {
+    c->built = 1;
+    size_t ns = 0, nm = 0;
+    for (size_t i = 0; i < j->seqs.n; i++)
+        ns += j->seqs.v[i].comm == comm;
+    for (size_t i = 0; i < j->members.n; i++)
+        nm += j->members.v[i].comm == comm;
+    c->cs = malloc((ns ? ns : 1) * sizeof(*c->cs));
+    c->tr = malloc((nm ? nm : 1) * sizeof(*c->tr));
+    if (!c->cs || !c->tr) {
+        c->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < j->seqs.n; i++)
+        if (j->seqs.v[i].comm == comm)
+            c->cs[c->ncs++] = &j->seqs.v[i];
+    qsort(c->cs, c->ncs, sizeof(*c->cs), cmp_seqs_func_rank);
+    for (size_t i = 0; i < j->members.n; i++)
+        if (j->members.v[i].comm == comm && j->members.v[i].rank >= 0 && j->members.v[i].rank < span)
+            c->tr[c->ntr++] = j->members.v[i].rank;
+    qsort(c->tr, (size_t)c->ntr, sizeof(int), cmp_int);
+    int n = 0;
+    for (int q = 0; q < c->ntr; q++)
+        if (!n || c->tr[n - 1] != c->tr[q])
+            c->tr[n++] = c->tr[q];
+    c->ntr = n;
+}
+
+/* The first of the comm's seqs entries of func at or after rank (ncs: none). */
+static size_t fact_lower(const struct fact_cache *c, const char *func, int rank) {
+    size_t lo = 0, hi = c->ncs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int k = strcmp(c->cs[mid]->func, func);
+        if (k < 0 || (k == 0 && c->cs[mid]->rank < rank))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* s's collective may hold the comm: no rank was seen to complete it or a
+ * later one of its function (then every rank took part in it: what
+ * drop_overtaken says of one rank, across ranks), and some traced rank
+ * never entered it (nsc_hm_entered's rule). Without memory: no (the rows
+ * that may be stuck count as without sampling). */
 static int holds_others(struct fact_cache *c, const struct nsc_hm_job *j, uint64_t comm, int span,
                         const struct nsc_hm_stuck *s) {
     for (size_t k = 0; k < c->n; k++)
         if (c->v[k].seq == s->seq && !strcmp(c->v[k].func, s->func))
             return c->v[k].holds;
-    int holds = !done_elsewhere(j, comm, s) && some_never_entered(j, comm, span, s);
+    if (!c->built)
+        fact_cache_build(c, j, comm, span);
+    if (c->failed)
+        return 0;
+    int done = 0, never = 0;
+    for (size_t i = fact_lower(c, s->func, INT32_MIN); i < c->ncs && !strcmp(c->cs[i]->func, s->func); i++)
+        done |= c->cs[i]->has_done && c->cs[i]->done_max >= s->seq;
+    for (int q = 0; q < c->ntr && !done && !never; q++) {
+        if (c->tr[q] == s->rank)
+            continue;
+        size_t i = fact_lower(c, s->func, c->tr[q]);
+        const struct nsc_hm_seqs *e = i < c->ncs && !strcmp(c->cs[i]->func, s->func) &&
+                                              c->cs[i]->rank == c->tr[q] ? c->cs[i] : NULL;
+        never = !(e && e->n && s->seq >= e->min && s->seq <= e->max);
+    }
+    int holds = !done && never;
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
         struct fact *v = realloc(c->v, cap * sizeof(*v));
@@ -1003,6 +1082,8 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
     e->target = nc ? of[nsc_hm_pick(cand, nc)] : NULL;
     e->inferred = e->target && e->target->maybe;
     free(fc.v);
+    free(fc.cs);
+    free(fc.tr);
     free(cand);
     free(of);
     int cap = span > 0 ? span : 1;
