@@ -262,7 +262,7 @@ static const struct nsc_gpu_clock *gpu_of(const struct run *ru, uint32_t serial)
     return serial < ru->ngpu && ru->gpu[serial].have ? &ru->gpu[serial] : NULL;
 }
 
-/* nccl-tests' "size", as stats.c counts it. */
+/* nccl-tests' "size", as stats_model.c counts it. */
 static uint64_t op_bytes(const struct nsc_op_done *op) {
     uint64_t b = op->count * (uint64_t)nsc_dtype_size(op->dtype);
     if (!op->is_p2p && op->func && op->nranks > 0 &&
@@ -315,7 +315,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_enqueue_ns, (int64_t)op->start_ns);
     set_i(t, r, O_stop_ns, (int64_t)op->stop_ns);
     set_i(t, r, O_end_ns, (int64_t)op->end_ns);
-    /* stats.c's numbers: host time when the completion is not before the
+    /* stats_model.c's numbers: host time when the completion is not before the
      * enqueue; GPU time when both GPU ends are there; queue time where the
      * comm's GPU clock was mapped, 0 when mapped before the enqueue. */
     uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
@@ -514,7 +514,7 @@ static void steps_record(struct run *ru, const struct nsc_rec *r) {
 }
 
 /* The SESSION block (first): who wrote the file, and the GPU clock offsets
- * from a pre-pass, as stats.c (none for a replayed trace: its host times
+ * from a pre-pass, as stats_model.c (none for a replayed trace: its host times
  * were re-timed, its GPU timers not). */
 static void on_session(void *ud, const struct nsc_decoder *d) {
     struct run *ru = ud;

@@ -703,7 +703,7 @@ static void ops_table(FILE *f, const struct nsc_stats_result *s) {
         fputs("</td><td>", f);
         esc(f, x->dtype);
         /* p50/p99: GPU time, or host time in host-only rows; none without
-         * a completion (stats.c numbers()) */
+         * a completion (stats_model.c numbers()) */
         const double v[9] = {x->p50, x->p99, x->wait_p50, x->wait_p99, x->xfer_p50, x->xfer_p99,
                              x->queue_p50, x->queue_p99, x->host_p50};
         for (int k = 0; k < 9; k++)

@@ -350,7 +350,7 @@ def _quantile(hist, count, vmax, q):
 
 
 def _size_bucket(b):
-    """stats.c's bucket_of: the smallest k with 2^k >= bytes (max 63)."""
+    """stats_model.c's bucket_of: the smallest k with 2^k >= bytes (max 63)."""
     b = np.asarray(b, dtype=np.int64)
     out = np.zeros(len(b), dtype=np.int64)
     m = b > 1
@@ -365,7 +365,7 @@ _KEYS = ["comm", "p2p", "op", "dtype", "bucket"]
 def _stat_rows(part):
     """Per operation: the group key and the histogram indexes of its host,
     GPU and queue times (-1: none), and its host time again when it has a
-    completion ("done": the bandwidth of host-only rows, as stats.c).
+    completion ("done": the bandwidth of host-only rows, as stats_model.c).
     Runs per partition."""
     host = part["host_ns"].to_numpy()
     done = np.where(part["enqueue_only"].to_numpy() == 0, host, -1)
@@ -431,7 +431,7 @@ _METRICS = ("host", "gpu", "queue", "done")
 _SUMS = ("n", "bytes", "eo", "smp", "uns", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
          "queue_h", "done_h", "coll", "split_n", "wait_h", "xfer_h")
 _MAXES = ("nranks", "host_max", "gpu_max", "queue_max", "done_max", "wait_max", "xfer_max")
-# stats.c's split_kind: the collectives whose data moves only once every rank arrived
+# stats_model.c's split_kind: the collectives whose data moves only once every rank arrived
 _SPLIT = ("AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll")
 # stats.c's clocks_json: which clock each time of stats --json is
 _CLOCKS = {
@@ -510,7 +510,7 @@ def _split_rows(part, full):
     _partial_rows: each collective rank-operation with a mapped GPU start
     whose collective (full: comm, op, seq, gpu_last) every rank recorded one
     for; wait = GPU start to the last rank's, at most the GPU time, transfer
-    the rest (stats.c split_samples)."""
+    the rest (stats_model.c split_samples)."""
     c = part[(part["p2p"] == 0) & part["op"].isin(_SPLIT) & (part["gpu_start_ns"] != 0)
              & (part["gpu_ns"] > 0)]
     m = c.merge(full, on=_CKEY, how="inner")
@@ -612,7 +612,7 @@ def _rows_finish(long):
         none = host_only and not done_n
         avg = float(a["bytes"]) / ops_n if ops_n else 0.0
         bf = _bus_factor(op, nranks)
-        # stats.c numbers(): bandwidth from the transfer time where every
+        # stats_model.c numbers(): bandwidth from the transfer time where every
         # rank-operation has one, else GPU time, else host time of the
         # operations with a completion; none has one: None (no data moves
         # between the enqueue and the Coll's stop)
@@ -659,7 +659,7 @@ def _rows_finish(long):
 
 
 _CKEY = ["comm", "op", "seq"]
-_RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins ties (stats.c)
+_RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins ties (stats_model.c)
 
 
 _I64MAX, _I64MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -668,7 +668,7 @@ _ENTRY = ["first_ns", "first_fr", "last_ns", "last_fr", "ranks", "gpu_ranks", "g
 
 
 def _coll_rows(part):
-    """Each collective operation as a one-rank entry (stats.c's struct entry)."""
+    """Each collective operation as a one-rank entry (stats_model.c's struct entry)."""
     part = part[part["p2p"] == 0]
     gs = part["gpu_start_ns"].to_numpy()
     enq = part["enqueue_ns"].to_numpy()
@@ -685,7 +685,7 @@ def _coll_rows(part):
 
 
 def _merge_entries(e):
-    """Entries of the same collective merged, as stats.c's on_op does one
+    """Entries of the same collective merged, as stats_model.c's on_op does one
     rank at a time: the earliest enqueue and its rank (ties: the earliest
     file), the latest enqueue and its rank (ties: the earliest file), the
     latest GPU start, its rank and its enqueue; counts summed. Associative,
@@ -728,7 +728,7 @@ def _collectives(ops):
     """One row per collective (comm, op, seqNumber) over all ranks: first
     and last enqueue and by whom, first and last GPU start (mapped), the
     last GPU starter and its enqueue; ranks seen, ranks with a GPU start
-    (stats.c's straggler entries)."""
+    (stats_model.c's straggler entries)."""
     return _collectives_finish(*_compute_all(_collectives_lazy(ops)))
 
 
