@@ -422,13 +422,16 @@ def test_job_default(driver):
     AllReduce 9 among them. The watchdogs of ranks 0, 1 and 3 (inside
     AllReduce 9) fire after NCCLSCOPE_HANG_SECONDS, rank 2's (it never
     entered) does not (before: with the mask without KernelCh, no watchdog
-    could fire)."""
+    could fire); `hang` names AllReduce 9, missing rank 2, first."""
     cli, d = run_job(driver, "job", 4, events=None, extra=("--intra", "--pause-us", "3000"),
                      env_more={"NCCLSCOPE_HANG_SECONDS": "1", "NCCLSCOPE_KERNEL_SAMPLE_MS": "1"},
                      settle=2.5, want_ops=JOB_OPS)
     doc, _ = hang(cli, [d])
     check(doc.get("watchdog", {}).get("files") == 3, "3 watchdogs fired (not rank 2's): %s" % doc.get("watchdog"))
-    print("ok default settings, one node: 3 watchdogs fired")
+    hs = doc["hangs"]
+    check(hs and (hs[0]["op"], hs[0]["seq"], hs[0]["missing_ranks"], hs[0]["cause"]) ==
+          ("AllReduce", OPS - 1, [2], "root"), "default settings: the root first: %s" % hs)
+    print("ok default settings, one node: 3 watchdogs fired; AllReduce %d, missing rank 2, first" % (OPS - 1))
 
 
 def main():
