@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "engine_int.h"
 #include "intern.h"
+#include "signal_stack.h"
 #include "thread_state.h"
 
 _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mode) */
@@ -433,6 +434,7 @@ void eng_fatal_install(const struct engine *f, const char *host, int pid) {
         if (fatal_signals[i] != SIGTERM || term_installed)
             sigaction(fatal_signals[i], &sa, &old_fatal[i]);
     fatal_installed = 1;
+    nsc_sigstack_want(1); /* threads that call us get a stack to overflow into */
 }
 
 /* Session end: the handlers that were there before come back (only ours
@@ -449,4 +451,5 @@ void eng_fatal_uninstall(void) {
             sigaction(fatal_signals[i], &old_fatal[i], NULL);
     }
     fatal_installed = 0;
+    nsc_sigstack_want(0);
 }

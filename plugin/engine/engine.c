@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "counters.h"
 #include "engine_int.h"
+#include "lib_pin.h"
 #include "log.h"
 #include "page_pool.h"
 #include "thread_state.h"
@@ -272,11 +273,7 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
 
 /* Keeps the library mapped for threads left behind (dlclose would unmap
  * the code they run). */
-void eng_pin_library(void) {
-    Dl_info info;
-    if (dladdr((void *)&eng_pin_library, &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
+void eng_pin_library(void) { nsc_pin_library(); }
 
 int nsc_engine_stop(void) {
     struct engine *f = eng_running;
