@@ -436,12 +436,18 @@ static void dedupe_stuck(struct nsc_hm_job *j) {
             continue;
         }
         struct nsc_hm_stuck *t = &j->stuck.v[k];
+        /* The records' enqueue time stays: the rows that only records give
+         * (collectives not sampled, which may be stuck) have it, and the
+         * root is chosen by enqueue order among all of a process's rows. */
+        uint64_t rec_start = !t->watchdog ? t->start_ns : !s->watchdog ? s->start_ns : 0;
         if (s->watchdog || !t->watchdog) {
             free_stuck(t);
             *t = *s;
         } else {
             free_stuck(s);
         }
+        if (rec_start)
+            t->start_ns = rec_start;
     }
     j->stuck.n = n;
 }

@@ -9,13 +9,13 @@
 #include <sys/mman.h>
 
 #include "lib_pin.h"
-#include "thread_state.h"
 
 #define SIGSTACK_BYTES (64 * 1024)
+#define SIGSTACK_STATES 4096 /* thread_state.h: NSC_MAX_THREADS_HARD */
 
 static _Atomic int wanted;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* stacks[] */
-static void *stacks[NSC_MAX_THREADS_HARD];               /* by thread state, never unmapped */
+static void *stacks[SIGSTACK_STATES];               /* by thread state, never unmapped */
 static _Atomic int pinned;
 static __thread void *tls_stack __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tls_index __attribute__((tls_model("initial-exec")));
@@ -25,7 +25,7 @@ void nsc_sigstack_give(uint32_t index) {
     tls_index = index;
     tls_attached = 1;
     if (!atomic_load_explicit(&wanted, memory_order_relaxed) || tls_stack ||
-        index >= NSC_MAX_THREADS_HARD)
+        index >= SIGSTACK_STATES)
         return;
     stack_t cur;
     if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE))

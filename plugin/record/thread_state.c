@@ -12,6 +12,8 @@
 #include "clock.h"
 #include "signal_stack.h"
 
+_Static_assert(NSC_MAX_THREADS_HARD == 4096, "signal_stack.c keeps a stack per state, 4096");
+
 __thread struct nsc_thread *nsc_tls_thread __attribute__((tls_model("initial-exec")));
 /* Registry generation this thread saw when it was put on the sentinel, and
  * whether it is exiting (then it stays there). */
