@@ -835,7 +835,7 @@ def _hang_span(nranks, traced):
 
 
 _STUCK_COLS = ["comm", "op", "seq", "rank", "p2p", "stuck", "channels", "channels_done", "kernel_ch_recorded",
-               "file_index", "event_id", "row", "host", "pid", "enqueue_ns"]
+               "file_index", "event_id", "row", "host", "pid", "enqueue_ns", "stop_ns"]
 _HM_RECENT_SEQS = 8  # hang_model.h: a rank's enqueue times kept per (comm, function), highest seqNumbers
 
 
@@ -876,16 +876,23 @@ def _with_causes(entries, rows):
 def _hang_stuck(o):
     """hang.c's stuck list (o: computed rows with _STUCK_COLS): in file
     order, one per (comm, rank, event id) as dedupe_stuck keeps them, less
-    the collectives below a seqNumber the rank was seen to complete
-    (drop_overtaken)."""
+    the collectives below a seqNumber the rank was seen to complete and the
+    Sends and Recvs that stopped before a later launch of their comm that
+    the rank was seen to complete (drop_overtaken)."""
     order = {}
     for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
         order[(x.comm, x.rank, x.event_id)] = x
-    coll = o[o["p2p"] == 0]
-    proven = coll[(coll["stuck"] == 0) & (coll["kernel_ch_recorded"] == 1) & (coll["channels"] > 0) &
-                  (coll["channels_done"] >= coll["channels"])]
-    done_max = proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
-    return [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    gpu_done = o[(o["stuck"] == 0) & (o["kernel_ch_recorded"] == 1) & (o["channels"] > 0) &
+                 (o["channels_done"] >= o["channels"])]
+    done_max = gpu_done[gpu_done["p2p"] == 0].groupby(["comm", "rank", "op"])["seq"].max().to_dict()
+    # op_rules.h, nsc_op_p2p_overtaken: a later launch of the comm finished
+    launch = gpu_done.groupby(["comm", "rank"])["enqueue_ns"].max().to_dict()
+
+    def left(x):
+        if x.p2p == 0:
+            return not x.seq < done_max.get((x.comm, x.rank, x.op), -1)
+        return not (x.stop_ns > 0 and launch.get((x.comm, x.rank), 0) > x.stop_ns)
+    return [x for x in order.values() if left(x)]
 
 
 def hangs(ops, comms, kernel_channels=None):
