@@ -22,6 +22,7 @@ from test_watchdog import WATCHDOG_LINE, hang_blocks, wait_lines
 
 
 def drive(mode):
+    """Runs watchdog_driver in a mode; returns the CLI, the trace and the stderr text."""
     cli, plugin, _ = env_paths()
     d = tmpdir()
     env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_FLUSH_MS="10", NCCLSCOPE_HANG_SECONDS="1",
@@ -67,4 +68,5 @@ def main():
     print("ok: a lost KernelCh stop overtaken by later launches; none within one launch")
 
 
-main()
+if __name__ == "__main__":
+    main()
