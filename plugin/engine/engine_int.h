@@ -116,6 +116,7 @@ struct engine {
     struct nsc_comm_info *recent; /* ring of the last RECENT_COMMS descriptions written */
     unsigned nrecent;
     int threads_due;              /* a new segment still lacks its THREAD records */
+    int full_disk_said;           /* the full disk under rotation was logged (out_stream.c) */
 
     /* the output mode (stream or flight) and its state */
     const struct eng_mode *mode;

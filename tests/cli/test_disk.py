@@ -8,7 +8,11 @@ fsfreeze: skips with a message otherwise.
    NCCLSCOPE_EXIT_WAIT_MS (then the job may leave).
 2. NCCLSCOPE_DIR on a full tmpfs that gets space back after a second: the
    plugin counts what it could not write, says why (ENOSPC) in the file,
-   resumes writing, and the file converts."""
+   resumes writing, and the file converts.
+3. Rotation (NCCLSCOPE_MAX_MB=8) on a 2 MiB tmpfs: the disk fills before
+   the cap. The oldest segments are deleted to make room, as a cap that
+   fits would: no record is lost to write errors, the newest segment says
+   what was deleted, and kept + deleted = every record written."""
 import os
 import re
 import select
@@ -102,11 +106,47 @@ def full(cli, plugin, d):
         sh("umount", mnt)
 
 
+def full_rotation(cli, plugin, fake, d):
+    mnt = os.path.join(d, "small")
+    os.makedirs(mnt)
+    if sh("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).returncode != 0:
+        skip("cannot mount a tmpfs here (needs root)")
+    try:
+        trace = os.path.join(mnt, "trace")
+        r = run([fake, "--plugin", plugin, "--synthetic", "200000", "--threads", "2"],
+                env=dict(os.environ, NCCLSCOPE_DIR=trace, NCCLSCOPE_MAX_MB="8", NCCLSCOPE_CHUNK_KB="64",
+                         NCCLSCOPE_EVENTS="all"))
+        check("is full before NCCLSCOPE_MAX_MB" in r.stderr, "the full disk is logged:\n" + r.stderr)
+        files = sorted(trace_files(trace))
+        check(files, "no segment left")
+        kept, newest = 0, None
+        for f in files:
+            info = run([cli, "info", f]).stdout
+            check("closed cleanly  yes" in info and "damage          none" in info, info)
+            seg = int(re.search(r"\.(\d{6})\.nsc$", f).group(1))
+            threads = re.findall(r'#\d+ tid \d+ "[^"]*": (\d+) records in file, (\d+) written', info)
+            kept += sum(int(n) for n, _ in threads) - (len(threads) if seg > 0 else 0)
+            newest = info
+        lost = re.search(r"lost\s+(\d+) records in all: \d+ dropped, (\d+) to write errors", newest)
+        check(lost and lost.group(2) == "0", "records lost to a full disk with older segments to delete:\n" + newest)
+        m = re.search(r"segment\s+(\d+); (\d+) older segment\(s\) deleted \((\d+) bytes, (\d+) records\)", newest)
+        check(m and int(m.group(2)) > 0, "the newest segment says what was deleted:\n" + newest)
+        written = sum(int(w) for _, w in re.findall(r'#\d+ tid \d+ "[^"]*": (\d+) records in file, (\d+) written',
+                                                    newest))
+        check(kept + int(m.group(4)) == written,
+              "records: %d kept + %s deleted != %d written" % (kept, m.group(4), written))
+        print("ok: full disk under rotation: %s segment(s) deleted to make room, %d of %d records kept, none lost"
+              % (m.group(2), kept, written))
+    finally:
+        sh("umount", mnt)
+
+
 def main():
-    cli, plugin, _ = env_paths()
+    cli, plugin, fake = env_paths()
     if os.geteuid() != 0:
         skip("needs root (mount, fsfreeze): the disk tests run in CI as root")
     d = tmpdir()
+    full_rotation(cli, plugin, fake, d)
     full(cli, plugin, d)
     frozen(cli, plugin, d)
 
