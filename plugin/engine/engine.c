@@ -324,6 +324,12 @@ int nsc_engine_stop(void) {
         }
     }
     atomic_fetch_add(&f->lost_exit, lost);
+    /* a compressor still writing puts the count in the file when the disk
+     * lets it return (compressor.c, final_stats) */
+    pthread_mutex_lock(&f->mu);
+    f->exit_counted = 1;
+    pthread_cond_broadcast(&f->cv_done);
+    pthread_mutex_unlock(&f->mu);
     eng_pin_library();
     nsc_log_warn("ncclscope: the trace in %s did not finish within NCCLSCOPE_EXIT_WAIT_MS=%u ms "
                  "(disk stalled?); %llu records not written, %llu lost to write errors",

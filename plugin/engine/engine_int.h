@@ -104,6 +104,9 @@ struct engine {
      * those unlocked reads are defined; seq_cst, they are read rarely. */
     _Atomic int stop, abandoned;
     int io_done;
+    /* finalize gave up (abandoned) and then counted lost_exit (under mu,
+     * cv_done); one compressor claimed writing the last STATS with it */
+    int exit_counted, final_claimed;
 
     /* used only by the compressor whose turn it is to write */
     uint32_t strings_written;

@@ -9,7 +9,11 @@ fsfreeze: skips with a message otherwise.
 2. NCCLSCOPE_DIR on a full tmpfs that gets space back after a second: the
    plugin counts what it could not write, says why (ENOSPC) in the file,
    resumes writing, and the file converts.
-3. Rotation (NCCLSCOPE_MAX_MB=8) on a 2 MiB tmpfs: the disk fills before
+3. The same ext4 frozen while the job writes, then thawed after finalize
+   gave up (the process goes on): the records still in memory when it gave
+   up are counted in the file (a last STATS block), not only in the log,
+   and once: in the file + lost to write errors + in memory = written.
+4. Rotation (NCCLSCOPE_MAX_MB=8) on a 2 MiB tmpfs: the disk fills before
    the cap. The oldest segments are deleted to make room, as a cap that
    fits would: no record is lost to write errors, the newest segment says
    what was deleted, and kept + deleted = every record written."""
@@ -106,6 +110,70 @@ def full(cli, plugin, d):
         sh("umount", mnt)
 
 
+def frozen_midway(cli, plugin, d):
+    img, mnt = os.path.join(d, "img2"), os.path.join(d, "ext2")
+    os.makedirs(mnt)
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    if sh("mkfs.ext4", "-q", "-F", img).returncode != 0:
+        skip("mkfs.ext4 failed")
+    if sh("mount", "-o", "loop", img, mnt).returncode != 0:
+        skip("cannot mount a loop device here (needs root and loop devices)")
+    p = None
+    try:
+        trace = os.path.join(mnt, "trace")
+        p = subprocess.Popen([churn, "--plugin", plugin, "--stream", "2", "--linger"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, bufsize=0,
+                             env=dict(os.environ, NCCLSCOPE_DIR=trace, NCCLSCOPE_EXIT_WAIT_MS="300",
+                                      NCCLSCOPE_FLUSH_MS="50"))
+        t0 = time.time()
+        def started():
+            files = trace_files(trace) if os.path.isdir(trace) else []
+            return files and os.path.getsize(files[0]) > 4096
+        while not started() and time.time() - t0 < 10:
+            time.sleep(0.05)
+        check(started(), "no trace file before the freeze")
+        time.sleep(0.3)
+        if sh("fsfreeze", "-f", mnt).returncode != 0:
+            skip("fsfreeze not allowed here")
+        out = ""
+        while "finalized" not in out and time.time() - t0 < 30:
+            r, _, _ = select.select([p.stdout], [], [], 0.2)
+            if r:
+                out += os.read(p.stdout.fileno(), 4096).decode()
+        check("finalized" in out, "finalize returned on a frozen disk: %r" % out)
+        sh("fsfreeze", "-u", mnt)
+        f = trace_files(trace)[0]
+        deadline, info, exit_lost = time.time() + 15, "", 0
+        while time.time() < deadline:
+            info = run([cli, "info", f], ok=(0, 2)).stdout
+            m = re.search(r"(\d+) still in memory at exit", info)
+            exit_lost = int(m.group(1)) if m else 0
+            if exit_lost:
+                break
+            time.sleep(0.2)
+        p.stdin.write(b"go\n")
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "job exit")
+        p = None
+        check(exit_lost > 0, "the records finalize left in memory are counted in the file:\n" + info)
+        # and counted once: a chunk being written when finalize gave up,
+        # which reached the file after the thaw, is not also "in memory"
+        threads = re.findall(r'#\d+ tid \d+ "[^"]*": (\d+) records in file, (\d+) written', info)
+        kept, written = sum(int(k) for k, _ in threads), sum(int(w) for _, w in threads)
+        werr = int(re.search(r"(\d+) to write errors", info).group(1))
+        check(kept + werr + exit_lost == written, "%d in the file + %d write errors + %d in memory at exit != %d "
+              "written:\n%s" % (kept, werr, exit_lost, written, info))
+        print("ok: frozen mid-run: %d records left in memory at finalize, counted in the file after the thaw"
+              % exit_lost)
+    finally:
+        sh("fsfreeze", "-u", mnt)
+        if p:
+            p.kill()
+            p.wait()
+        sh("umount", mnt)
+
+
 def full_rotation(cli, plugin, fake, d):
     mnt = os.path.join(d, "small")
     os.makedirs(mnt)
@@ -147,6 +215,7 @@ def main():
         skip("needs root (mount, fsfreeze): the disk tests run in CI as root")
     d = tmpdir()
     full_rotation(cli, plugin, fake, d)
+    frozen_midway(cli, plugin, d)
     full(cli, plugin, d)
     frozen(cli, plugin, d)
 

@@ -15,6 +15,9 @@
  * --stream S instead: one thread records 10,000 events every 10 ms for S
  * seconds (a job that keeps running while its disk fills or freezes), then
  * finalizes and prints "finalized after X s" (the disk tests time it).
+ * --linger with --stream: after finalizing, waits for a line on stdin before
+ *   leaving (a process that goes on after its session: what its engine's
+ *   threads left behind still do).
  * --crash with --stream: writes to a PROT_NONE page instead of finalizing (SIGSEGV
  * inside the job: the flight recorder's crash dump).
  * --cycles N instead: N sessions one after another in one process (init,
@@ -81,7 +84,7 @@ int main(int argc, char **argv) {
     const char *plugin = NULL;
     long churn = 10000;
     double stream = 0;
-    int crash = 0;
+    int crash = 0, linger = 0;
     long cycles = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -90,6 +93,8 @@ int main(int argc, char **argv) {
             churn = atol(argv[++i]);
         else if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
             cycles = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--linger"))
+            linger = 1;
         else if (!strcmp(argv[i], "--crash"))
             crash = 1;
         else if (!strcmp(argv[i], "--stream") && i + 1 < argc)
@@ -147,6 +152,9 @@ int main(int argc, char **argv) {
         printf("events %ld\nfinalized after %.3f s\n", done,
                (double)(t2.tv_sec - t1.tv_sec) + (double)(t2.tv_nsec - t1.tv_nsec) * 1e-9);
         fflush(stdout);
+        char line[16];
+        if (linger && !fgets(line, sizeof(line), stdin))
+            line[0] = 0; /* stdin ended: leave */
         nsc_host_unload(&host);
         return 0;
     }
