@@ -76,6 +76,7 @@ int nsc_engine_request_dump(void) {
         return -1;
     /* drainer 0 turns it into a dump (triggers.c: at most one per gap) */
     atomic_fetch_add_explicit(&f->dump_asks, 1, memory_order_release);
+    nsc_engine_poke();
     return 0;
 }
 
@@ -243,7 +244,7 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
     /* flight mode: the watcher creates the directory and looks for the
      * trigger files (triggers.c); without it only the signal, the control
      * API and the watchdog can ask for a dump */
-    if (f->flight && eng_watch_start(cfg) != 0)
+    if (f->flight && eng_watch_start(f, cfg) != 0)
         nsc_log_warn("ncclscope: flight recorder: cannot start the thread that watches %s: dump-now "
                      "and dump-all are not served", cfg->dir);
     return 0;

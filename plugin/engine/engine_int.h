@@ -211,7 +211,10 @@ void eng_account(struct engine *e, struct job *j, int ok);
 int eng_flight_triggers(struct engine *e, uint64_t now);
 void eng_dump_signal_install(const struct nsc_config *cfg);
 void eng_dump_signal_uninstall(void);
-int eng_watch_start(const struct nsc_config *cfg);
+/* The watcher wakes drainer 0 of `e` when a dump is asked for (it sleeps
+ * NCCLSCOPE_DRAIN_US between passes, up to an hour): e stays valid until
+ * eng_watch_stop, after which the watcher never touches it. */
+int eng_watch_start(struct engine *e, const struct nsc_config *cfg);
 void eng_watch_stop(unsigned wait_ms);
 /* engine.c: keeps the library mapped for a thread left behind */
 void eng_pin_library(void);

@@ -15,6 +15,9 @@
  * --stream S instead: one thread records 10,000 events every 10 ms for S
  * seconds (a job that keeps running while its disk fills or freezes), then
  * finalizes and prints "finalized after X s" (the disk tests time it).
+ * --trickle S instead: 1,000 events, "ready", then one event every 50 ms for
+ *   S seconds (a quiet job: the drainer sleeps its NCCLSCOPE_DRAIN_US), then
+ *   finalizes and prints "finalized".
  * --linger with --stream: after finalizing, waits for a line on stdin before
  *   leaving (a process that goes on after its session: what its engine's
  *   threads left behind still do).
@@ -83,7 +86,7 @@ static void *late(void *arg) {
 int main(int argc, char **argv) {
     const char *plugin = NULL;
     long churn = 10000;
-    double stream = 0;
+    double stream = 0, trickle = 0;
     int crash = 0, linger = 0;
     long cycles = 0;
     for (int i = 1; i < argc; i++) {
@@ -93,6 +96,8 @@ int main(int argc, char **argv) {
             churn = atol(argv[++i]);
         else if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
             cycles = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--trickle") && i + 1 < argc)
+            trickle = atof(argv[++i]);
         else if (!strcmp(argv[i], "--linger"))
             linger = 1;
         else if (!strcmp(argv[i], "--crash"))
@@ -128,6 +133,21 @@ int main(int argc, char **argv) {
     if (nsc_host_init(&host, &ctx, 0x1234, &mask, "churn", 1, 1, 0) != 0) {
         fprintf(stderr, "thread_churn: init failed\n");
         return 1;
+    }
+    if (trickle > 0) {
+        some_events(1000);
+        printf("ready\n");
+        fflush(stdout);
+        struct timespec nap = {0, 50000000};
+        for (long k = 0; k < (long)(trickle * 20); k++) {
+            some_events(1);
+            nanosleep(&nap, NULL);
+        }
+        nsc_host_finalize(&host, ctx);
+        printf("finalized\n");
+        fflush(stdout);
+        nsc_host_unload(&host);
+        return 0;
     }
     if (stream > 0) {
         struct timespec t0, t1, t2;
