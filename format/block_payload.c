@@ -2,6 +2,7 @@
 /* block_payload.c - encoders and decoders of the small blocks' payloads. */
 #include "block_payload.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 size_t nsc_strings_encode(unsigned char *buf, size_t cap, uint32_t *id, uint32_t upto,
@@ -94,6 +95,56 @@ size_t nsc_hang_encode(unsigned char *buf, const struct nsc_hang_header *h,
     return (size_t)(p - buf);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* What the watchdog writes always holds (docs/format.md, HANG): every
+ * operation is a Coll (1) or a P2p (2) whose channels stopped are among
+ * those started, and every ProxyOp belongs to an operation of the block.
+ * (An operation's comm may be missing from the comms: there are at most
+ * 256 of those.) Returns 0, or -1 with *why (out of memory: not damage,
+ * the ProxyOps are then not checked). */
+static int hang_entries_damage(const struct nsc_hang_view *v, const char **why) {
+    for (uint32_t k = 0; k < v->h.nops; k++) {
+        struct nsc_hang_op o;
+        nsc_hang_op_at(v, k, &o);
+        if (o.etype != 1 && o.etype != 2) {
+            *why = "hang block: an operation that is neither a Coll nor a P2p";
+            return -1;
+        }
+        if (o.ch_done & ~o.ch_started) {
+            *why = "hang block: an operation with channels stopped that never started";
+            return -1;
+        }
+    }
+    if (!v->h.nproxies)
+        return 0;
+    /* sorted ids: a crafted block's counts (bounded by its length only)
+     * must not make this quadratic */
+    uint64_t *ids = malloc(((size_t)v->h.nops + 1) * sizeof(*ids));
+    if (!ids)
+        return 0;
+    for (uint32_t k = 0; k < v->h.nops; k++) {
+        struct nsc_hang_op o;
+        nsc_hang_op_at(v, k, &o);
+        ids[k] = o.id;
+    }
+    qsort(ids, v->h.nops, sizeof(*ids), cmp_u64);
+    int rc = 0;
+    for (uint32_t q = 0; q < v->h.nproxies && !rc; q++) {
+        struct nsc_hang_proxy hp;
+        nsc_hang_proxy_at(v, q, &hp);
+        if (!v->h.nops || !bsearch(&hp.op_id, ids, v->h.nops, sizeof(*ids), cmp_u64)) {
+            *why = "hang block: a ProxyOp of an operation the block does not hold";
+            rc = -1;
+        }
+    }
+    free(ids);
+    return rc;
+}
+
 int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const char **why) {
     memset(v, 0, sizeof(*v));
     if (len < sizeof(v->h)) {
@@ -114,11 +165,18 @@ int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const
         *why = "hang block shorter than its counts";
         return -1;
     }
+    /* The block is the header and its three arrays, nothing else (a later
+     * version grows entries, whose sizes the header gives): more bytes than
+     * the counts explain are counts that were damaged downwards. */
+    if (need < len) {
+        *why = "hang block longer than its counts";
+        return -1;
+    }
     const unsigned char *p = (const unsigned char *)data + h->header_size;
     v->comms = p;
     v->ops = v->comms + (size_t)h->ncomms * h->comm_size;
     v->proxies = v->ops + (size_t)h->nops * h->op_size;
-    return 0;
+    return hang_entries_damage(v, why);
 }
 
 void nsc_hang_comm_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_comm *out) {

@@ -71,7 +71,9 @@ struct nsc_hang_view {
     const unsigned char *comms, *ops, *proxies;
 };
 /* Returns 0, or -1 with a reason in *why (short block, sizes that do not
- * add up, entries smaller than version 3's). */
+ * add up, entries smaller than version 3's, entries that contradict each
+ * other: a ProxyOp of an operation not in the block, channels stopped that
+ * never started, an operation of no known type). */
 int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const char **why);
 void nsc_hang_comm_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_comm *out);
 void nsc_hang_op_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_op *out);

@@ -58,6 +58,21 @@ static inline int nsc_op_complete(int stopped, unsigned children_open, int kerne
     return quiet;
 }
 
+/* Has a Send or Recv completed although a child stop of it never came (a
+ * lost KernelCh stop)? Yes when an operation of its communicator, on the
+ * same process, that started after this one's own stop (`stop`) was seen
+ * to finish on the GPU (every channel's KernelCh stopped; `later_start`:
+ * the latest start among such operations, 0 for none). NCCL starts and
+ * stops a launch's operations together after the launch, so an operation
+ * started after our stop belongs to a later launch, and a communicator's
+ * kernels run one after the other on its stream: that one cannot finish
+ * before ours did. One started before our stop may share our launch, whose
+ * channels run independently: it proves nothing. (A collective has its
+ * seqNumber for the same rule.) */
+static inline int nsc_op_p2p_overtaken(uint64_t stop, uint64_t later_start) {
+    return stop != 0 && later_start > stop;
+}
+
 /* ---- nccl-tests' bandwidth (its src/<coll>.cu, *GetBw) ----
  *
  * busbw = size × bus factor / time, where size is nccl-tests' "size": the

@@ -2,6 +2,7 @@
 /* trace_decode.c - block payloads to records. */
 #include "trace_decode.h"
 
+#include "block_payload.h"
 #include "event_types.h"
 #include "record_pack.h"
 
@@ -483,10 +484,18 @@ int nsc_decoder_step(struct nsc_decoder *d, const struct nsc_decode_ops *ops, vo
     case NSC_BLK_END:
         d->ended = 1;
         break;
-    case NSC_BLK_HANG:
-        if (ops->hang)
+    case NSC_BLK_HANG: {
+        /* A damaged one is reported (file, offset) and given to no one: a
+         * watchdog view that contradicts itself would name the wrong
+         * operations in flight. */
+        struct nsc_hang_view hv;
+        const char *why;
+        if (nsc_hang_decode(b.data, b.len, &hv, &why) != 0)
+            bad_payload(d, ops, ud, &b, why);
+        else if (ops->hang)
             ops->hang(ud, d, b.data, b.len);
         break;
+    }
     }
     return 1;
 }

@@ -103,6 +103,24 @@ static struct nsc_hm_pairs *pairs_of(struct nsc_hm_job *j, uint64_t comm, int ra
     return j->pairs.n > n ? &j->pairs.v[n] : NULL;
 }
 
+static struct nsc_hm_launch *launch_of(struct nsc_hm_job *j, uint64_t comm, int rank) {
+    for (size_t k = 0; k < j->launches.n; k++)
+        if (j->launches.v[k].comm == comm && j->launches.v[k].rank == rank)
+            return &j->launches.v[k];
+    struct nsc_hm_launch l = {.comm = comm, .rank = rank};
+    size_t n = j->launches.n;
+    PUSH(j->launches, l);
+    return j->launches.n > n ? &j->launches.v[n] : NULL;
+}
+
+static void note_launch(struct nsc_hm_job *j, uint64_t comm, int rank, uint64_t start_ns) {
+    struct nsc_hm_launch *l = launch_of(j, comm, rank);
+    if (!l)
+        j->damaged = 1;
+    else if (start_ns > l->done_start_ns)
+        l->done_start_ns = start_ns;
+}
+
 /* Did this operation, still in flight at the file's end, never complete?
  * coll_track.h's rule (on 2 x H200, NCCL 2.28.9, counting channels made
  * alltoall's self Send/Recv and the last Recv of sendrecv read as stuck in
@@ -149,9 +167,10 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
         /* Completed: a HANG block's operation with this id was not stuck
          * after all (the watchdog fired, then it went on). Inferred: a
          * later one of its comm completed. */
-        if (!op->is_p2p && ((op->sampled && op->nch &&
-                             op->kernel_channels_done >= (uint32_t)op->nch) ||
-                            op->inferred)) {
+        int gpu_done = op->sampled && op->nch && op->kernel_channels_done >= (uint32_t)op->nch;
+        if (gpu_done)
+            note_launch(j, op->comm_id, op->rank, op->start_ns);
+        if (!op->is_p2p && (gpu_done || op->inferred)) {
             struct nsc_hm_seqs *s = seqs_of(j, op->comm_id, op->rank, func);
             if (s && (!s->has_done || op->seq > s->done_max)) {
                 s->done_max = op->seq;
@@ -173,7 +192,8 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     struct nsc_hm_stuck s = {.comm = op->comm_id, .id = op->id, .proc = fr->proc, .rank = op->rank,
                       .is_p2p = op->is_p2p,
                       .peer = op->peer, .nch = op->nch, .seq = op->seq,
-                      .start_ns = op->start_ns, .kch_done = op->kernel_channels_done,
+                      .start_ns = op->start_ns, .stop_ns = op->stop_ns,
+                      .kch_done = op->kernel_channels_done,
                       .stopped = op->stop_ns != 0, .nopen = op->nopen, .maybe = maybe};
     snprintf(s.func, sizeof(s.func), "%s", func);
     if (op->nopen && (s.open = malloc(op->nopen * sizeof(*s.open))))
@@ -438,8 +458,10 @@ static void dedupe_stuck(struct nsc_hm_job *j) {
         struct nsc_hm_stuck *t = &j->stuck.v[k];
         /* The records' enqueue time stays: the rows that only records give
          * (collectives not sampled, which may be stuck) have it, and the
-         * root is chosen by enqueue order among all of a process's rows. */
+         * root is chosen by enqueue order among all of a process's rows; a
+         * HANG block has no stop time: the records' stays too. */
         uint64_t rec_start = !t->watchdog ? t->start_ns : !s->watchdog ? s->start_ns : 0;
+        uint64_t stop = s->stop_ns > t->stop_ns ? s->stop_ns : t->stop_ns;
         if (s->watchdog || !t->watchdog) {
             free_stuck(t);
             *t = *s;
@@ -448,12 +470,15 @@ static void dedupe_stuck(struct nsc_hm_job *j) {
         }
         if (rec_start)
             t->start_ns = rec_start;
+        t->stop_ns = stop;
     }
     j->stuck.n = n;
 }
 
 /* A collective left open below a seqNumber its rank was seen to complete
- * (same comm and function) completed too: what it lacks is a lost child
+ * (same comm and function) completed too, and so did a Send or Recv that
+ * stopped before a later launch of its comm that its rank was seen to
+ * complete (op_rules.h, nsc_op_p2p_overtaken): what it lacks is a lost child
  * record (a flight window that began inside it, a KernelCh stop never
  * delivered), not a hang. The watchdog retires such operations in the
  * process (op_state.c, overtaken()); this is the same rule on the records,
@@ -473,7 +498,12 @@ static void drop_overtaken(struct nsc_hm_job *j) {
         memcpy(key.func, s->func, sizeof(key.func));
         const struct nsc_hm_seqs *pk = &key, **q =
             s->is_p2p ? NULL : bsearch(&pk, S, j->seqs.n, sizeof(*S), cmp_seqs_ptr);
-        if (q && (*q)->has_done && (*q)->done_max > s->seq) {
+        const struct nsc_hm_launch *l = NULL;
+        for (size_t k = 0; s->is_p2p && k < j->launches.n && !l; k++)
+            if (j->launches.v[k].comm == s->comm && j->launches.v[k].rank == s->rank)
+                l = &j->launches.v[k];
+        if ((q && (*q)->has_done && (*q)->done_max > s->seq) ||
+            (l && nsc_op_p2p_overtaken(s->stop_ns, l->done_start_ns))) {
             free_stuck(s);
             j->overtaken++;
             continue;
@@ -596,6 +626,8 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
         else
             w->damaged = 1;
     }
+    for (size_t i = 0; i < p->launches.n; i++)
+        note_launch(w, p->launches.v[i].comm, p->launches.v[i].rank, p->launches.v[i].done_start_ns);
     for (size_t i = 0; i < p->stuck.n; i++) {
         size_t n = w->stuck.n;
         PUSH(w->stuck, p->stuck.v[i]);
@@ -615,6 +647,7 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
     free(p->members.v);
     free(p->seqs.v);
     free(p->pairs.v);
+    free(p->launches.v);
     free(p->stuck.v);
     memset(p, 0, sizeof(*p));
 }
@@ -665,6 +698,7 @@ void nsc_hm_free(struct nsc_hm_job *j) {
     free(j->stuck.v);
     free(j->seqs.v);
     free(j->pairs.v);
+    free(j->launches.v);
     free(j->members.v);
     memset(j, 0, sizeof(*j));
 }

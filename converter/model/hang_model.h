@@ -78,6 +78,16 @@ struct nsc_hm_pairs {
     uint64_t n;
 };
 
+/* The latest start of an operation a rank was seen to finish on the GPU
+ * (every channel's KernelCh stopped), per (comm, rank): a Send or Recv left
+ * open that stopped before it completed too (op_rules.h,
+ * nsc_op_p2p_overtaken). */
+struct nsc_hm_launch {
+    uint64_t comm;
+    int rank;
+    uint64_t done_start_ns;
+};
+
 /* A ProxyOp of a stuck operation as the watchdog saw it in the process
  * (a HANG block). */
 struct nsc_hm_proxy {
@@ -93,6 +103,7 @@ struct nsc_hm_stuck {
     int rank, is_p2p, peer, nch;
     char func[32];
     uint64_t seq, start_ns; /* start_ns: its enqueue, on its process's clock */
+    uint64_t stop_ns;       /* its own stop (the records'), 0: not known */
     uint32_t kch_done, stopped;
     struct nsc_track_child *open;
     uint32_t nopen;
@@ -114,10 +125,12 @@ struct nsc_hm_job {
     NSC_HM_VEC(struct nsc_hm_member) members;
     NSC_HM_VEC(struct nsc_hm_seqs) seqs;
     NSC_HM_VEC(struct nsc_hm_pairs) pairs;
+    NSC_HM_VEC(struct nsc_hm_launch) launches;
     NSC_HM_VEC(struct nsc_hm_stuck) stuck;
     int damaged;
     uint64_t ops;
-    uint64_t overtaken; /* left open below a completed seqNumber: not stuck */
+    uint64_t overtaken; /* left open below a completed seqNumber (a Send or Recv: before a
+                         * later launch that completed): not stuck */
     /* From the files' latest HANG blocks: how many had one, and what their
      * watchdogs could not watch (a full slab) or attach (orphans). */
     int hang_files;
@@ -134,7 +147,8 @@ struct nsc_hm_job {
 /* Reads the files into *j (zeroed first): jobs at once (<= 0: parallel.h's
  * default), merged in file order so the result does not depend on it; then
  * one stuck entry per (comm, rank, event id) and the collectives left open
- * below a completed one set aside (j->overtaken). Messages (damage, files
+ * below a completed one, and the Sends and Recvs left open before a later
+ * launch of their comm that completed, set aside (j->overtaken). Messages (damage, files
  * cut short, memory) go to err in file order. */
 void nsc_hm_read(struct nsc_hm_job *j, const char *const *files, int nfiles, int jobs, FILE *err);
 void nsc_hm_free(struct nsc_hm_job *j);

@@ -555,9 +555,10 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
                 (unsigned long long)j.unwatched, (unsigned long long)j.orphans, j.hang_files);
     if (!json && j.overtaken)
         fprintf(out,
-                "%llu collective(s) left open below a later one their rank completed (same "
-                "communicator and function) are not counted as stuck: a lost child record (a "
-                "flight window that began inside it, a KernelCh stop never delivered)\n",
+                "%llu operation(s) left open below a later one their rank completed (a "
+                "collective: same communicator and function; a Send or Recv: a later launch of "
+                "its communicator) are not counted as stuck: a lost child record (a flight "
+                "window that began inside it, a KernelCh stop never delivered)\n",
                 (unsigned long long)j.overtaken);
     int rc = ncomms ? 4 : ndiv ? 5 : j.damaged ? 2 : 0;
     nsc_hm_entries_free(ent, ncomms);

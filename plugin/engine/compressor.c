@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* compressor.c - the compressor threads: zstd for sealed chunk jobs, then,
  * in sequence order and one at a time, the job handed to the output mode. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,35 @@
 
 #include "engine_int.h"
 
+
+/* Finalize gave up on the engine (abandoned, mu held): the file would
+ * never say what was still in memory (lost_exit), which finalize counts
+ * after giving up. The compressor that was writing (`mine`: its job, whose
+ * records eng_account already counted, written or lost), or the first to
+ * leave while none was, writes one more STATS block with that count once
+ * finalize published it, so a process that goes on after its session
+ * (another session, a long shutdown) gets it into the file when the disk
+ * lets this thread return. No END: the session did not finish writing.
+ * A process that exits first, or a disk that never returns, leaves the
+ * count in the log only (engine.c). Stream mode only: flight mode writes
+ * dumps, not a file that is open. */
+static void final_stats(struct engine *f, struct job *mine, int was_writer) {
+    if (f->final_claimed || (!was_writer && f->writing) || f->flight || f->w.fd < 0)
+        return;
+    f->final_claimed = 1;
+    f->writing = 1; /* ours now: nobody else touches the writer */
+    struct timespec dl;
+    eng_deadline_after(&dl, 5000000); /* finalize counts within ~0.2 s of giving up */
+    while (!f->exit_counted)
+        if (pthread_cond_timedwait(&f->cv_done, &f->mu, &dl) == ETIMEDOUT)
+            return;
+    /* finalize counted every job not FREE, ours too: eng_account has it */
+    if (mine)
+        atomic_fetch_sub(&f->lost_exit, mine->records);
+    pthread_mutex_unlock(&f->mu);
+    eng_stats_block(f);
+    pthread_mutex_lock(&f->mu);
+}
 
 /* A compressor takes the oldest sealed job, compresses it into its own
  * buffer (several compressors work on consecutive jobs at once), then waits
@@ -35,8 +65,11 @@ void *eng_compressor_main(void *arg) {
                 break;
             pthread_cond_wait(&f->cv_work, &f->mu);
         }
-        if (!j)
+        if (!j) {
+            if (f->abandoned)
+                final_stats(f, NULL, 0);
             break;
+        }
         j->state = J_COMPRESSING;
         /* Pressure: most jobs are already sealed and waiting, so this one
          * takes zstd's fastest level. */
@@ -65,15 +98,19 @@ void *eng_compressor_main(void *arg) {
         pthread_mutex_lock(&f->mu);
         while (!f->abandoned && (f->writing || f->written_dseq[j->drainer] != j->dseq))
             pthread_cond_wait(&f->cv_turn, &f->mu);
-        if (f->abandoned)
+        if (f->abandoned) {
+            final_stats(f, NULL, 0);
             break;
+        }
         f->writing = 1;
         pthread_mutex_unlock(&f->mu);
         int ok = out && f->mode->chunk(f, j, out, flags, stored) == 0;
-        /* Finalize gave up on us while we waited for the writer (it let us
-         * go: writer_proc.h): the job is counted in lost_exit already, and
-         * nothing more reaches the file. */
-        if (f->abandoned) {
+        /* Finalize gave up on us while we waited for the writer process
+         * (it let us go: writer_proc.h): the job is counted in lost_exit
+         * already, and nothing more reaches the file. Without the writer
+         * process this thread was the one in write(2): below, its job is
+         * accounted and the last STATS written (final_stats). */
+        if (f->abandoned && f->w.io) {
             pthread_mutex_lock(&f->mu);
             break;
         }
@@ -83,8 +120,10 @@ void *eng_compressor_main(void *arg) {
         int last = j->last && f->finals_written + 1 == f->ndrainers;
         f->mode->after_chunk(f, last);
         pthread_mutex_lock(&f->mu);
-        if (f->abandoned)
-            break; /* finalize gave up on us while we wrote: touch nothing more */
+        if (f->abandoned) { /* finalize gave up on us while we wrote: the last STATS, no more */
+            final_stats(f, j, 1);
+            break;
+        }
         f->finals_written += j->last;
         f->writing = 0;
         f->written_dseq[j->drainer]++;

@@ -196,6 +196,10 @@ void *eng_drainer_main(void *arg) {
                 nsc_thread_reclaim_idle();
         }
         sleep_us = next_sleep_us(f, got, blocked);
+        /* a dump held by the gap between dumps (triggers.c) is served at
+         * the gap's end, not after a long NCCLSCOPE_DRAIN_US */
+        if (d->index == 0 && f->dump_pending && sleep_us > 100000)
+            sleep_us = 100000;
         pthread_mutex_lock(&f->mu);
     }
     /* Stop: drain until the rings are empty, waiting for free jobs, then

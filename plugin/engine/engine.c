@@ -78,6 +78,7 @@ int nsc_engine_request_dump(void) {
         return -1;
     /* drainer 0 turns it into a dump (triggers.c: at most one per gap) */
     atomic_fetch_add_explicit(&f->dump_asks, 1, memory_order_release);
+    nsc_engine_poke();
     return 0;
 }
 
@@ -265,7 +266,7 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
     f->wp.watch_sock = -1; /* the watcher's now (which closes it), or nobody's */
     if (!f->flight && wsock >= 0)
         close(wsock);
-    if (f->flight && eng_watch_start(cfg, wsock) != 0)
+    if (f->flight && eng_watch_start(f, cfg, wsock) != 0)
         nsc_log_warn("ncclscope: flight recorder: cannot start the thread that watches %s: dump-now "
                      "and dump-all are not served", cfg->dir);
     return 0;
@@ -345,6 +346,12 @@ int nsc_engine_stop(void) {
     /* the compressor waiting for the writer's answer leaves; the writer
      * does once its call returns */
     nsc_wproc_abandon(&f->wp);
+    /* without a writer process, a compressor still writing puts the count
+     * in the file when the disk lets it return (compressor.c, final_stats) */
+    pthread_mutex_lock(&f->mu);
+    f->exit_counted = 1;
+    pthread_cond_broadcast(&f->cv_done);
+    pthread_mutex_unlock(&f->mu);
     eng_pin_library();
     nsc_log_warn("ncclscope: the trace in %s did not finish within NCCLSCOPE_EXIT_WAIT_MS=%u ms "
                  "(disk stalled?); %llu records not written, %llu lost to write errors",

@@ -57,6 +57,13 @@ int nsc_engine_stop(void);
  * Under the session mutex. */
 int nsc_engine_request_dump(void);
 
+/* A dump was asked for (the dump signal, the control API, the hang
+ * watchdog): wakes the trigger watcher, which wakes drainer 0 at once
+ * instead of after its NCCLSCOPE_DRAIN_US sleep. One write(2) to an
+ * eventfd: async-signal-safe, any thread, any time (nothing before the
+ * first flight session, when there is nobody to wake). */
+void nsc_engine_poke(void);
+
 /* NCCL's first init joined a session opened without NCCL (the Python
  * package's, API version 0): the file's SESSION takes NCCL's API version
  * and the event mask for it (rewritten in place before the first chunk

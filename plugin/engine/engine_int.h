@@ -108,6 +108,9 @@ struct engine {
      * those unlocked reads are defined; seq_cst, they are read rarely. */
     _Atomic int stop, abandoned;
     int io_done;
+    /* finalize gave up (abandoned) and then counted lost_exit (under mu,
+     * cv_done); one compressor claimed writing the last STATS with it */
+    int exit_counted, final_claimed;
 
     /* used only by the compressor whose turn it is to write */
     uint32_t strings_written;
@@ -120,6 +123,7 @@ struct engine {
     struct nsc_comm_info *recent; /* ring of the last RECENT_COMMS descriptions written */
     unsigned nrecent;
     int threads_due;              /* a new segment still lacks its THREAD records */
+    int full_disk_said;           /* the full disk under rotation was logged (out_stream.c) */
 
     /* the output mode (stream or flight) and its state */
     const struct eng_mode *mode;
@@ -211,7 +215,11 @@ void eng_account(struct engine *e, struct job *j, int ok);
 int eng_flight_triggers(struct engine *e, uint64_t now);
 void eng_dump_signal_install(const struct nsc_config *cfg);
 void eng_dump_signal_uninstall(void);
-int eng_watch_start(const struct nsc_config *cfg, int sock); /* sock: the watcher's channel, taken */
+/* The watcher wakes drainer 0 of `e` when a dump is asked for (it sleeps
+ * NCCLSCOPE_DRAIN_US between passes, up to an hour): e stays valid until
+ * eng_watch_stop, after which the watcher never touches it. `sock`: the
+ * watcher's channel to the writer process, taken (-1: none). */
+int eng_watch_start(struct engine *e, const struct nsc_config *cfg, int sock);
 void eng_watch_stop(unsigned wait_ms);
 /* engine.c: keeps the library mapped for a thread left behind */
 void eng_pin_library(void);

@@ -4,11 +4,13 @@
  * (strings, comm descriptions, an anchor, THREAD records in a new segment)
  * before it and STATS after it; with NCCLSCOPE_MAX_MB the file is a series
  * of segments (segments.h), each readable alone. */
+#include <errno.h>
 #include <stdatomic.h>
 
 #include "clock.h"
 #include "engine_int.h"
 #include "intern.h"
+#include "log.h"
 #include "thread_state.h"
 
 /* ---- rotation (NCCLSCOPE_MAX_MB, segments.h) ---- */
@@ -22,16 +24,28 @@ static void next_segment(struct engine *f) {
     f->w.segment++;
 }
 
+/* A write failed for want of space (a full disk, or the user's quota)
+ * with rotation on: the oldest segment goes, as a cap that fits the disk
+ * would have it, and the write is tried again at once. Returns 1 when one
+ * was deleted. */
+static int make_room(struct engine *f) {
+    int e = f->w.last_errno;
+    if (!f->w.rotate || (e != ENOSPC && e != EDQUOT) || !nsc_segments_drop_oldest(&f->segs))
+        return 0;
+    if (!f->full_disk_said) { /* once: the count is in every later STATS */
+        f->full_disk_said = 1;
+        nsc_log_warn("ncclscope: the disk under %s is full before NCCLSCOPE_MAX_MB: deleting the "
+                     "oldest segments to make room for the newest records (counted in STATS)",
+                     f->w.dir);
+    }
+    f->next_open_try_ns = 0;
+    return 1;
+}
+
 /* Everything a job carries, in the order readers need. Returns 0 when its
  * chunk reached the file. */
-static int stream_chunk(struct engine *f, struct job *j, unsigned char *out, uint16_t flags,
-                        size_t stored) {
-    eng_take_comms(f);
-    eng_session_refresh(f); /* NCCL's API version, once its first init came */
-    uint32_t strings = nsc_intern_count();
-    /* hook: rotation closes a segment this chunk would take past its size */
-    if (f->w.fd >= 0 && nsc_segments_due(&f->segs, f->w.bytes, stored + 4096))
-        next_segment(f);
+static int stream_write(struct engine *f, struct job *j, unsigned char *out, uint16_t flags,
+                        size_t stored, uint32_t strings) {
     if (f->w.fd < 0) {
         uint64_t now = eng_now_ns();
         if (now < f->next_open_try_ns)
@@ -71,6 +85,21 @@ static int stream_chunk(struct engine *f, struct job *j, unsigned char *out, uin
     return 0;
 }
 
+static int stream_chunk(struct engine *f, struct job *j, unsigned char *out, uint16_t flags,
+                        size_t stored) {
+    eng_take_comms(f);
+    eng_session_refresh(f); /* NCCL's API version, once its first init came */
+    uint32_t strings = nsc_intern_count();
+    /* hook: rotation closes a segment this chunk would take past its size */
+    if (f->w.fd >= 0 && nsc_segments_due(&f->segs, f->w.bytes, stored + 4096))
+        next_segment(f);
+    /* A failed write was cut back off the file (trace_writer.h), so trying
+     * again appends cleanly; each round deletes a segment: it ends. */
+    int rc;
+    while ((rc = stream_write(f, j, out, flags, stored, strings)) != 0 && make_room(f))
+        ;
+    return rc;
+}
 
 /* After each chunk: a HANG block not written yet, STATS (the counts so
  * far: a file cut here still has them), END after the session's last. */

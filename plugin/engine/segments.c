@@ -46,6 +46,22 @@ void nsc_segments_closed(struct nsc_segments *s, const char *path, uint64_t byte
     s->cur_chunks = 0;
 }
 
+unsigned nsc_segments_drop_oldest(struct nsc_segments *s) {
+    if (!s->nold)
+        return 0;
+    struct nsc_segment_file *o = &s->old[0];
+    int rc = s->unlink ? s->unlink(s->unlink_ctx, o->path) : unlink(o->path);
+    if (rc != 0 && errno != ENOENT)
+        return 0; /* cannot delete (permissions): kept, counted as kept */
+    s->deleted++;
+    s->bytes_deleted += o->bytes;
+    s->records_deleted += o->records;
+    free(o->path);
+    memmove(s->old, s->old + 1, (s->nold - 1) * sizeof(*s->old));
+    s->nold--;
+    return 1;
+}
+
 unsigned nsc_segments_prune(struct nsc_segments *s, uint64_t cur_bytes, uint64_t margin) {
     if (!s->cap)
         return 0;
@@ -53,21 +69,13 @@ unsigned nsc_segments_prune(struct nsc_segments *s, uint64_t cur_bytes, uint64_t
     for (unsigned i = 0; i < s->nold; i++)
         total += s->old[i].bytes;
     unsigned gone = 0;
-    while (gone < s->nold && total > s->cap) {
-        struct nsc_segment_file *o = &s->old[gone];
-        int rc = s->unlink ? s->unlink(s->unlink_ctx, o->path) : unlink(o->path);
-        if (rc != 0 && errno != ENOENT)
-            break; /* cannot delete (permissions): keep the rest, counted as kept */
-        total -= o->bytes;
-        s->deleted++;
-        s->bytes_deleted += o->bytes;
-        s->records_deleted += o->records;
-        free(o->path);
+    /* a few old segments (about four: segments.h), so one at a time is cheap */
+    while (s->nold && total > s->cap) {
+        uint64_t bytes = s->old[0].bytes;
+        if (!nsc_segments_drop_oldest(s))
+            break;
+        total -= bytes;
         gone++;
-    }
-    if (gone) {
-        memmove(s->old, s->old + gone, (s->nold - gone) * sizeof(*s->old));
-        s->nold -= gone;
     }
     return gone;
 }

@@ -12,7 +12,9 @@
  * gives back a quarter of the cap at a time, and what is kept is at least
  * three quarters of the cap's worth of the newest records. A single chunk
  * larger than the cap (NCCLSCOPE_CHUNK_KB's compressed size) cannot be
- * held under it: the newest segment is never deleted.
+ * held under it: the newest segment is never deleted. A disk that fills
+ * before the cap is reached is treated as a smaller cap: the oldest
+ * segments go until the newest records fit (nsc_segments_drop_oldest).
  *
  * Used only by the compressor whose turn it is to write (flusher.c), like
  * the writer itself: no locking.
@@ -57,5 +59,12 @@ void nsc_segments_closed(struct nsc_segments *s, const char *path, uint64_t byte
  * (cur_bytes) and `margin` (blocks still to come after this check) exceed
  * the cap. Returns the number deleted now. */
 unsigned nsc_segments_prune(struct nsc_segments *s, uint64_t cur_bytes, uint64_t margin);
+
+/* The disk is full before the cap is reached (ENOSPC: a cap larger than
+ * the space left): deletes the oldest closed segment, counted as the cap's
+ * deletions are, so that the newest records find room, as they would under
+ * a cap that fits. Returns 1, or 0 when there is none left to delete (the
+ * segment being written is never deleted) or it cannot be. */
+unsigned nsc_segments_drop_oldest(struct nsc_segments *s);
 
 #endif /* NSC_SEGMENTS_H */

@@ -13,12 +13,14 @@
  * atomics: the dump signal's flag, file_req, the watchdog's request. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +36,9 @@ static int dump_signal_installed, dump_signal_num;
 
 static void on_dump_signal(int sig, siginfo_t *si, void *uc) {
     atomic_store_explicit(&dump_signalled, 1, memory_order_relaxed);
+    int e = errno; /* the interrupted code's */
+    nsc_engine_poke();
+    errno = e;
     /* the application's own handler for it still runs */
     if (old_dump_action.sa_flags & SA_SIGINFO) {
         if (old_dump_action.sa_sigaction)
@@ -67,6 +72,19 @@ void eng_dump_signal_uninstall(void) {
     dump_signal_installed = 0;
 }
 
+/* Wakes the watcher (nsc_engine_poke): an eventfd made by the first
+ * watcher and never closed, so that a signal handler or a late thread
+ * writing to it can never hit a descriptor number the application reuses. */
+static _Atomic int wake_fd = -1;
+
+void nsc_engine_poke(void) {
+    int fd = atomic_load_explicit(&wake_fd, memory_order_acquire);
+    uint64_t one = 1;
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is full, a wake is pending anyway */
+    }
+}
+
 /* The watcher's requests for drainer 0: a dump (file_req), and from drainer
  * 0 to the watcher, touch dump-all (the watchdog fired). last_dump_ns: when
  * a dump was last requested (either side), for dump-all's episodes. */
@@ -84,8 +102,9 @@ struct watcher {
     uint64_t period_ns;
     pthread_t thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int stop;
+    struct engine *f; /* whose drainer 0 to wake; NULL once stopped (under mu) */
+    struct nsc_wchan io; /* its channel to the writer process (or in this process) */
     /* $NCCLSCOPE_DIR/dump-all: the job's trigger. Never removed: every
      * process writing into the directory (a job's ranks on this host; on a
      * shared filesystem, every host) dumps once each time its
@@ -96,7 +115,6 @@ struct watcher {
     uint64_t last_file_dump_ns;
     int pending; /* a file trigger waiting out the gap */
     unsigned merged;
-    struct nsc_wchan io; /* its channel to the writer process (or in this process) */
 };
 static struct watcher *watcher;
 
@@ -163,18 +181,48 @@ static void watch_once(struct watcher *w) {
     }
 }
 
+/* A dump was asked for: drainer 0 may be asleep for NCCLSCOPE_DRAIN_US (up
+ * to an hour); wake it to turn the request into a dump now. Under w->mu,
+ * so f is still valid (eng_watch_stop clears w->f under it first). */
+static void wake_drainer(struct watcher *w) {
+    pthread_mutex_lock(&w->mu);
+    if (w->f) {
+        pthread_mutex_lock(&w->f->mu);
+        pthread_cond_broadcast(&w->f->cv_drainer);
+        pthread_mutex_unlock(&w->f->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Sleeps a period, or until poked (a dump asked for, or the stop): the
+ * eventfd's count is taken. Returns 1 when poked. Without the eventfd (no
+ * descriptor left), the period alone. */
+static int watch_sleep(struct watcher *w) {
+    int fd = atomic_load_explicit(&wake_fd, memory_order_acquire);
+    int ms = (int)(w->period_ns / 1000000u);
+    if (fd < 0) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return 0;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    uint64_t n;
+    return poll(&p, 1, ms) > 0 && read(fd, &n, sizeof(n)) == (ssize_t)sizeof(n);
+}
+
 static void *watch_main(void *arg) {
     struct watcher *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
         pthread_mutex_unlock(&w->mu);
         watch_once(w);
+        /* a file trigger just seen (file_req); the signal's, the control
+         * API's and the watchdog's came with the poke */
+        if (atomic_load_explicit(&file_req, memory_order_relaxed))
+            wake_drainer(w);
+        if (watch_sleep(w))
+            wake_drainer(w);
         pthread_mutex_lock(&w->mu);
-        if (w->stop)
-            break;
-        struct timespec dl;
-        eng_deadline_after(&dl, w->period_ns / 1000u);
-        pthread_cond_timedwait(&w->cv, &w->mu, &dl);
     }
     pthread_mutex_unlock(&w->mu);
     /* the writer leaves once its channels are closed: this one even when
@@ -188,12 +236,11 @@ static void *watch_main(void *arg) {
 static void watcher_free(struct watcher *w) {
     if (w->io.sock >= 0)
         close(w->io.sock);
-    pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
 }
 
-int eng_watch_start(const struct nsc_config *cfg, int sock) {
+int eng_watch_start(struct engine *f, const struct nsc_config *cfg, int sock) {
     struct watcher *w = calloc(1, sizeof(*w));
     if (!w) {
         if (sock >= 0)
@@ -201,17 +248,15 @@ int eng_watch_start(const struct nsc_config *cfg, int sock) {
         return -1;
     }
     w->io.sock = sock;
+    w->f = f;
+    if (atomic_load(&wake_fd) < 0) /* once per process (the first watcher, under the session mutex) */
+        atomic_store_explicit(&wake_fd, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), memory_order_release);
     snprintf(w->dir, sizeof(w->dir), "%s", cfg->dir);
     snprintf(w->now_path, sizeof(w->now_path), "%s/dump-now", cfg->dir);
     snprintf(w->all_path, sizeof(w->all_path), "%s/dump-all", cfg->dir);
     uint64_t ms = cfg->flush_ms ? cfg->flush_ms : 100;
     w->period_ns = (ms < 1000 ? ms : 1000) * 1000000ull;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
     atomic_store(&file_req, 0);
     atomic_store(&touch_due, 0);
     atomic_store(&last_dump_ns, 0);
@@ -232,8 +277,9 @@ void eng_watch_stop(unsigned wait_ms) {
     watcher = NULL;
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
-    pthread_cond_signal(&w->cv);
+    w->f = NULL; /* the engine goes after this: never touched again */
     pthread_mutex_unlock(&w->mu);
+    nsc_engine_poke(); /* out of its sleep */
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl); /* pthread_timedjoin_np's clock */
     uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)wait_ms * 1000000ull;

@@ -75,6 +75,7 @@ struct watch {
      * func: overtaken() must not pair one completion's function with
      * another's seqNumber (two words stored one after the other could). */
     _Atomic uint64_t done_key;
+    _Atomic uint64_t done_launch; /* start of the latest seen done on the GPU */
 };
 static struct watch watch[NSC_MAX_COMMS];
 
@@ -95,6 +96,7 @@ void nsc_opst_comm_open(uint32_t ci, uint32_t serial) {
     atomic_store_explicit(&w->enq_seq, 0, RLX);
     atomic_store_explicit(&w->done_seq, 0, RLX);
     atomic_store_explicit(&w->done_key, 0, RLX);
+    atomic_store_explicit(&w->done_launch, 0, RLX);
     atomic_store_explicit(&w->done_ticks, 0, RLX);
     atomic_store_explicit(&w->started, 0, RLX);
     atomic_store_explicit(&w->completed, 0, RLX);
@@ -228,6 +230,9 @@ static void complete_op(struct nsc_slab_slot *s, uint64_t ticks, enum fin how) {
             atomic_store_explicit(&w->done_key, done_key(OP_SEQ(s), LD(s, 2) >> 48, OP_FUNC(s)),
                                   RLX);
             atomic_store_explicit(&w->done_ticks, now_or(ticks), RLX);
+            /* seen on the GPU: the stream passed its launch (a race: a later verdict) */
+            if (kernel_channels(s) >= 0 && LD(s, 1) > atomic_load_explicit(&w->done_launch, RLX))
+                atomic_store_explicit(&w->done_launch, LD(s, 1), RLX);
         }
         atomic_fetch_add_explicit(&w->completed, 1, memory_order_release); /* after the fields */
     }
@@ -590,24 +595,31 @@ static int reclaim_alone(uint32_t i, uint64_t id, uint64_t now, enum fin how) {
     return 0;
 }
 
-/* An operation overtaken by its comm: NCCL runs a communicator's
- * collectives in order on one stream and numbers them per function, so a
- * collective older than the comm's last completed one of the same function
- * has completed too, whatever child stop we missed (NCCL 2.28.9 delivers
- * about one KernelCh stop in 10,000 twice, and one missing stop would keep
- * the operation "in flight" for ever: seen on 2 x H200, a watchdog firing
- * on a rank whose operation 370 of 999 had 21 of 22 channels done). The
- * fields are a hint read without the comm's seqlock: a stale read only
- * delays the verdict to the next scan. */
-static int overtaken(uint64_t c, uint64_t w2, uint64_t seq, uint64_t func) {
+/* An operation overtaken by its comm. A collective: NCCL runs a comm's
+ * collectives in order on one stream and numbers them per function, so one
+ * older than the comm's last completed one of its function completed too,
+ * whatever child stop we missed (NCCL 2.28.9 delivers about one KernelCh
+ * stop in 10,000 twice; one missing kept an operation "in flight" for ever:
+ * on 2 x H200, a watchdog fired on a rank whose operation 370 of 999 had 21
+ * of 22 channels done). A Send or Recv: once an operation of a later launch
+ * finished on the GPU (op_rules.h, nsc_op_p2p_overtaken). `l`: its life as
+ * the scan read it. Hints read without the comm's seqlock: a stale read
+ * only delays the verdict to the next scan. */
+static int overtaken(const struct nsc_slab_slot *s, uint64_t l) {
+    uint64_t c = LD(s, W_COMM), w2 = LD(s, 2);
     uint32_t ci = (uint32_t)c & 0xffff, serial = (uint32_t)(c >> 32);
-    if ((unsigned)(w2 >> 48 & 0xff) != NSC_ET_COLL || ci >= NSC_MAX_COMMS)
+    unsigned et = (unsigned)(w2 >> 48 & 0xff);
+    if ((et != NSC_ET_COLL && et != NSC_ET_P2P) || ci >= NSC_MAX_COMMS)
         return 0;
     const struct watch *w = &watch[ci];
+    if (et == NSC_ET_P2P) /* w7 follows DONE: one before the start is a former occupant's */
+        return (l & NSC_LIFE_DONE) && LD(s, 7) >= LD(s, 1) &&
+               atomic_load_explicit(&w->serial, memory_order_acquire) == serial &&
+               nsc_op_p2p_overtaken(LD(s, 7), atomic_load_explicit(&w->done_launch, RLX));
     uint64_t k = atomic_load_explicit(&w->done_key, RLX); /* one completion's */
     return atomic_load_explicit(&w->serial, memory_order_acquire) == serial &&
-           (k & 0xffffff) == (done_key(0, NSC_ET_COLL, func) & 0xffffff) &&
-           (k >> 24) > (seq & KEY_SEQ_MASK);
+           (k & 0xffffff) == (done_key(0, NSC_ET_COLL, OP_FUNC(s)) & 0xffffff) &&
+           (k >> 24) > (OP_SEQ(s) & KEY_SEQ_MASK);
 }
 
 /* The watchdog's scratch (one scan at a time, op_state.h). */
@@ -674,7 +686,7 @@ static uint32_t scan(uint64_t now, uint64_t grace, struct nsc_opst_op *ops, uint
                     detach(i, id, now, 0);
                 continue;
             }
-            if (pass == 0 && kind == NSC_OPST_OP && overtaken(c, LD(s, 2), OP_SEQ(s), OP_FUNC(s))) {
+            if (pass == 0 && kind == NSC_OPST_OP && overtaken(s, l)) { /* l: DONE stays */
                 /* Not in flight: it completed (counted as such; the comm's
                  * last completed stays the later one), retired when only
                  * we hold it (a child that never stopped keeps it,

@@ -342,8 +342,10 @@ static uint32_t check(uint64_t now, uint64_t tps, uint64_t grace) {
         return retired;
     atomic_fetch_add_explicit(&fired, 1, memory_order_relaxed);
     fire(now, nops, nprox, left_out);
-    if (flight)
+    if (flight) {
         atomic_store_explicit(&dump_wanted, 1, memory_order_relaxed);
+        nsc_engine_poke(); /* drainer 0 may sleep NCCLSCOPE_DRAIN_US */
+    }
     return retired;
 }
 

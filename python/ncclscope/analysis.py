@@ -852,7 +852,7 @@ def _hang_span(nranks, traced):
 
 _STUCK_COLS = ["comm", "op", "seq", "rank", "p2p", "stuck", "channels", "channels_done", "kernel_ch_recorded",
                "sampled", "completion_inferred", "maybe_stuck", "at_end",
-               "file_index", "event_id", "row", "host", "pid", "enqueue_ns"]
+               "file_index", "event_id", "row", "host", "pid", "enqueue_ns", "stop_ns"]
 _HM_RECENT_SEQS = 8  # hang_model.h: a rank's enqueue times kept per (comm, function), highest seqNumbers
 
 
@@ -904,15 +904,26 @@ def _hang_done_max(o):
 def _hang_stuck(o):
     """hang.c's stuck list (o: computed rows with _STUCK_COLS): in file
     order, one per (comm, rank, event id) as dedupe_stuck keeps them, less
-    the collectives below a seqNumber the rank was seen to complete
-    (drop_overtaken). With KernelCh sampled, the collectives that were not
-    sampled and may be stuck (maybe_stuck) are in it too."""
+    the collectives below a seqNumber the rank was seen to complete and the
+    Sends and Recvs that stopped before a later launch of their comm that
+    the rank was seen to complete (drop_overtaken). With KernelCh sampled,
+    the collectives that were not sampled and may be stuck (maybe_stuck) are
+    in it too."""
     order = {}
     listed = (o["stuck"] == 1) | ((o["maybe_stuck"] == 1) & (o["p2p"] == 0))
     for x in o[listed].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
         order[(x.comm, x.rank, x.event_id)] = x
     done_max = _hang_done_max(o)
-    kept = [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    # op_rules.h, nsc_op_p2p_overtaken: a later launch of the comm finished on the GPU
+    gpu_done = o[(o["stuck"] == 0) & (o["sampled"] == 1) & (o["channels"] > 0) &
+                 (o["channels_done"] >= o["channels"])]
+    launch = gpu_done.groupby(["comm", "rank"])["enqueue_ns"].max().to_dict()
+
+    def left(x):
+        if x.p2p == 0:
+            return not x.seq < done_max.get((x.comm, x.rank, x.op), -1)
+        return not (x.stop_ns > 0 and launch.get((x.comm, x.rank), 0) > x.stop_ns)
+    kept = [x for x in order.values() if left(x)]
     # one that may be stuck stays while a stuck one of its comm and rank does (drop_lone_maybe)
     held = set((x.comm, x.rank, x.host, x.pid) for x in kept if x.stuck == 1)
     return [x for x in kept if x.stuck == 1 or (x.comm, x.rank, x.host, x.pid) in held]

@@ -26,7 +26,9 @@
  * --lose Q: coll's seqNumber Q never records channel 0's KernelCh stop, as
  *   where a flight window began between that child's START and the rest of
  *   its operation, or a stop went missing; the later collectives complete,
- *   so Q did too (a comm's collectives run in order on one stream).
+ *   so Q did too (a comm's collectives run in order on one stream). In p2p
+ *   mode the Send or Recv number Q (from 0) loses it: the later ones, each
+ *   a launch of its own, complete, so it did too.
  * --queued: coll's last collective is enqueued (started and stopped) but
  *   its kernel never starts (queued behind another): no KernelCh at all.
  * --version V: load the plugin's ncclProfiler_vV (default: the newest).
@@ -283,7 +285,7 @@ int main(int argc, char **argv) {
             d.p2p.nChannels = 1;
             void *op = start(&d);
             nsc_host_stop(&host, op);
-            channel(op, 0, 1 - rank, rank == 0, i, last, 0);
+            channel(op, 0, 1 - rank, rank == 0, i, last, i == lose);
         } else {
             if (last && rank == nranks - 1)
                 hung(); /* skips the collective */

@@ -14,8 +14,17 @@ fsfreeze: skips with a message otherwise.
    written by the writer process, holds the whole run and converts.
 3. NCCLSCOPE_DIR on a full tmpfs that gets space back after a second: the
    plugin counts what it could not write, says why (ENOSPC) in the file,
-   resumes writing, and the file converts."""
+   resumes writing, and the file converts.
+3. The same ext4 frozen while the job writes, then thawed after finalize
+   gave up (the process goes on): the records still in memory when it gave
+   up are counted in the file (a last STATS block), not only in the log,
+   and once: in the file + lost to write errors + in memory = written.
+4. Rotation (NCCLSCOPE_MAX_MB=8) on a 2 MiB tmpfs: the disk fills before
+   the cap. The oldest segments are deleted to make room, as a cap that
+   fits would: no record is lost to write errors, the newest segment says
+   what was deleted, and kept + deleted = every record written."""
 import os
+import shutil
 import re
 import select
 import signal
@@ -188,11 +197,122 @@ def full(cli, plugin, d):
         sh("umount", mnt)
 
 
+def frozen_midway(cli, plugin, d):
+    img, mnt = os.path.join(d, "img3"), os.path.join(d, "ext3")
+    os.makedirs(mnt)
+    with open(img, "wb") as f:
+        f.truncate(32 << 20)
+    if sh("mkfs.ext4", "-q", "-F", img).returncode != 0:
+        skip("mkfs.ext4 failed")
+    if sh("mount", "-o", "loop", img, mnt).returncode != 0:
+        skip("cannot mount a loop device here (needs root and loop devices)")
+    p = None
+    # The job's own threads write here (the plugin without ncclscope-writer
+    # next to it): with the writer process, the compressor is let go at
+    # finalize and the count is in the log only (docs/design.md).
+    lib = os.path.join(d, "lib-alone")
+    os.makedirs(lib, exist_ok=True)
+    alone = os.path.join(lib, os.path.basename(plugin))
+    shutil.copy(plugin, alone)
+    try:
+        trace = os.path.join(mnt, "trace")
+        p = subprocess.Popen([churn, "--plugin", alone, "--stream", "2", "--linger"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, bufsize=0,
+                             env=dict(os.environ, NCCLSCOPE_DIR=trace, NCCLSCOPE_EXIT_WAIT_MS="300",
+                                      NCCLSCOPE_FLUSH_MS="50",
+                                      # finalize leaves its engine to the thread
+                                      # left behind, by design: no leak report
+                                      ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"))
+        t0 = time.time()
+        def started():
+            files = trace_files(trace) if os.path.isdir(trace) else []
+            return files and os.path.getsize(files[0]) > 4096
+        while not started() and time.time() - t0 < 10:
+            time.sleep(0.05)
+        check(started(), "no trace file before the freeze")
+        time.sleep(0.3)
+        if sh("fsfreeze", "-f", mnt).returncode != 0:
+            skip("fsfreeze not allowed here")
+        out = ""
+        while "finalized" not in out and time.time() - t0 < 30:
+            r, _, _ = select.select([p.stdout], [], [], 0.2)
+            if r:
+                out += os.read(p.stdout.fileno(), 4096).decode()
+        check("finalized" in out, "finalize returned on a frozen disk: %r" % out)
+        sh("fsfreeze", "-u", mnt)
+        f = trace_files(trace)[0]
+        deadline, info, exit_lost = time.time() + 15, "", 0
+        while time.time() < deadline:
+            info = run([cli, "info", f], ok=(0, 2)).stdout
+            m = re.search(r"(\d+) still in memory at exit", info)
+            exit_lost = int(m.group(1)) if m else 0
+            if exit_lost:
+                break
+            time.sleep(0.2)
+        p.stdin.write(b"go\n")
+        p.stdin.close()
+        check(p.wait(timeout=60) == 0, "job exit")
+        p = None
+        check(exit_lost > 0, "the records finalize left in memory are counted in the file:\n" + info)
+        # and counted once: a chunk being written when finalize gave up,
+        # which reached the file after the thaw, is not also "in memory"
+        threads = re.findall(r'#\d+ tid \d+ "[^"]*": (\d+) records in file, (\d+) written', info)
+        kept, written = sum(int(k) for k, _ in threads), sum(int(w) for _, w in threads)
+        werr = int(re.search(r"(\d+) to write errors", info).group(1))
+        check(kept + werr + exit_lost == written, "%d in the file + %d write errors + %d in memory at exit != %d "
+              "written:\n%s" % (kept, werr, exit_lost, written, info))
+        print("ok: frozen mid-run: %d records left in memory at finalize, counted in the file after the thaw"
+              % exit_lost)
+    finally:
+        sh("fsfreeze", "-u", mnt)
+        if p:
+            p.kill()
+            p.wait()
+        sh("umount", mnt)
+
+
+def full_rotation(cli, plugin, fake, d):
+    mnt = os.path.join(d, "small")
+    os.makedirs(mnt)
+    if sh("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt).returncode != 0:
+        skip("cannot mount a tmpfs here (needs root)")
+    try:
+        trace = os.path.join(mnt, "trace")
+        r = run([fake, "--plugin", plugin, "--synthetic", "200000", "--threads", "2"],
+                env=dict(os.environ, NCCLSCOPE_DIR=trace, NCCLSCOPE_MAX_MB="8", NCCLSCOPE_CHUNK_KB="64",
+                         NCCLSCOPE_EVENTS="all"))
+        check("is full before NCCLSCOPE_MAX_MB" in r.stderr, "the full disk is logged:\n" + r.stderr)
+        files = sorted(trace_files(trace))
+        check(files, "no segment left")
+        kept, newest = 0, None
+        for f in files:
+            info = run([cli, "info", f]).stdout
+            check("closed cleanly  yes" in info and "damage          none" in info, info)
+            seg = int(re.search(r"\.(\d{6})\.nsc$", f).group(1))
+            threads = re.findall(r'#\d+ tid \d+ "[^"]*": (\d+) records in file, (\d+) written', info)
+            kept += sum(int(n) for n, _ in threads) - (len(threads) if seg > 0 else 0)
+            newest = info
+        lost = re.search(r"lost\s+(\d+) records in all: \d+ dropped, (\d+) to write errors", newest)
+        check(lost and lost.group(2) == "0", "records lost to a full disk with older segments to delete:\n" + newest)
+        m = re.search(r"segment\s+(\d+); (\d+) older segment\(s\) deleted \((\d+) bytes, (\d+) records\)", newest)
+        check(m and int(m.group(2)) > 0, "the newest segment says what was deleted:\n" + newest)
+        written = sum(int(w) for _, w in re.findall(r'#\d+ tid \d+ "[^"]*": (\d+) records in file, (\d+) written',
+                                                    newest))
+        check(kept + int(m.group(4)) == written,
+              "records: %d kept + %s deleted != %d written" % (kept, m.group(4), written))
+        print("ok: full disk under rotation: %s segment(s) deleted to make room, %d of %d records kept, none lost"
+              % (m.group(2), kept, written))
+    finally:
+        sh("umount", mnt)
+
+
 def main():
-    cli, plugin, _ = env_paths()
+    cli, plugin, fake = env_paths()
     if os.geteuid() != 0:
         skip("needs root (mount, fsfreeze): the disk tests run in CI as root")
     d = tmpdir()
+    full_rotation(cli, plugin, fake, d)
+    frozen_midway(cli, plugin, d)
     full(cli, plugin, d)
     frozen(cli, plugin, d)
     frozen_crash(cli, plugin, d)

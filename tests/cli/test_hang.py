@@ -136,7 +136,7 @@ def test_lost_child(driver):
     check([s["rank"] for s in h["stuck_ranks"]] == [0, 1, 2], h)
     text = run([cli, "hang", d], ok=(4,)).stdout
     check("hang at AllReduce seqNumber %d" % (OPS - 1) in text and
-          "4 collective(s) left open below a later one" in text, text)
+          "4 operation(s) left open below a later one" in text, text)
     # the last rank's file alone: its seqNumber 8 completed, so 3 is set aside
     import re
     three = [f for f in trace_files(d)

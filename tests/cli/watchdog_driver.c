@@ -4,7 +4,7 @@
  * the hang watchdog's cases; tests/cli/test_watchdog.py checks the trace and
  * the log lines. Run with NCCLSCOPE_HANG_SECONDS=1.
  *
- *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|metrics|busy
+ *   watchdog_driver --plugin SO --mode rearm|full|orphan|sessions|fork|learn|metrics|busy|p2p-lost|p2p-group
  *
  * rearm:  AllReduce 0 stays in flight (channel 0 never stops) for a stall,
  *         then completes; AllReduce 1 the same; then a Send to its own rank
@@ -49,6 +49,15 @@
  *         never stops. Prints "stalled" after both started, then goes on
  *         completing until a line on stdin (3 s when stdin ends). The
  *         watchdog must report the second comm, and only it.
+ * p2p-lost: four Sends to peer 1 (two channels each), one after the other
+ *         (each starts after the previous one stopped: later launches);
+ *         Send 0's channel 0 KernelCh stop never comes, the others all do;
+ *         then 2.5 s with nothing in flight. Send 0 completed (the comm's
+ *         kernels run in order): the watchdog must stay silent.
+ * p2p-group: two Sends that start together (one launch, as in a group)
+ *         before either stops, Send 0's channel 0 stop lost: Send 1
+ *         finishing proves nothing about Send 0 (a launch's channels run
+ *         independently), which stays in flight: a stall.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -103,6 +112,19 @@ static void *kch(void *op, int ch) {
 static void kch_stop(void *k) {
     nsc_host_state(&host, k, NSC_ABI_KERNEL_CH_STOP, 2000);
     nsc_host_stop(&host, k);
+}
+
+static void *send_start(void) {
+    nsc_abi_descr_v7 d;
+    memset(&d, 0, sizeof(d));
+    d.type = NSC_ABI_P2P;
+    d.rank = 0;
+    d.p2p.func = "Send";
+    d.p2p.datatype = "ncclInt8";
+    d.p2p.count = 4096;
+    d.p2p.peer = 1;
+    d.p2p.nChannels = 2;
+    return start(&d);
 }
 
 /* Operations in flight, nothing completing: until the test says go on. */
@@ -272,6 +294,29 @@ int main(int argc, char **argv) {
         fflush(stdout);
         if (!fgets(line, sizeof(line), stdin))
             usleep(3000000);
+    } else if (!strcmp(mode, "p2p-lost") || !strcmp(mode, "p2p-group")) {
+        int group = !strcmp(mode, "p2p-group");
+        int n = group ? 2 : 4;
+        void *op[4];
+        for (int i = 0; i < n; i++) {
+            op[i] = send_start();
+            if (group && i == 0)
+                continue; /* Send 1 joins its launch */
+            if (group && i == 1)
+                nsc_host_stop(&host, op[0]);
+            nsc_host_stop(&host, op[i]);
+            usleep(1000); /* the next launch starts strictly later */
+        }
+        for (int i = 0; i < n; i++) {
+            void *k0 = kch(op[i], 0);
+            kch_stop(kch(op[i], 1));
+            if (i)
+                kch_stop(k0); /* Send 0's channel 0 stop is lost */
+        }
+        if (group)
+            stall(1500000);
+        else
+            usleep(2500000); /* idle: longer than NCCLSCOPE_HANG_SECONDS */
     } else if (!strcmp(mode, "busy")) {
         enum { BUSY = 4200 };
         static void *open_ch[BUSY]; /* the busy comm's open channels, a ring */
@@ -315,7 +360,7 @@ int main(int argc, char **argv) {
         nsc_host_unload(&host);
         return 0;
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics|busy\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics|busy|p2p-lost|p2p-group\n");
         return 1;
     }
     printf("done\n");

@@ -499,6 +499,15 @@ def test_hangs(tmp):
     jp = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
     py = A.hangs(jp.ops, jp.comms, jp.kernel_channels)
     check(len(py) == 1 and "waits" in py[0], py)
+    # Send 3 and Recv 3 left open (a KernelCh stop lost) before the later
+    # launches 4..8 that completed: not stuck, in hang and in hangs()
+    dpl = hung_job(tmp, name="p2p-lost", mode="p2p", lose=3)
+    cpl = json.loads(run([CLI, "hang", dpl, "--json"], ok=(4,)).stdout)
+    jpl = A.load(dpl, tables=("ops", "kernel_channels"), errors="ignore")
+    pypl = A.hangs(jpl.ops, jpl.comms, jpl.kernel_channels)
+    same_hangs(pypl, cpl["hangs"], "p2p, a lost KernelCh stop")
+    check(cpl["overtaken"] == 2 and len(pypl) == 1 and pypl[0]["op"] == "Send" and
+          [s["rank"] for s in pypl[0]["stuck_ranks"]] == [0], (cpl, pypl))
     same_hangs(py, c, "p2p")
     check(py[0]["seq"] is None and py[0]["missing_ranks"] == [1] and len(py[0]["waits"]) == 1 and
           py[0]["waits"][0]["waits_for"] == 1 and py[0]["waits"][0]["peer_posted"] is False, py[0])

@@ -15,6 +15,12 @@
  * --stream S instead: one thread records 10,000 events every 10 ms for S
  * seconds (a job that keeps running while its disk fills or freezes), then
  * finalizes and prints "finalized after X s" (the disk tests time it).
+ * --trickle S instead: 1,000 events, "ready", then one event every 50 ms for
+ *   S seconds (a quiet job: the drainer sleeps its NCCLSCOPE_DRAIN_US), then
+ *   finalizes and prints "finalized".
+ * --linger with --stream: after finalizing, waits for a line on stdin before
+ *   leaving (a process that goes on after its session: what its engine's
+ *   threads left behind still do).
  * --crash with --stream: writes to a PROT_NONE page instead of finalizing (SIGSEGV
  * inside the job: the flight recorder's crash dump).
  * --cycles N instead: N sessions one after another in one process (init,
@@ -80,8 +86,8 @@ static void *late(void *arg) {
 int main(int argc, char **argv) {
     const char *plugin = NULL;
     long churn = 10000;
-    double stream = 0;
-    int crash = 0;
+    double stream = 0, trickle = 0;
+    int crash = 0, linger = 0;
     long cycles = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
@@ -90,6 +96,10 @@ int main(int argc, char **argv) {
             churn = atol(argv[++i]);
         else if (!strcmp(argv[i], "--cycles") && i + 1 < argc)
             cycles = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--trickle") && i + 1 < argc)
+            trickle = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--linger"))
+            linger = 1;
         else if (!strcmp(argv[i], "--crash"))
             crash = 1;
         else if (!strcmp(argv[i], "--stream") && i + 1 < argc)
@@ -124,6 +134,21 @@ int main(int argc, char **argv) {
         fprintf(stderr, "thread_churn: init failed\n");
         return 1;
     }
+    if (trickle > 0) {
+        some_events(1000);
+        printf("ready\n");
+        fflush(stdout);
+        struct timespec nap = {0, 50000000};
+        for (long k = 0; k < (long)(trickle * 20); k++) {
+            some_events(1);
+            nanosleep(&nap, NULL);
+        }
+        nsc_host_finalize(&host, ctx);
+        printf("finalized\n");
+        fflush(stdout);
+        nsc_host_unload(&host);
+        return 0;
+    }
     if (stream > 0) {
         struct timespec t0, t1, t2;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -147,6 +172,9 @@ int main(int argc, char **argv) {
         printf("events %ld\nfinalized after %.3f s\n", done,
                (double)(t2.tv_sec - t1.tv_sec) + (double)(t2.tv_nsec - t1.tv_nsec) * 1e-9);
         fflush(stdout);
+        char line[16];
+        if (linger && !fgets(line, sizeof(line), stdin))
+            line[0] = 0; /* stdin ended: leave */
         nsc_host_unload(&host);
         return 0;
     }

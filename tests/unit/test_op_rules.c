@@ -89,7 +89,18 @@ static void factors(void) {
     CHECK(near(nsc_op_bus_factor(NULL, 0, 8), 1.0));
 }
 
+/* A Send or Recv left open is overtaken only by a completion that started
+ * after its own stop (a later launch), never by one of its own launch. */
+static void p2p_overtaken(void) {
+    CHECK(nsc_op_p2p_overtaken(100, 101));
+    CHECK(!nsc_op_p2p_overtaken(100, 100)); /* started as it stopped: maybe its launch */
+    CHECK(!nsc_op_p2p_overtaken(100, 50));  /* of its own launch */
+    CHECK(!nsc_op_p2p_overtaken(100, 0));   /* nothing completed */
+    CHECK(!nsc_op_p2p_overtaken(0, 500));   /* never stopped: still enqueuing */
+}
+
 int main(void) {
+    p2p_overtaken();
     expects_kernel_ch();
     kernel_channels();
     complete();

@@ -59,6 +59,20 @@ int main(void) {
     /* a file already gone counts as deleted */
     nsc_segments_closed(&s, "/nonexistent/dir/x.nsc", 600);
     CHECK(nsc_segments_prune(&s, 600, 0) == 1 && s.deleted == 5);
+    /* a full disk below the cap: the oldest goes, one per call, counted;
+     * none left: 0 */
+    char q[2][256];
+    make("f0.nsc", q[0], sizeof(q[0]));
+    make("f1.nsc", q[1], sizeof(q[1]));
+    s.cur_records = 7;
+    nsc_segments_closed(&s, q[0], 100);
+    s.cur_records = 8;
+    nsc_segments_closed(&s, q[1], 100);
+    CHECK(nsc_segments_prune(&s, 10, 0) == 0); /* well under the cap */
+    CHECK(nsc_segments_drop_oldest(&s) == 1 && !exists(q[0]) && exists(q[1]) && s.nold == 1);
+    CHECK(s.deleted == 6 && s.bytes_deleted == 1660 && s.records_deleted == 107);
+    CHECK(nsc_segments_drop_oldest(&s) == 1 && !exists(q[1]) && s.nold == 0);
+    CHECK(nsc_segments_drop_oldest(&s) == 0 && s.deleted == 7);
     /* no cap: nothing is ever due or deleted */
     struct nsc_segments off;
     nsc_segments_init(&off, 0);
