@@ -5,9 +5,11 @@
  * is complete given what was recorded of it, and nccl-tests' size and bus
  * factors for its bandwidth. Static inline functions, no state: the
  * plugin's watchdog (watch/op_state.c), its live metrics
- * (services/live_ops.c, prometheus.c), the converter and the tests take the
- * one answer from here, so that "in flight" means the same thing in a HANG
- * block, a metrics file and a report.
+ * (services/live_ops.c, prometheus.c), the converter, the Python analysis
+ * (its bus factor through ncclscope._analysis.bus_factor) and the tests
+ * take the one answer from here, so that "in flight" means the same thing
+ * in a HANG block, a metrics file and a report, and busbw the same number
+ * in stats and in ncclscope.analysis.
  */
 #ifndef NSC_OP_RULES_H
 #define NSC_OP_RULES_H

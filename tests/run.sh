@@ -29,7 +29,7 @@ setup() { # dir, options...
 # and the rate test_bench must reach needs a core: one test per core there. The longest start first (their meson.build priority).
 JOBS=${NSC_TEST_JOBS:-4}
 SAN_JOBS=${NSC_SAN_TEST_JOBS:-2}
-# ninja's lines from meson test building what the selected tests need
+# ninja's lines from meson test building what the TSan pass needs
 quiet_ninja() { grep --line-buffered -v -e '^\[[0-9]*/[0-9]*\] ' -e '^ninja: '; }
 setup build
 ninja -C build >/dev/null
@@ -37,14 +37,17 @@ ninja -C build >/dev/null
 # through the same commands, with the sanitizers watching.
 meson test -C build --print-errorlogs --num-processes "$JOBS" --no-suite fuzz
 echo "== ASan + UBSan"
-# The sanitizer trees build only what their tests need (meson test builds
-# the selected tests' dependencies). The suite `scripts` runs no code of
-# ours compiled (Python over files, promtool): nothing for a sanitizer.
+# The suite `scripts` runs no code of ours compiled (Python over files,
+# promtool): nothing for a sanitizer. The whole tree is built: test_cli_help
+# installs it.
 setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dgpu=disabled
+ninja -C build-asan >/dev/null
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --print-errorlogs --num-processes "$SAN_JOBS" --no-suite stress \
-    --no-suite scripts | quiet_ninja
+    --no-suite scripts
 echo "== TSan (stress suite)"
+# Only what the stress suite runs is built: meson test builds the selected
+# tests' dependencies (their meson.build `depends`).
 setup build-tsan -Db_sanitize=thread -Db_lundef=false -Dgpu=disabled
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --num-processes "$SAN_JOBS" \
     --suite stress | quiet_ninja

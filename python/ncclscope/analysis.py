@@ -392,15 +392,11 @@ def _stat_rows(part):
     }, index=part.index)
 
 
-def _bus_factor(op, n):
-    """nccl-tests' bus factor, as nccl/op_rules.h (nsc_op_bus_factor) gives it."""
-    if n <= 0:
-        return 1.0
-    if op == "AllReduce":
-        return 2.0 * (n - 1) / n
-    if op in ("AllGather", "ReduceScatter", "AlltoAll", "Gather", "Scatter"):
-        return (n - 1) / n
-    return 1.0
+def _bus_factor(op, p2p, n):
+    """nccl-tests' bus factor: nccl/op_rules.h's nsc_op_bus_factor itself,
+    through the C extension, so that stats() and ncclscope stats apply one
+    rule."""
+    return _c.bus_factor(op, bool(p2p), int(n))
 
 
 def _lost(drops):
@@ -611,7 +607,7 @@ def _rows_finish(long):
         host_only = gpu_n == 0
         none = host_only and not done_n
         avg = float(a["bytes"]) / ops_n if ops_n else 0.0
-        bf = _bus_factor(op, nranks)
+        bf = _bus_factor(op, p2p, nranks)
         # stats_model.c numbers(): bandwidth from the transfer time where every
         # rank-operation has one, else GPU time, else host time of the
         # operations with a completion; none has one: None (no data moves

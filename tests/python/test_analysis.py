@@ -237,6 +237,58 @@ def test_pandas(tmp):
     return ops
 
 
+# nccl-tests' bus factors (its src/<coll>.cu, *GetBw), written out here as
+# the reference both sides must give; anything else (Broadcast, Reduce,
+# Send, Recv, a name NCCL adds later) moves its bytes once: 1.
+NCCL_TESTS_BUS = {
+    "AllReduce": lambda n: 2.0 * (n - 1) / n,
+    "AllGather": lambda n: (n - 1) / n,
+    "ReduceScatter": lambda n: (n - 1) / n,
+    "AlltoAll": lambda n: (n - 1) / n,
+    "Gather": lambda n: (n - 1) / n,
+    "Scatter": lambda n: (n - 1) / n,
+}
+
+
+def test_bus_factor(ops):
+    """One bus factor: the analysis' is nccl/op_rules.h's nsc_op_bus_factor
+    (ncclscope._analysis.bus_factor), for every function NCCL has, Send and
+    Recv and AlltoAll among them, collective or point-to-point, any comm
+    size; and stats() takes its busbw from it."""
+    funcs = ["AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "Gather", "Scatter",
+             "Broadcast", "Reduce", "Send", "Recv", "SomeNewCollective", None]
+    n_checked = 0
+    for f in funcs:
+        for p2p in (False, True):
+            for n in (0, 1, 2, 3, 4, 8, 1024):
+                want = 1.0 if p2p or n <= 0 or f not in NCCL_TESTS_BUS else NCCL_TESTS_BUS[f](n)
+                c = A._c.bus_factor(f, p2p, n)
+                py = A._bus_factor(f, p2p, n)
+                check(c == py and abs(c - want) < 1e-12,
+                      "bus factor of %s (p2p %s, %d ranks): analysis %r, C %r, nccl-tests %r"
+                      % (f, p2p, n, py, c, want))
+                n_checked += 1
+    # stats()' busbw goes through that binding: a different C answer
+    # changes it (a copy of the rule in Python would not notice)
+    drops = A.drops(JOB)
+    before = A.stats(ops, drops, files=4)["rows"]
+    real = A._c.bus_factor
+    A._c.bus_factor = lambda f, p2p, n: 2.0 * real(f, p2p, n)
+    try:
+        after = A.stats(ops, drops, files=4)["rows"]
+    finally:
+        A._c.bus_factor = real
+    pairs = [(b["busbw_GBps"], a["busbw_GBps"]) for b, a in zip(before, after) if b["busbw_GBps"]]
+    # (rounded to 3 decimals, as stats --json prints them)
+    check(len(before) == len(after) and pairs and any(b > 1 for b, _ in pairs) and
+          all(abs(a - 2 * b) <= 0.002 for b, a in pairs),
+          "stats() busbw follows ncclscope._analysis.bus_factor: %s" % pairs)
+    check({r["op"] for r in before} >= {"AllReduce", "AllGather"}, "the job's functions: %s"
+          % sorted({r["op"] for r in before}))
+    print("ok: bus factor: %d cases equal to nsc_op_bus_factor and nccl-tests'; stats() uses it on %d rows"
+          % (n_checked, len(pairs)))
+
+
 def test_damage(tmp, client=None):
     where = "dask" if client else "pandas"
     job, victim = damaged_job(tmp, "damaged-" + where)
@@ -802,6 +854,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="nsc-analysis-")
     try:
         ops = test_pandas(tmp)
+        test_bus_factor(ops)
         test_damage(tmp)
         test_export(tmp, ops)
         test_hangs(tmp)

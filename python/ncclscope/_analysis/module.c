@@ -16,6 +16,7 @@
 
 #include "hang.h"
 #include "hang_model.h"
+#include "op_rules.h"
 #include "ops_table.h"
 
 static PyObject *table_dict(const struct nsc_ot_table *t) {
@@ -369,6 +370,18 @@ static PyObject *py_schema(PyObject *self, PyObject *args) {
     return d;
 }
 
+/* bus_factor(func, is_p2p, nranks) -> nccl-tests' bus factor, the rule of
+ * nccl/op_rules.h (nsc_op_bus_factor) that stats, report and live metrics
+ * apply: busbw = algbw x this. func None: an unnamed operation (1). */
+static PyObject *py_bus_factor(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *func;
+    int is_p2p, nranks;
+    if (!PyArg_ParseTuple(args, "zpi", &func, &is_p2p, &nranks))
+        return NULL;
+    return PyFloat_FromDouble(nsc_op_bus_factor(func, is_p2p, nranks));
+}
+
 static PyMethodDef methods[] = {
     {"read", py_read, METH_VARARGS, "read(path, file_index, shift_ns, want) -> tables as buffers"},
     {"job_shifts", py_job_shifts, METH_VARARGS,
@@ -380,6 +393,8 @@ static PyMethodDef methods[] = {
      "hang_pick([(proc, enqueue_ns, seq, func)]) -> the row of the stuck collective a comm hangs at"},
     {"hang_order", py_hang_order, METH_VARARGS,
      "hang_order(nentries, [(entry, proc, enqueue_ns, rank)]) -> [(entry, behind, ranks)], roots first"},
+    {"bus_factor", py_bus_factor, METH_VARARGS,
+     "bus_factor(func, is_p2p, nranks) -> nccl-tests' bus factor (nccl/op_rules.h)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_analysis",
