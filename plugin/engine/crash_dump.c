@@ -42,7 +42,8 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * raise, getpid, gettid, nanosleep,
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
- * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
+ * uncompressed, each with its payload's checksum (the chunks stay the zstd
+ * frames they are): STRINGS, COMMS
  * (the recent descriptions), the kept chunks with their anchors, the chunk
  * jobs not kept yet (their packed bytes), the records still in the rings
  * (packed by the handler: nsc_pack_record is a pure function), END.
@@ -53,7 +54,7 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * forked child (its pid is not the session's) writes nothing: the window
  * is its parent's. Checked by reading every function the handler reaches
  * (crash_*, nsc_strings_encode, nsc_intern_text, nsc_flight_each/freeze,
- * nsc_header_check, nsc_clock_anchor, nsc_thread_count/at,
+ * nsc_header_check, nsc_payload_check, nsc_clock_anchor, nsc_thread_count/at,
  * ring_readable/slot, nsc_pack_reset/record) and by tests/cli/test_flight.py
  * and test_crash_dump.py. */
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
@@ -102,17 +103,28 @@ static int out_bytes(struct crash_out *o, const void *p, size_t n) {
     return 0;
 }
 
+/* One block. A payload stored raw (every one but the kept chunks, whose
+ * zstd frames carry their own checksum) ends with its FNV-1a
+ * (NSC_BLK_F_SUM): a flipped bit in a dump's records is damage the reader
+ * reports, not an event that changed. */
 static int crash_block(struct crash_out *o, uint32_t *seq, uint16_t type, uint16_t flags,
                        const void *payload, size_t stored, size_t raw_len) {
+    int sum = !(flags & NSC_BLK_F_ZSTD);
+    uint32_t check = 0;
+    if (sum) {
+        flags |= NSC_BLK_F_SUM;
+        check = nsc_payload_check(NSC_PAYLOAD_CHECK_SEED, payload, stored);
+    }
     struct nsc_block_header h;
     h.magic = NSC_BLOCK_MAGIC;
     h.type = type;
     h.flags = flags;
-    h.stored_len = (uint32_t)stored;
+    h.stored_len = (uint32_t)(stored + (sum ? NSC_BLK_SUM_BYTES : 0));
     h.raw_len = (uint32_t)raw_len;
     h.seq = (*seq)++;
     h.check = nsc_header_check(&h);
-    if (out_bytes(o, &h, sizeof(h)) || (stored && out_bytes(o, payload, stored)))
+    if (out_bytes(o, &h, sizeof(h)) || (stored && out_bytes(o, payload, stored)) ||
+        (sum && out_bytes(o, &check, sizeof(check))))
         return -1;
     /* RELEASE: the block's bytes before the length that lets the writer
      * take them (it writes whole blocks only, should we never finish) */
