@@ -18,6 +18,7 @@ static const char *const names[NSC_E_COUNT] = {
     [NSC_E_USAGE] = "usage error",
     [NSC_E_NOMEM] = "out of memory",
     [NSC_E_PLUGIN] = "plugin error",
+    [NSC_E_CHECKSUM] = "damaged block payload",
 };
 
 const char *nsc_result_str(enum nsc_result r) {

@@ -19,7 +19,8 @@ enum nsc_result {
     NSC_E_USAGE = 9,           /* bad command line */
     NSC_E_NOMEM = 10,
     NSC_E_PLUGIN = 11,         /* a plugin could not be loaded */
-    NSC_E_COUNT = 12
+    NSC_E_CHECKSUM = 12,       /* a raw payload that does not match its checksum (NSC_BLK_F_SUM) */
+    NSC_E_COUNT = 13
 };
 
 const char *nsc_result_str(enum nsc_result r);

@@ -6,7 +6,8 @@
  *
  *   file   := file_header block*
  *   block  := block_header payload            (payload: zstd frame with checksum
- *                                              when NSC_BLK_F_ZSTD, raw otherwise)
+ *                                              when NSC_BLK_F_ZSTD, raw otherwise,
+ *                                              then its FNV-1a when NSC_BLK_F_SUM)
  *
  * Every block is self-delimiting and independently decodable, and the
  * plugin writes each one with a single write(2), so a process killed at any
@@ -51,6 +52,12 @@ enum nsc_block_type {
 };
 
 #define NSC_BLK_F_ZSTD 0x1
+/* The payload is stored raw and ends with 4 bytes more: FNV-1a 32
+ * (nsc_payload_check) of the raw_len bytes before them, so stored_len is
+ * raw_len + 4. For blocks that have no zstd frame (whose content checksum
+ * protects the others): the crash dump's. Never with NSC_BLK_F_ZSTD. */
+#define NSC_BLK_F_SUM 0x2
+#define NSC_BLK_SUM_BYTES 4u
 
 struct nsc_block_header {
     uint32_t magic;      /* NSC_BLOCK_MAGIC */
@@ -72,6 +79,18 @@ static inline uint32_t nsc_header_check(const struct nsc_block_header *h) {
     const unsigned char *p = (const unsigned char *)h;
     uint32_t x = 2166136261u;
     for (size_t i = 0; i < offsetof(struct nsc_block_header, check); i++)
+        x = (x ^ p[i]) * 16777619u;
+    return x;
+}
+
+/* FNV-1a 32 of a payload, in pieces: x starts at NSC_PAYLOAD_CHECK_SEED.
+ * Each step is a bijection of the state for a given byte, so a change
+ * confined to one byte (any single bit flip) always changes the result.
+ * A pure function: a signal handler may call it. */
+#define NSC_PAYLOAD_CHECK_SEED 2166136261u
+static inline uint32_t nsc_payload_check(uint32_t x, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++)
         x = (x ^ p[i]) * 16777619u;
     return x;
 }

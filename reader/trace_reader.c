@@ -156,7 +156,8 @@ static int grow(unsigned char **p, size_t *cap, size_t need) {
 static int header_ok(const struct nsc_block_header *h) {
     return h->magic == NSC_BLOCK_MAGIC && h->check == nsc_header_check(h) && h->type >= 1 &&
            h->type <= NSC_BLK_TYPE_MAX && h->raw_len <= NSC_BLOCK_MAX_RAW &&
-           h->stored_len <= NSC_BLOCK_MAX_RAW + 1024 && (h->flags & ~NSC_BLK_F_ZSTD) == 0;
+           h->stored_len <= NSC_BLOCK_MAX_RAW + 1024 &&
+           (h->flags == 0 || h->flags == NSC_BLK_F_ZSTD || h->flags == NSC_BLK_F_SUM);
 }
 
 /* Scans forward from `from` for the next plausible block header. Returns its
@@ -232,6 +233,25 @@ int nsc_reader_next(struct nsc_reader *r, struct nsc_block *b) {
                         h.seq, h.type, h.raw_len, n);
         data = r->raw;
         len = n;
+    } else if (h.flags & NSC_BLK_F_SUM) {
+        if ((uint64_t)h.raw_len + NSC_BLK_SUM_BYTES != h.stored_len)
+            return fail(r, NSC_E_BAD_BLOCK, off,
+                        "block %u (type %u): a checksummed block stores raw + %u bytes, "
+                        "found raw %u, stored %u",
+                        h.seq, h.type, NSC_BLK_SUM_BYTES, h.raw_len, h.stored_len);
+        uint32_t want;
+        memcpy(&want, r->stored + h.raw_len, sizeof(want));
+        uint32_t got_sum = nsc_payload_check(NSC_PAYLOAD_CHECK_SEED, r->stored, h.raw_len);
+        if (got_sum != want) {
+            /* the block was there, only its payload is damaged: one report,
+             * not a second one for the sequence gap it would leave */
+            r->next_seq = h.seq + 1;
+            return fail(r, NSC_E_CHECKSUM, off,
+                        "block %u (type %u): payload checksum 0x%08x, the block says 0x%08x "
+                        "(FNV-1a of its %u bytes); block skipped",
+                        h.seq, h.type, got_sum, want, h.raw_len);
+        }
+        len = h.raw_len;
     } else if (h.raw_len != h.stored_len) {
         return fail(r, NSC_E_BAD_BLOCK, off, "uncompressed block with raw %u != stored %u",
                     h.raw_len, h.stored_len);

@@ -145,9 +145,11 @@ static void grid_fit(struct rep *r, int g, uint64_t lo, uint64_t hi) {
     uint64_t w = r->width[g], shift = 0;
     for (;;) {
         m++;
+        if (r->width[g] > (UINT64_MAX >> m)) /* wider than the clock: keep what fits */
+            return;
         w = r->width[g] << m;
         shift = lo < r->origin[g] ? (r->origin[g] - lo + w - 1) / w : 0;
-        if (shift <= r->origin[g] / w && shift + (uint64_t)((NB - 1) >> m) < NB &&
+        if (shift <= r->origin[g] / w && shift + ((uint64_t)(NB - 1) >> m) < NB &&
             r->origin[g] - shift * w + (uint64_t)NB * w >= end)
             break;
         if (m > 40) /* a span past hours of ns: keep what fits */
@@ -161,7 +163,7 @@ static void grid_fit(struct rep *r, int g, uint64_t lo, uint64_t hi) {
         memset(tmp, 0, sizeof(tmp));
         for (int i = 0; i < NB; i++)
             for (int o = 0; o < NOPS; o++)
-                tmp[(shift + (uint64_t)(i >> m)) * NOPS + (uint64_t)o] += b[i * NOPS + o];
+                tmp[(shift + ((uint64_t)i >> m)) * NOPS + (uint64_t)o] += b[i * NOPS + o];
         memcpy(b, tmp, sizeof(tmp));
     }
     r->origin[g] -= shift * w;
@@ -368,9 +370,10 @@ static int make_lanes(struct rep *r, struct lane *lanes) {
 
 static int cmp_lane(const void *x, const void *y) {
     const struct lane *a = x, *b = y;
+    /* compared, not subtracted: a damaged trace's rank may be INT_MIN */
     if (a->rank != b->rank)
-        return a->rank - b->rank;
-    return a->file - b->file;
+        return a->rank < b->rank ? -1 : 1;
+    return (a->file > b->file) - (a->file < b->file);
 }
 
 /* ---- the overview: GPU time per rank, binned ---- */

@@ -43,10 +43,12 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * raise, getpid, gettid, nanosleep,
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
- * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
+ * uncompressed, each with its payload's checksum (the chunks stay the zstd
+ * frames they are): STRINGS, COMMS
  * (the recent descriptions), the kept chunks with their anchors, the chunk
  * jobs not kept yet (their packed bytes), the records still in the rings
- * (packed by the handler: nsc_pack_record is a pure function), END.
+ * (packed by the handler: nsc_pack_record is a pure function), STATS
+ * (the counters as they stand: atomics), END.
  * One dump per process: a second thread that faults while the first dumps
  * waits for it (at most CRASH_WAIT_MS) and then meets its previous
  * handler, so the process does not end with the dump cut mid-block; a
@@ -54,8 +56,10 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * forked child (its pid is not the session's) writes nothing: the window
  * is its parent's. Checked by reading every function the handler reaches
  * (crash_*, nsc_strings_encode, nsc_intern_text, nsc_flight_each/freeze,
- * nsc_header_check, nsc_clock_anchor, nsc_thread_count/at,
- * ring_readable/slot, nsc_pack_reset/record) and by tests/cli/test_flight.py
+ * nsc_header_check, nsc_payload_check, nsc_clock_anchor, nsc_thread_count/at,
+ * ring_readable/slot, nsc_pack_reset/record, eng_stats_header,
+ * eng_thread_stats, nsc_intern_overflows, nsc_comm_overflows,
+ * page_pool_peak, nsc_thread_sentinel) and by tests/cli/test_flight.py
  * and test_crash_dump.py. */
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
 #define NFATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
@@ -66,7 +70,7 @@ static int crash_pid;
 static char crash_dir[1024], crash_path[1280], term_path[1280];
 static size_t term_stem_len; /* term_path up to its suffix: later dumps add -N */
 static unsigned term_dumps;
-static unsigned char crash_buf[65536];
+static _Alignas(8) unsigned char crash_buf[65536]; /* aligned: STATS entries are filled in place */
 static struct nsc_pack_state crash_pack;
 static _Atomic int crash_done;    /* the dump in progress is finished */
 static _Atomic long crash_tid;    /* the thread writing it */
@@ -103,23 +107,83 @@ static int out_bytes(struct crash_out *o, const void *p, size_t n) {
     return 0;
 }
 
-static int crash_block(struct crash_out *o, uint32_t *seq, uint16_t type, uint16_t flags,
-                       const void *payload, size_t stored, size_t raw_len) {
+/* One block, its payload in pieces. A payload stored raw (every one but
+ * the kept chunks, whose zstd frames carry their own checksum) ends with
+ * its FNV-1a (NSC_BLK_F_SUM): a flipped bit in a dump's records is damage
+ * the reader reports, not an event that changed. */
+struct crash_blk {
+    struct crash_out *o;
+    int sum;
+    uint32_t check;
+};
+
+static int blk_begin(struct crash_blk *b, struct crash_out *o, uint32_t *seq, uint16_t type,
+                     uint16_t flags, size_t stored, size_t raw_len) {
+    b->o = o;
+    b->sum = !(flags & NSC_BLK_F_ZSTD);
+    b->check = NSC_PAYLOAD_CHECK_SEED;
     struct nsc_block_header h;
     h.magic = NSC_BLOCK_MAGIC;
     h.type = type;
-    h.flags = flags;
-    h.stored_len = (uint32_t)stored;
+    h.flags = (uint16_t)(flags | (b->sum ? NSC_BLK_F_SUM : 0));
+    h.stored_len = (uint32_t)(stored + (b->sum ? NSC_BLK_SUM_BYTES : 0));
     h.raw_len = (uint32_t)raw_len;
     h.seq = (*seq)++;
     h.check = nsc_header_check(&h);
-    if (out_bytes(o, &h, sizeof(h)) || (stored && out_bytes(o, payload, stored)))
+    return out_bytes(o, &h, sizeof(h));
+}
+
+static int blk_piece(struct crash_blk *b, const void *p, size_t n) {
+    if (!n)
+        return 0;
+    if (b->sum)
+        b->check = nsc_payload_check(b->check, p, n);
+    return out_bytes(b->o, p, n);
+}
+
+static int blk_end(struct crash_blk *b) {
+    if (b->sum && out_bytes(b->o, &b->check, sizeof(b->check)))
         return -1;
     /* RELEASE: the block's bytes before the length that lets the writer
      * take them (it writes whole blocks only, should we never finish) */
-    if (o->a)
-        atomic_store_explicit(&o->a->len, o->pos, memory_order_release);
+    if (b->o->a)
+        atomic_store_explicit(&b->o->a->len, b->o->pos, memory_order_release);
     return 0;
+}
+
+static int crash_block(struct crash_out *o, uint32_t *seq, uint16_t type, uint16_t flags,
+                       const void *payload, size_t stored, size_t raw_len) {
+    struct crash_blk b;
+    if (blk_begin(&b, o, seq, type, flags, stored, raw_len) || blk_piece(&b, payload, stored))
+        return -1;
+    return blk_end(&b);
+}
+
+/* STATS as the counters stand, written in pieces through crash_buf (no
+ * allocation: eng_stats_header and eng_thread_stats read atomics only).
+ * segment 0: a dump is a file of its own; writer_fallback as in the
+ * session's files (the writer could not be started). */
+static int crash_stats(struct engine *f, struct crash_out *o, uint32_t *seq) {
+    uint32_t nt = nsc_thread_count();
+    struct nsc_stats_header sh;
+    eng_stats_header(f, &sh, nt);
+    sh.segment = 0;
+    sh.segments_deleted = 0;
+    sh.bytes_deleted = sh.records_deleted = 0;
+    struct crash_blk b;
+    if (blk_begin(&b, o, seq, NSC_BLK_STATS, 0, nsc_stats_size(nt), nsc_stats_size(nt)) ||
+        blk_piece(&b, &sh, sizeof(sh)))
+        return -1;
+    struct nsc_thread_stats *ts = (struct nsc_thread_stats *)(void *)crash_buf;
+    const uint32_t per = sizeof(crash_buf) / sizeof(*ts);
+    for (uint32_t i = 0; i < nt; i += per) {
+        uint32_t k = nt - i < per ? nt - i : per;
+        for (uint32_t j = 0; j < k; j++)
+            eng_thread_stats(i + j, &ts[j]);
+        if (blk_piece(&b, ts, k * sizeof(*ts)))
+            return -1;
+    }
+    return blk_end(&b);
 }
 
 struct crash_ctx {
@@ -273,6 +337,9 @@ static void crash_dump(struct engine *f, const char *path) {
             left -= take;
         }
     }
+    /* the counters, after the records they count */
+    if (crash_stats(f, &o, &c.seq) != 0)
+        goto out;
     crash_block(&o, &c.seq, NSC_BLK_END, 0, "", 0, 0);
 out:
     if (!o.a) {

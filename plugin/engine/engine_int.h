@@ -201,6 +201,10 @@ int eng_open_file(struct engine *e);
 void eng_session_refresh(struct engine *e);
 /* file_out.c: blocks both modes write (the writing compressor only). */
 void eng_stats_block(struct engine *e);
+/* file_out.c: STATS' header for n threads and thread i's entry, as the
+ * counters stand (async-signal-safe: the crash dump's STATS). */
+void eng_stats_header(const struct engine *e, struct nsc_stats_header *sh, uint32_t n);
+void eng_thread_stats(uint32_t i, struct nsc_thread_stats *ts);
 int eng_write_strings(struct engine *e, uint32_t upto);
 void eng_take_comms(struct engine *e);
 int eng_write_comms(struct engine *e);

@@ -55,14 +55,10 @@ void eng_session_refresh(struct engine *f) {
     f->file_api = s.api_version;
 }
 
-void eng_stats_block(struct engine *f) {
-    uint32_t n = nsc_thread_count();
-    size_t len = nsc_stats_size(n);
-    unsigned char *buf = calloc(1, len);
-    if (!buf)
-        return;
-    struct nsc_stats_header *sh = (struct nsc_stats_header *)buf;
-    struct nsc_thread_stats *ts = (struct nsc_thread_stats *)(sh + 1);
+/* Atomic loads and plain reads only, no call that is not: the crash
+ * handler fills its STATS with these too (crash_dump.c). */
+void eng_stats_header(const struct engine *f, struct nsc_stats_header *sh, uint32_t n) {
+    memset(sh, 0, sizeof(*sh));
     struct nsc_thread *sent = nsc_thread_sentinel();
     sh->nthreads = n;
     sh->header_size = sizeof(*sh);
@@ -84,14 +80,28 @@ void eng_stats_block(struct engine *f) {
     sh->bytes_deleted = f->segs.bytes_deleted;
     sh->records_deleted = f->segs.records_deleted;
     sh->writer_fallback = f->wp.pid == 0;
-    for (uint32_t i = 0; i < n; i++) {
-        struct nsc_thread *t = nsc_thread_at(i);
-        ts[i].thread = i;
-        ts[i].tid = atomic_load_explicit(&t->tid, memory_order_relaxed);
-        ts[i].records = atomic_load_explicit(&t->ring.head, memory_order_relaxed);
-        ts[i].drops_ring = atomic_load_explicit(&t->drops_ring, memory_order_relaxed);
-        ts[i].drops_events = atomic_load_explicit(&t->drops_events, memory_order_relaxed);
-    }
+}
+
+void eng_thread_stats(uint32_t i, struct nsc_thread_stats *ts) {
+    struct nsc_thread *t = nsc_thread_at(i);
+    ts->thread = i;
+    ts->tid = atomic_load_explicit(&t->tid, memory_order_relaxed);
+    ts->records = atomic_load_explicit(&t->ring.head, memory_order_relaxed);
+    ts->drops_ring = atomic_load_explicit(&t->drops_ring, memory_order_relaxed);
+    ts->drops_events = atomic_load_explicit(&t->drops_events, memory_order_relaxed);
+}
+
+void eng_stats_block(struct engine *f) {
+    uint32_t n = nsc_thread_count();
+    size_t len = nsc_stats_size(n);
+    unsigned char *buf = calloc(1, len);
+    if (!buf)
+        return;
+    struct nsc_stats_header *sh = (struct nsc_stats_header *)buf;
+    struct nsc_thread_stats *ts = (struct nsc_thread_stats *)(sh + 1);
+    eng_stats_header(f, sh, n);
+    for (uint32_t i = 0; i < n; i++)
+        eng_thread_stats(i, &ts[i]);
     nsc_writer_block(&f->w, NSC_BLK_STATS, buf, len, 1);
     free(buf);
 }

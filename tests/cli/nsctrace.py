@@ -3,7 +3,8 @@
 for tests that need crafted or damaged traces: where each block is, its
 payload (decompressed through libzstd when it is a zstd frame), and a new
 file made of blocks written back uncompressed (flags 0), which every reader
-accepts."""
+accepts, or uncompressed with their payload's checksum (flags 2, as crash
+dumps store them)."""
 import ctypes
 import ctypes.util
 import struct
@@ -12,6 +13,7 @@ FILE_MAGIC = b"NCCLSCP1"
 BLOCK_MAGIC = 0x4B4C4253
 HDR = struct.Struct("<IHHIIII")  # magic, type, flags, stored, raw, seq, check
 F_ZSTD = 1
+F_SUM = 2  # the payload ends with FNV-1a 32 of the bytes before it
 
 SESSION, COMMS, STRINGS, ANCHOR, CHUNK, STATS, END, PACKED = 1, 2, 3, 4, 5, 6, 7, 8
 STATS_V3 = struct.Struct("<IIQQQQQQQQQiI")  # 88 bytes
@@ -19,11 +21,15 @@ STATS_V2 = struct.Struct("<IIQQQQ")          # 40 bytes
 THREAD_STATS = struct.Struct("<IIQQQ")       # 32 bytes
 
 
-def header_check(first20):
-    x = 2166136261
+def header_check(first20, x=2166136261):
     for c in first20:
         x = ((x ^ c) * 16777619) & 0xFFFFFFFF
     return x
+
+
+def payload_check(data):
+    """NSC_BLK_F_SUM's checksum: FNV-1a 32, as the header's check."""
+    return header_check(data)
 
 
 def block_header(btype, flags, stored, raw, seq):
@@ -82,6 +88,10 @@ def zstd():
 
 def payload(b):
     """A block's raw payload (decompressed); None when libzstd is missing."""
+    if b.flags & F_SUM:
+        if struct.unpack_from("<I", b.stored, len(b.stored) - 4)[0] != payload_check(b.stored[:-4]):
+            raise ValueError("block at %d: payload checksum mismatch" % b.offset)
+        return b.stored[:-4]
     if not b.flags & F_ZSTD:
         return b.stored
     lib = zstd()
@@ -94,8 +104,11 @@ def payload(b):
     return out.raw[:n]
 
 
-def raw_block(btype, data, seq):
-    """A block stored uncompressed."""
+def raw_block(btype, data, seq, checksum=False):
+    """A block stored uncompressed (with its payload's checksum: F_SUM)."""
+    if checksum:
+        return (block_header(btype, F_SUM, len(data) + 4, len(data), seq) + data +
+                struct.pack("<I", payload_check(data)))
     return block_header(btype, 0, len(data), len(data), seq) + data
 
 
@@ -103,9 +116,10 @@ def file_header(version):
     return FILE_MAGIC + struct.pack("<II", version, 16)
 
 
-def rebuild(data, replace=None, version=None):
-    """The file again with every block stored uncompressed; replace(block,
-    raw payload) may return a new payload (or None to keep it). Needs libzstd."""
+def rebuild(data, replace=None, version=None, checksum=False):
+    """The file again with every block stored uncompressed (checksum: each
+    with its payload's checksum, F_SUM); replace(block, raw payload) may
+    return a new payload (or None to keep it). Needs libzstd."""
     ver = version or struct.unpack_from("<I", data, 8)[0]
     out = bytearray(file_header(ver))
     for b in blocks(data):
@@ -116,7 +130,7 @@ def rebuild(data, replace=None, version=None):
             q = replace(b, p)
             if q is not None:
                 p = q
-        out += raw_block(b.type, p, b.seq)
+        out += raw_block(b.type, p, b.seq, checksum)
     return bytes(out)
 
 

@@ -31,6 +31,12 @@
  *   signal_driver --plugin SO --term-app
  *       the application's SIGTERM handler is installed before init; after
  *       SIGTERM it records on and finalizes. Prints "app term N".
+ *   signal_driver --plugin SO --stats-crash
+ *       counters for STATS: a burst of 1,000 events on the main thread (a
+ *       small ring drops some), 7 stops with handles the plugin never gave
+ *       out, 300 events from a second thread (over NCCLSCOPE_MAX_THREADS=1:
+ *       dropped). Prints "ready", waits for a line on stdin (the test takes
+ *       a dump meanwhile: the counters as the process has them), faults.
  * Prints "events N" before any fault.
  */
 #include <dlfcn.h>
@@ -111,7 +117,8 @@ static void *faulter(void *arg) {
 /* 500 events every 5 ms per thread: busy enough that chunks are being
  * packed, compressed and kept at the fault, slow enough that the drainer
  * keeps up on a small machine under a sanitizer (a ring that overflows
- * drops records, counted in STATS, which a crash dump does not carry). */
+ * drops records: counted in the dump's STATS, but missing from the events
+ * the test expects). */
 static void *busy(void *arg) {
     (void)arg;
     struct timespec nap = {0, 5000000};
@@ -134,6 +141,12 @@ static void *control_loop(void *arg) {
     return NULL;
 }
 
+static void *stats_thread(void *arg) {
+    (void)arg;
+    some_events(300);
+    return NULL;
+}
+
 static void on_app_signal(int sig) {
     (void)sig;
     app_calls++;
@@ -149,8 +162,8 @@ int main(int argc, char **argv) {
             sig_name = argv[++i];
         } else if (!strcmp(argv[i], "--two-faults") || !strcmp(argv[i], "--overflow") ||
                    !strcmp(argv[i], "--fork-crash") || !strcmp(argv[i], "--busy-crash") ||
-                   !strcmp(argv[i], "--fork-control") ||
-                   !strcmp(argv[i], "--term-app"))
+                   !strcmp(argv[i], "--fork-control") || !strcmp(argv[i], "--term-app") ||
+                   !strcmp(argv[i], "--stats-crash"))
             mode = argv[i] + 2;
         else {
             fprintf(stderr, "signal_driver: unknown argument %s\n", argv[i]);
@@ -209,6 +222,21 @@ int main(int argc, char **argv) {
         nanosleep(&nap, NULL);
         printf("events %ld\n", atomic_load(&recorded));
         fflush(stdout);
+        *nowhere = 1;
+        return 3;
+    }
+    if (!strcmp(mode, "stats-crash")) {
+        some_events(1000);
+        for (uintptr_t i = 0; i < 7; i++)
+            nsc_host_stop(&host, (void *)((UINT64_C(1) << 55) + i)); /* ids never given out */
+        pthread_t t;
+        pthread_create(&t, NULL, stats_thread, NULL);
+        pthread_join(t, NULL);
+        printf("events %ld\nready\n", atomic_load(&recorded));
+        fflush(stdout);
+        char line[16];
+        while (read(0, line, sizeof(line)) < 0) /* EINTR: the dump signal */
+            ;
         *nowhere = 1;
         return 3;
     }

@@ -4,7 +4,7 @@ a link planted at a dump's name, a dangling dump-all link, two threads
 faulting at once, a forked child's fault, SIGTERM (default action and the
 application's handler), the dump signal chained to the application's
 handler and gone after unload, reserved signals refused, a directory made
-from the first seconds."""
+from the first seconds, a crash dump's STATS (the process's counters)."""
 import os
 import re
 import signal
@@ -216,10 +216,65 @@ def term_app(cli, plugin):
     print("ok: SIGTERM with the application's handler: dump, its handler, recording goes on")
 
 
+def stats_lines(info):
+    """What STATS says, as info prints it: per thread (written, dropped,
+    events lost), drops, losses, strings, comms, invalid calls."""
+    keep = ("dropped ", "lost ", "strings ", "comms lost", "invalid calls", "writer ")
+    out = [l for l in info.splitlines() if l.startswith(keep)]
+    # per thread, what STATS says (not what the file holds: a dump's THREAD
+    # records are not the crash dump's)
+    return out + re.findall(r"  #\d+ tid \d+ .*records in file, (.*)", info)
+
+
+def crash_stats(cli, plugin):
+    """The crash dump's STATS: the counters the process had, as a dump taken
+    just before the fault (the normal path's STATS) says them."""
+    d = tmpdir()
+    env = flight_env(d, NCCLSCOPE_DUMP_SIGNAL="USR2", NCCLSCOPE_RING_KB="4", NCCLSCOPE_MAX_THREADS="1",
+                     NCCLSCOPE_DRAIN_US="100000")
+    p = subprocess.Popen([driver, "--plugin", plugin, "--stats-crash"], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    events = int(re.search(r"events (\d+)", line).group(1))
+    check(p.stdout.readline().strip() == "ready", "the driver did not get ready")
+    time.sleep(0.5)  # drained: nothing moves any more
+    p.send_signal(signal.SIGUSR2)
+    deadline = time.time() + 30
+    while not trace_files(d) and time.time() < deadline:
+        time.sleep(0.05)
+    files = trace_files(d)
+    check(len(files) == 1, "the dump signal's dump: %s" % files)
+    ref = files[0]
+    while time.time() < deadline and "closed cleanly  yes" not in run([cli, "info", ref], ok=(0, 2)).stdout:
+        time.sleep(0.05)
+    p.stdin.write("crash\n")
+    p.stdin.close()
+    p.wait(timeout=60)
+    check(p.returncode == -signal.SIGSEGV, "the job dies of its SIGSEGV: exit %d" % p.returncode)
+    crash = dumps(d, "crash")
+    check(len(crash) == 1, "one crash dump: %s" % trace_files(d))
+    ref_info = run([cli, "info", ref]).stdout
+    crash_info = run([cli, "info", crash[0]]).stdout
+    check("damage          none" in crash_info, crash_info)
+    want, got = stats_lines(ref_info), stats_lines(crash_info)
+    check(want == got, "the crash dump's STATS differ from the process's counters:\n%s\n---\n%s" %
+          ("\n".join(want), "\n".join(got)))
+    m = re.search(r"dropped +(\d+) records \((\d+) from threads over the limit\)", crash_info)
+    check(m and int(m.group(2)) == 600 and int(m.group(1)) > 600,
+          "drops: ring and threads over the limit (600 records):\n%s" % crash_info)
+    check("0 unknown contexts, 7 unknown handles" in crash_info, crash_info)
+    w = re.search(r"#0 tid \d+ \"[^\"]*\": \d+ records in file, (\d+) written, (\d+) dropped", crash_info)
+    # its events' STARTs and STOPs, and the comm's init (and the like)
+    check(w and int(w.group(2)) > 0 and 0 <= int(w.group(1)) + int(w.group(2)) - 2 * (events - 300) < 4,
+          "thread 0: written + dropped = its %d records:\n%s" % (2 * (events - 300), crash_info))
+    print("ok: a crash dump's STATS are the process's counters: %s" % "; ".join(l.strip() for l in got[:3]))
+
+
 def main():
     cli, plugin, _ = env_paths()
-    cases = sys.argv[4:] or ["planted_link", "two_faults", "stack_overflow", "busy_crash", "forked_child", "fork_control", "chained_dump_signal",
-                             "reserved_signal", "term_default", "term_app"]
+    cases = sys.argv[4:] or ["planted_link", "two_faults", "stack_overflow", "busy_crash", "forked_child",
+                             "fork_control", "chained_dump_signal", "reserved_signal", "term_default",
+                             "term_app", "crash_stats"]
     for c in cases:
         fn = globals()[c]
         fn(cli, plugin) if fn.__code__.co_argcount == 2 else fn(plugin)

@@ -5,7 +5,9 @@
  * as a self-contained mutation runner (`fuzz_reader_runner FILE N`) that
  * applies N deterministic mutations (bit flips, truncations, splices,
  * length-field edits) to a valid trace; the test suite runs it under
- * ASan/UBSan in CI.
+ * ASan/UBSan in CI. `fuzz_reader_runner FILE N --sum` first stores every
+ * block of FILE as a crash dump does (uncompressed, ending with its
+ * payload's checksum: NSC_BLK_F_SUM), so the mutations meet that path.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +39,50 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifndef NSC_LIBFUZZER
+/* FILE's blocks again, each stored raw with its payload checksum; NULL
+ * when FILE has damage (the runner wants a valid trace to start from). */
+static uint8_t *with_sums(const uint8_t *data, size_t n, size_t *out_len) {
+    struct nsc_reader r;
+    if (nsc_reader_open_memory(&r, data, n, "seed") != NSC_OK)
+        return NULL;
+    size_t cap = 2 * n + 65536, len = sizeof(struct nsc_file_header);
+    uint8_t *out = malloc(cap);
+    struct nsc_block b;
+    int rc = 0;
+    if (out)
+        memcpy(out, data, len);
+    while (out && (rc = nsc_reader_next(&r, &b)) == 1) {
+        size_t need = len + sizeof(struct nsc_block_header) + b.len + NSC_BLK_SUM_BYTES;
+        if (need > cap) {
+            uint8_t *q = realloc(out, cap = 2 * need);
+            if (!q) {
+                free(out);
+                out = NULL;
+                break;
+            }
+            out = q;
+        }
+        struct nsc_block_header h = {.magic = NSC_BLOCK_MAGIC, .type = b.type,
+                                     .flags = NSC_BLK_F_SUM,
+                                     .stored_len = (uint32_t)(b.len + NSC_BLK_SUM_BYTES),
+                                     .raw_len = (uint32_t)b.len, .seq = b.seq};
+        h.check = nsc_header_check(&h);
+        uint32_t sum = nsc_payload_check(NSC_PAYLOAD_CHECK_SEED, b.data, b.len);
+        memcpy(out + len, &h, sizeof(h));
+        memcpy(out + len + sizeof(h), b.data, b.len);
+        memcpy(out + len + sizeof(h) + b.len, &sum, sizeof(sum));
+        len = need;
+    }
+    if (out && (rc != 0 || r.errors)) {
+        fprintf(stderr, "%s\n", r.err);
+        free(out);
+        out = NULL;
+    }
+    nsc_reader_close(&r);
+    *out_len = len;
+    return out;
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next(void) {
     rng ^= rng << 13;
@@ -46,8 +92,8 @@ static uint64_t next(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s TRACE ITERATIONS\n", argv[0]);
+    if (argc < 3 || (argc > 3 && strcmp(argv[3], "--sum") != 0)) {
+        fprintf(stderr, "usage: %s TRACE ITERATIONS [--sum]\n", argv[0]);
         return 1;
     }
     FILE *f = fopen(argv[1], "rb");
@@ -60,6 +106,26 @@ int main(int argc, char **argv) {
     if (fread(orig, 1, n, f) != n)
         return 1;
     fclose(f);
+    if (argc > 3) {
+        uint8_t *s = with_sums(orig, n, &n);
+        if (!s) {
+            fprintf(stderr, "%s: cannot store its blocks with checksums\n", argv[1]);
+            return 1;
+        }
+        free(orig);
+        free(buf);
+        orig = s;
+        buf = malloc(n + 4096);
+        /* the unmutated file reads clean: every checksum is right */
+        struct nsc_decoder d;
+        struct nsc_decode_ops none = {0};
+        if (nsc_decoder_open_memory(&d, orig, n, "sums") != NSC_OK ||
+            nsc_decoder_run(&d, &none, NULL) != 0) {
+            fprintf(stderr, "%s stored with checksums does not read clean\n", argv[1]);
+            return 1;
+        }
+        nsc_decoder_close(&d);
+    }
     long iters = atol(argv[2]);
     for (long i = 0; i < iters; i++) {
         size_t len = n;

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Mutation fuzzer of the command line: mutants of the traces in tests/data
-(bit flips, flips inside compressed payloads, truncations, duplicated and
-zeroed ranges, huge length fields in block headers, edited header fields
-with a valid check, whole blocks dropped or repeated, and, through libzstd,
-extreme values written into decompressed payloads stored back uncompressed)
+(bit flips, flips inside compressed or checksummed payloads, truncations,
+duplicated and zeroed ranges, huge length fields in block headers, edited
+header fields with a valid check, whole blocks dropped or repeated, and,
+through libzstd, extreme values written into decompressed payloads stored
+back uncompressed, with a valid payload checksum or none; a fifth of the
+mutants start from the trace stored as a crash dump is, every block
+uncompressed with its checksum)
 go through `convert` (JSON and .pftrace), `info`, `stats` (text and --json),
 `report` and `hang --json` (which may also exit 4 or 5). A mutant fails the test when a command crashes, prints a
 sanitizer report, hangs (timeout), exits with anything but 0 or 2, exits 2
@@ -58,13 +61,14 @@ def m_bitflip(rng, b):
 
 
 def m_payload_flip(rng, b):
-    bl = [x for x in T.blocks(bytes(b)) if x.flags & T.F_ZSTD and x.stored_len > 0]
+    bl = [x for x in T.blocks(bytes(b)) if x.flags & (T.F_ZSTD | T.F_SUM) and x.stored_len > 0]
     if not bl:
         return m_bitflip(rng, b)
     x = rng.choice(bl)
     i = x.payload_offset + rng.randrange(x.stored_len)
     b[i] ^= 1 << rng.randrange(8)
-    return b, "flip in compressed block %d (type %d) at %d" % (x.seq, x.type, i)
+    return b, "flip in %s block %d (type %d) at %d" % (
+        "compressed" if x.flags & T.F_ZSTD else "checksummed", x.seq, x.type, i)
 
 
 def m_truncate(rng, b):
@@ -113,7 +117,7 @@ def m_header_field(rng, b):
     if what == "type":
         struct.pack_into("<H", b, x.offset + 4, rng.choice([1, 2, 3, 4, 5, 6, 7, 8, 0, 9]))
     elif what == "flags":
-        struct.pack_into("<H", b, x.offset + 6, rng.choice([0, 1]))
+        struct.pack_into("<H", b, x.offset + 6, rng.choice([0, 1, 2, 3]))
     else:
         struct.pack_into("<I", b, x.offset + 16, rng.choice([0, x.seq + 1, 0xFFFFFFFF, x.seq + 1000]))
     struct.pack_into("<I", b, x.offset + 20, T.header_check(bytes(b[x.offset:x.offset + 20])))
@@ -169,11 +173,12 @@ def m_payload_values(rng, b):
         return bytes(p)
 
     try:
-        out = T.rebuild(data, edit)
+        sums = rng.random() < 0.5  # the values behind a valid payload checksum
+        out = T.rebuild(data, edit, checksum=sums)
     except ValueError:
         return m_bitflip(rng, b)
-    return bytearray(out), "uncompressed; block %d (type %d): %s" % (target.seq, target.type,
-                                                                      ", ".join(desc))
+    return bytearray(out), "uncompressed%s; block %d (type %d): %s" % (
+        " with checksums" if sums else "", target.seq, target.type, ", ".join(desc))
 
 
 # (offset, size) of the fields of each uncompressed-able block payload that
@@ -231,11 +236,12 @@ def m_fields(rng, b):
         return bytes(p)
 
     try:
-        out = T.rebuild(data, edit)
+        sums = rng.random() < 0.5  # the values behind a valid payload checksum
+        out = T.rebuild(data, edit, checksum=sums)
     except ValueError:
         return m_bitflip(rng, b)
-    return bytearray(out), "uncompressed; block %d (type %d): %s" % (target.seq, target.type,
-                                                                      ", ".join(desc) or "as is")
+    return bytearray(out), "uncompressed%s; block %d (type %d): %s" % (
+        " with checksums" if sums else "", target.seq, target.type, ", ".join(desc) or "as is")
 
 
 MUTATIONS = [(m_bitflip, 3), (m_payload_flip, 2), (m_truncate, 2), (m_duplicate, 2), (m_zero, 2),
@@ -248,6 +254,11 @@ def make_mutant(seed, i, files):
     src = rng.choice(files)
     b = bytearray(open(src, "rb").read())
     descs = []
+    # a fifth of the mutants start from the trace stored as crash dumps are:
+    # every block uncompressed with its payload's checksum (F_SUM)
+    if T.zstd() is not None and rng.random() < 0.2:
+        b = bytearray(T.rebuild(bytes(b), checksum=True))
+        descs.append("stored with checksums")
     fns = [f for f, w in MUTATIONS for _ in range(w)]
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
         if not b:

@@ -3,7 +3,8 @@
  * records, a START joined with its EXT), the schema's field visitor, the
  * public reader API (libncclscope's ncclscope_* calls), and damage: a bad
  * block header, garbage between blocks, a sequence gap, a segment longer
- * than its chunk, a cut mid-block and a file that is not a trace. */
+ * than its chunk, a cut mid-block and a file that is not a trace; blocks
+ * with their payload checksum (crash dumps) and every bit flip in them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,10 @@ static void file_header(struct buf *b) {
     put(b, &h, sizeof(h));
 }
 
+/* Blocks as crash dumps store them: raw, ending with the payload's
+ * checksum (NSC_BLK_F_SUM). */
+static int with_sums;
+
 /* Returns the block's offset. */
 static size_t block(struct buf *b, uint16_t type, const void *payload, uint32_t len) {
     size_t at = b->len;
@@ -46,10 +51,18 @@ static size_t block(struct buf *b, uint16_t type, const void *payload, uint32_t 
     h.magic = NSC_BLOCK_MAGIC;
     h.type = type;
     h.stored_len = h.raw_len = len;
+    if (with_sums) {
+        h.flags = NSC_BLK_F_SUM;
+        h.stored_len += NSC_BLK_SUM_BYTES;
+    }
     h.seq = b->seq++;
     h.check = nsc_header_check(&h);
     put(b, &h, sizeof(h));
     put(b, payload, len);
+    if (with_sums) {
+        uint32_t sum = nsc_payload_check(NSC_PAYLOAD_CHECK_SEED, payload, len);
+        put(b, &sum, sizeof(sum));
+    }
     return at;
 }
 
@@ -241,7 +254,7 @@ static struct buf whole(struct offsets *o) {
 struct seen {
     unsigned records, starts, with_ext, errors;
     uint64_t ids[32];
-    char last_error[600];
+    char last_error[600], first_error[600];
     char fields[16][600]; /* per START, "name=value ..." */
 };
 
@@ -289,7 +302,8 @@ static void on_rec(void *ud, struct nsc_decoder *d, uint32_t thread, const struc
 static void on_err(void *ud, struct nsc_decoder *d, const char *msg) {
     (void)d;
     struct seen *s = ud;
-    s->errors++;
+    if (!s->errors++)
+        snprintf(s->first_error, sizeof(s->first_error), "%s", msg);
     snprintf(s->last_error, sizeof(s->last_error), "%s", msg);
 }
 
@@ -538,11 +552,71 @@ static void session_api(void) {
     }
 }
 
+/* Blocks with their payload checksum (crash dumps): the trace reads as
+ * without; every single bit flipped in any payload (its checksum
+ * included) is damage at that block's offset, the block skipped, the rest
+ * read, no sequence gap reported for it; a stored length other than raw + 4
+ * and the flag beside zstd's are damaged headers. */
+static void checksummed(void) {
+    with_sums = 1;
+    struct offsets o;
+    struct buf b = whole(&o);
+    struct seen s;
+    CHECK(decode(&b, &s) == 0 && s.errors == 0 && s.records == 12 && s.with_ext == 3);
+    unsigned flips = 0, silent = 0, misplaced = 0, wrong_count = 0;
+    for (size_t off = sizeof(struct nsc_file_header); off < b.len;) {
+        struct nsc_block_header h;
+        memcpy(&h, b.p + off, sizeof(h));
+        CHECK(h.flags == NSC_BLK_F_SUM && h.stored_len == h.raw_len + NSC_BLK_SUM_BYTES);
+        char want[64];
+        snprintf(want, sizeof(want), "mem.nsc: offset %zu: damaged block payload", off);
+        for (size_t at = 0; at < h.stored_len; at++)
+            for (int bit = 0; bit < 8; bit++) {
+                unsigned char *c = b.p + off + sizeof(h) + at;
+                *c ^= (unsigned char)(1u << bit);
+                int dmg = decode(&b, &s);
+                *c ^= (unsigned char)(1u << bit);
+                flips++;
+                silent += dmg == 0;
+                misplaced += dmg != 1 || strstr(s.last_error, want) == NULL;
+                /* the chunk holds every record; any other block skipped leaves them */
+                wrong_count += s.records != (off == o.chunk ? 0u : 12u);
+            }
+        off += sizeof(h) + h.stored_len;
+    }
+    CHECK(flips > 8000);
+    CHECK(silent == 0);
+    CHECK(misplaced == 0);
+    CHECK(wrong_count == 0);
+
+    /* a stored length other than raw + 4, with a valid header check */
+    struct nsc_block_header h;
+    memcpy(&h, b.p + o.chunk, sizeof(h));
+    struct nsc_block_header e = h;
+    e.raw_len += 1;
+    e.check = nsc_header_check(&e);
+    memcpy(b.p + o.chunk, &e, sizeof(e));
+    CHECK(decode(&b, &s) >= 1 && strstr(s.first_error, "raw + 4") != NULL && s.records == 0);
+    /* the checksum flag beside zstd's: not a header this format writes */
+    e = h;
+    e.flags = NSC_BLK_F_SUM | NSC_BLK_F_ZSTD;
+    e.check = nsc_header_check(&e);
+    memcpy(b.p + o.chunk, &e, sizeof(e));
+    CHECK(decode(&b, &s) >= 1 && strstr(s.first_error, "expected a block header") != NULL &&
+          s.records == 0);
+    free(b.p);
+
+    /* random damage on checksummed blocks: never silent */
+    mutations();
+    with_sums = 0;
+}
+
 int main(void) {
     intact();
     session_api();
     public_api();
     damage();
     mutations();
+    checksummed();
     return check_summary();
 }
