@@ -94,6 +94,18 @@ size_t nsc_hang_encode(unsigned char *buf, const struct nsc_hang_header *h,
     return (size_t)(p - buf);
 }
 
+size_t nsc_hang_encode_suspects(unsigned char *buf, size_t hang_len,
+                                const struct nsc_hang_suspect *s, uint32_t n) {
+    struct nsc_hang_header hh;
+    memcpy(&hh, buf, sizeof(hh));
+    hh.nsuspects = n;
+    hh.suspect_size = n ? (uint16_t)sizeof(*s) : 0;
+    memcpy(buf, &hh, sizeof(hh));
+    if (n)
+        memcpy(buf + hang_len, s, n * sizeof(*s));
+    return hang_len + n * sizeof(*s);
+}
+
 int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const char **why) {
     memset(v, 0, sizeof(*v));
     if (len < sizeof(v->h)) {
@@ -118,6 +130,19 @@ int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const
     v->comms = p;
     v->ops = v->comms + (size_t)h->ncomms * h->comm_size;
     v->proxies = v->ops + (size_t)h->nops * h->op_size;
+    /* The suspects (after the three arrays; readers before them stop
+     * there): a block that announces some must hold them whole. */
+    if (h->nsuspects) {
+        if (h->suspect_size < sizeof(struct nsc_hang_suspect)) {
+            *why = "hang block: suspect entry size smaller than its first version's";
+            return -1;
+        }
+        if (need + (uint64_t)h->nsuspects * h->suspect_size > len) {
+            *why = "hang block shorter than its suspects";
+            return -1;
+        }
+        v->suspects = v->proxies + (size_t)h->nproxies * h->proxy_size;
+    }
     return 0;
 }
 
@@ -134,4 +159,9 @@ void nsc_hang_op_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_o
 
 void nsc_hang_proxy_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_proxy *out) {
     memcpy(out, v->proxies + (size_t)k * v->h.proxy_size, sizeof(*out));
+}
+
+void nsc_hang_suspect_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_suspect *out) {
+    memcpy(out, v->suspects + (size_t)k * v->h.suspect_size, sizeof(*out));
+    out->func[sizeof(out->func) - 1] = 0;
 }

@@ -43,6 +43,8 @@ void nsc_engine_observe(const struct nsc_engine_hooks *h) {
         atomic_store_explicit(&eng_hooks.hang_take, h->hang_take, memory_order_release);
     if (h->hang_dump)
         atomic_store_explicit(&eng_hooks.hang_dump, h->hang_dump, memory_order_release);
+    if (h->progress)
+        atomic_store_explicit(&eng_hooks.progress, h->progress, memory_order_release);
 }
 
 void nsc_engine_unobserve(const struct nsc_engine_hooks *h) {
@@ -60,6 +62,8 @@ void nsc_engine_unobserve(const struct nsc_engine_hooks *h) {
         atomic_store_explicit(&eng_hooks.hang_take, NULL, memory_order_release);
     if (h->hang_dump)
         atomic_store_explicit(&eng_hooks.hang_dump, NULL, memory_order_release);
+    if (h->progress)
+        atomic_store_explicit(&eng_hooks.progress, NULL, memory_order_release);
 }
 
 /* Where the trace goes, for init's log line: written before the engine's

@@ -76,7 +76,15 @@ void nsc_engine_nccl_joined(uint32_t api_version, uint32_t event_mask);
  *                (dump: the latest, for a flight dump; else one not written
  *                yet): malloc'd bytes the engine writes and frees, or NULL;
  *   drainer 0 in flight mode: hang_dump, 1 once when the watchdog wants a
- *                flight dump of the job. */
+ *                flight dump of the job;
+ *   drainers:    progress for each Coll START and each comm finalize (the
+ *                hang suspect level's, watch/progress.h), from any drainer
+ *                at once (it synchronises itself); set and cleared at any
+ *                time (ACQUIRE/RELEASE, as the hang members).
+ * hang_take(dump): dump 0, a block not written yet (the watchdog's first,
+ * then the suspect level's; called until NULL); dump 1 the watchdog's
+ * latest, 2 the suspect level's latest (a flight dump writes 2 then 1, so
+ * that a reader taking a file's last HANG block takes the watchdog's). */
 struct nsc_rec;
 struct nsc_comm_info;
 struct nsc_engine_hooks {
@@ -87,6 +95,7 @@ struct nsc_engine_hooks {
     void (*comms)(const struct nsc_comm_info *c, unsigned n);
     unsigned char *(*hang_take)(int dump, size_t *len);
     int (*hang_dump)(void);
+    void (*progress)(const struct nsc_rec *r);
 };
 void nsc_engine_observe(const struct nsc_engine_hooks *h);
 void nsc_engine_unobserve(const struct nsc_engine_hooks *h);
