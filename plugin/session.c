@@ -241,9 +241,10 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
  * metrics), then what they used. Under the session mutex. */
 static void close_session(void) {
     atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
-    nsc_suspect_stop(); /* before the engine, as the watchdog; removes the progress file */
+    nsc_suspect_stop_request(); /* before the engine, as the watchdog; no wait here */
     nsc_watchdog_stop(); /* before the engine: a HANG block it built still reaches the file */
     int joined = nsc_engine_stop();
+    nsc_suspect_stop(); /* its wait ran beside the engine's; the thread removes its file */
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */
     nsc_watchdog_release(); /* the HANG blocks kept (under its lock: a writer left behind is safe) */

@@ -75,6 +75,7 @@ static struct {
     pthread_mutex_t mu;     /* stop_req, done, current[], counters */
     pthread_cond_t cv;      /* CLOCK_MONOTONIC */
     int stop_req, done;
+    struct timespec stop_deadline; /* CLOCK_MONOTONIC, from the stop request */
     char dir[NSC_CONFIG_DIR_MAX + 1], name[200];
     uint32_t seconds, hang_seconds, exit_wait_ms, nrings;
     uint64_t tps;
@@ -681,18 +682,25 @@ static void pin_library(void) {
         dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
-void nsc_suspect_stop(void) {
-    if (!S.running)
+void nsc_suspect_stop_request(void) {
+    if (!S.running || S.stop_req)
         return;
     static const struct nsc_engine_hooks off = {.progress = nsc_prog_record};
     nsc_engine_unobserve(&off);
-    struct timespec dl;
-    deadline_after_ms(&dl, S.exit_wait_ms);
+    deadline_after_ms(&S.stop_deadline, S.exit_wait_ms);
     pthread_mutex_lock(&S.mu);
     S.stop_req = 1;
     pthread_cond_broadcast(&S.cv);
+    pthread_mutex_unlock(&S.mu);
+}
+
+void nsc_suspect_stop(void) {
+    if (!S.running)
+        return;
+    nsc_suspect_stop_request();
+    pthread_mutex_lock(&S.mu);
     while (!S.done)
-        if (pthread_cond_timedwait(&S.cv, &S.mu, &dl) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&S.cv, &S.mu, &S.stop_deadline) == ETIMEDOUT)
             break;
     int done = S.done;
     S.ncurrent = 0;

@@ -21,9 +21,10 @@
  * watchdog.
  *
  * Who calls what:
- *   - nsc_suspect_start/_stop: the session (its mutex), start after the
- *     engine, stop before it (a block built still reaches the file);
- *     stop removes the progress file;
+ *   - nsc_suspect_start/_stop_request/_stop: the session (its mutex),
+ *     start after the engine, the stop request before the engine's stop
+ *     (a block built still reaches the file), the stop after it; the
+ *     thread removes its progress file as it ends;
  *   - nsc_suspect_metrics: the metrics thread (live_metrics.h's extra
  *     series), under this module's mutex for a copy.
  */
@@ -40,6 +41,12 @@
 /* stem: the trace file's <host>-<pid>. Returns 0 (also when off), -1 when
  * the thread could not start (logged; the plugin runs without suspects). */
 int nsc_suspect_start(const struct nsc_config *cfg, const char *stem);
+/* The stop in two steps, so that its wait for a thread in a stalled file
+ * system runs beside the engine's (NCCLSCOPE_EXIT_WAIT_MS once, not
+ * twice): the request (no wait), then the stop, which waits until
+ * NCCLSCOPE_EXIT_WAIT_MS after the request and then leaves the thread
+ * behind (logged). A stop without a request makes its own. */
+void nsc_suspect_stop_request(void);
 void nsc_suspect_stop(void);
 /* The suspects now and the counters, as Prometheus text (metrics thread). */
 void nsc_suspect_metrics(FILE *f, int pid);
