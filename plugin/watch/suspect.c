@@ -479,7 +479,9 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
         pthread_cond_destroy(&nsc_sus.cv);
         return -1;
     }
+    pthread_mutex_lock(&nsc_sus.mu);
     nsc_sus.running = 1;
+    pthread_mutex_unlock(&nsc_sus.mu);
     return 0;
 }
 
@@ -513,8 +515,8 @@ void nsc_suspect_stop(void) {
             break;
     int done = nsc_sus.done;
     nsc_sus.ncurrent = 0;
-    pthread_mutex_unlock(&nsc_sus.mu);
     nsc_sus.running = 0;
+    pthread_mutex_unlock(&nsc_sus.mu);
     if (!done) {
         pin_library();
         nsc_sus.left_behind = 1; /* its memory stays: it still uses it */
@@ -531,6 +533,10 @@ void nsc_suspect_stop(void) {
 void nsc_suspect_metrics(FILE *f, int pid) {
     struct nsc_hang_suspect cur[MAX_SUSPECTS];
     pthread_mutex_lock(&nsc_sus.mu);
+    if (!nsc_sus.running) { /* off (NCCLSCOPE_SUSPECT_SECONDS=0): no series */
+        pthread_mutex_unlock(&nsc_sus.mu);
+        return;
+    }
     uint32_t n = nsc_sus.ncurrent;
     memcpy(cur, nsc_sus.current, n * sizeof(*cur));
     uint64_t wf = nsc_sus.write_failures, rf = nsc_sus.read_failures, lo = nsc_sus.left_out;

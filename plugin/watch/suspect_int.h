@@ -65,7 +65,7 @@ struct fired_key {
 struct suspect_state {
     pthread_t thread;
     int running, left_behind;
-    pthread_mutex_t mu;     /* stop_req, done, current[], counters */
+    pthread_mutex_t mu;     /* stop_req, done, current[], counters; running for the metrics thread */
     pthread_cond_t cv;      /* CLOCK_MONOTONIC */
     int stop_req, done;
     struct timespec stop_deadline; /* CLOCK_MONOTONIC, from the stop request */

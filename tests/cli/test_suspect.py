@@ -202,14 +202,42 @@ def test_healthy(driver):
     print("ok: healthy: every rank at AllReduce/AllGather 9 and idle %d s: no suspect" % (3 * SUSPECT + 3))
 
 
+def test_flight(driver, cli):
+    """Flight mode: the window in memory, dumped on the control file's
+    "dump" (every process): each dump holds its process's latest suspect
+    block, which `hang` shows."""
+    d = tmpdir()
+    procs, t0 = start(driver, d, ["--skip", "2"], {"NCCLSCOPE_MODE": "flight"})
+    errs = ["", "", "", ""]
+    deadline = t0 + SUSPECT + 8
+    while time.time() < deadline and not all(LINE in errs[r] for r in (0, 1, 3)):
+        collect(procs, errs, 0.2)
+    check(all(LINE in errs[r] for r in (0, 1, 3)), "flight mode: suspects logged: %s" % errs)
+    with open(os.path.join(d, "control"), "a") as f:
+        f.write("dump\n")
+    deadline = time.time() + 20
+    while time.time() < deadline and len(trace_files(d)) < 4:
+        collect(procs, errs, 0.2)
+    time.sleep(0.5)
+    stop(procs)
+    check(len(trace_files(d)) == 4, "a dump per process: %s" % os.listdir(d))
+    doc = json.loads(subprocess.run([cli, "hang", d, "--json"], capture_output=True, text=True).stdout)
+    got = sorted((s["rank"], s["op"], s["seq"], s["missing_ranks"]) for s in doc["suspects"])
+    check(got == [(r, "AllReduce", OPS - 1, [2]) for r in (0, 1, 3)], "the dumps' suspects: %s" % doc["suspects"])
+    print("ok: flight mode: the dumps hold the suspects")
+
+
 def test_off(driver):
     d = tmpdir()
     procs, _ = start(driver, d, ["--skip", "2"], {"NCCLSCOPE_SUSPECT_SECONDS": "0"})
     errs = ["", "", "", ""]
     collect(procs, errs, SUSPECT + 3)
     files = os.listdir(d)
+    metrics = prom(d)
     stop(procs)
     check(not any(f.endswith(".progress") for f in files), "off: no progress file: %s" % files)
+    check(len(metrics) == 4 and not any("ncclscope_hang_suspect" in t for t in metrics.values()),
+          "off: no suspect series in the metrics files")
     check(not any(LINE in e for e in errs), "off: no suspect")
     print("ok: off")
 
@@ -239,5 +267,6 @@ if __name__ == "__main__":
     cli, _, _ = env_paths()
     test_hung(driver, cli)
     test_healthy(driver)
+    test_flight(driver, cli)
     test_off(driver)
     test_removed(sys.argv[2])
