@@ -55,7 +55,7 @@ static uint64_t drops_now(void) {
  * table could not follow): a pair counts only once a collective recorded
  * after that moment raised it, a comm is complete only when it began
  * after it. Sets nsc_sus.ok to 0 while a ring waits for the drainer longer than
- * LAG_MS (what is known lags). */
+ * the lag bound (what is known lags). */
 static void check_certainty(uint64_t now) {
     uint64_t d = drops_now(), u = nsc_prog_unfollowed();
     int coll_on = (nsc_ctl_recording() >> NSC_ET_COLL) & 1;
@@ -79,7 +79,7 @@ static void check_certainty(uint64_t now) {
         if (!nsc_sus.lag_since[i] || nsc_sus.lag_tail[i] != tail) {
             nsc_sus.lag_tail[i] = tail;
             nsc_sus.lag_since[i] = now;
-        } else if (now - nsc_sus.lag_since[i] > nsc_sus.tps * LAG_MS / 1000) {
+        } else if (now - nsc_sus.lag_since[i] > nsc_sus.lag_ticks) {
             nsc_sus.ok = 0;
         }
     }
@@ -320,8 +320,8 @@ static void pass(void) {
         memcpy(nsc_sus.rbuf, nsc_sus.text, len + 1);
         int parsed = nsc_pf_parse(nsc_sus.rbuf, &h, sus_stage_entry, NULL) == 0;
         sus_stage_trim();
-        if (parsed && now > nsc_sus.tps * LAG_MS / 1000)
-            sus_compare(now - nsc_sus.tps * LAG_MS / 1000);
+        if (parsed && now > nsc_sus.lag_ticks)
+            sus_compare(now - nsc_sus.lag_ticks);
         sus_list_peers(&left, &rfail);
         sus_read_peers(&rfail);
     }
@@ -437,6 +437,9 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
     nsc_sus.hang_seconds = cfg->hang_seconds;
     nsc_sus.exit_wait_ms = cfg->exit_wait_ms;
     nsc_sus.tps = nsc_clock_ticks_per_sec();
+    /* LAG_MS past the drainer's own sleeps (NCCLSCOPE_DRAIN_US, up to an
+     * hour): a slow drain pace set on purpose is not a lag */
+    nsc_sus.lag_ticks = nsc_sus.tps * LAG_MS / 1000 + nsc_sus.tps * 2 * (uint64_t)cfg->drain_us / 1000000;
     nsc_sus.nrings = cfg->max_threads;
     nsc_sus.pairs = malloc(NSC_PROG_PAIRS * sizeof(*nsc_sus.pairs));
     nsc_sus.infos = malloc(FILE_COMMS * sizeof(*nsc_sus.infos));

@@ -28,7 +28,8 @@
 #define FRESH_S 5
 /* A ring holding records the drainer has not taken for this long: what
  * this process knows lags what it enqueued (a frozen disk blocks the
- * drainer), so its file says ok 0 and its own ranks are not compared. */
+ * drainer), so its file says ok 0 and its own ranks are not compared.
+ * Plus twice NCCLSCOPE_DRAIN_US, the drainer's sleep. */
 #define LAG_MS 1000
 #define FILE_COMMS 1024   /* comms in this process's file (the first slots) */
 #define STAGE_MAX 8192    /* lines of one progress file used */
@@ -71,7 +72,7 @@ struct suspect_state {
     struct timespec stop_deadline; /* CLOCK_MONOTONIC, from the stop request */
     char dir[NSC_CONFIG_DIR_MAX + 1], name[200];
     uint32_t seconds, hang_seconds, exit_wait_ms, nrings;
-    uint64_t tps;
+    uint64_t tps, lag_ticks; /* lag_ticks: a ring waiting this long for the drainer lags */
     /* the thread's own memory, made at start */
     struct nsc_prog_pair *pairs;
     struct nsc_comm_info *infos;
