@@ -202,6 +202,40 @@ def test_healthy(driver):
     print("ok: healthy: every rank at AllReduce/AllGather 9 and idle %d s: no suspect" % (3 * SUSPECT + 3))
 
 
+def progress_texts(d):
+    return {f: open(os.path.join(d, f)).read() for f in os.listdir(d)
+            if f.endswith(".progress") and not f.startswith(".")}
+
+
+def test_recording_gap(driver):
+    """While Coll is not recorded (the control file's stop) a process's file
+    says ok 0 and lists nothing; after start, a function counts again only
+    once a collective recorded after the gap raised it, and a comm is not
+    complete: nothing it may have missed reads as "never entered"."""
+    d = tmpdir()
+    procs, _ = start(driver, d, ["--healthy"], {})
+    errs = ["", "", "", ""]
+    collect(procs, errs, 1.5)
+    before = progress_texts(d)
+    with open(os.path.join(d, "control"), "a") as f:
+        f.write("stop\n")
+    collect(procs, errs, 2.5)
+    stopped = progress_texts(d)
+    with open(os.path.join(d, "control"), "a") as f:
+        f.write("start\n")
+    collect(procs, errs, 2.5)
+    after = progress_texts(d)
+    stop(procs)
+    check(len(before) == 4 and all("\nok 1\nc %s " % JOB in t and "f AllReduce 9\n" in t for t in before.values()),
+          "before: %s" % before)
+    check(len(stopped) == 4 and all(re.match(r"ncclscope-progress 1\ngen \d+\nok 0\nend\n$", t)
+                                    for t in stopped.values()), "stopped: %s" % stopped)
+    check(len(after) == 4 and all(re.search(r"\nok 1\nc %s \d 4 0\n(c [0-9a-f]+ \d 2 0\n)?end\n$" % JOB, t)
+                                  for t in after.values()), "after start: %s" % after)
+    check(not any(LINE in e for e in errs), "no suspect: %s" % errs)
+    print("ok: a gap in recording: ok 0, then nothing that could have been missed")
+
+
 def test_flight(driver, cli):
     """Flight mode: the window in memory, dumped on the control file's
     "dump" (every process): each dump holds its process's latest suspect
@@ -267,6 +301,7 @@ if __name__ == "__main__":
     cli, _, _ = env_paths()
     test_hung(driver, cli)
     test_healthy(driver)
+    test_recording_gap(driver)
     test_flight(driver, cli)
     test_off(driver)
     test_removed(sys.argv[2])
