@@ -261,6 +261,33 @@ def test_flight(driver, cli):
     print("ok: flight mode: the dumps hold the suspects")
 
 
+def test_two_ranks(wdriver):
+    """One process holding two ranks of a comm (a process driving several
+    GPUs): rank 1 never entered AllReduce 4 of comm 0x5744000c, which rank 0
+    did. This process's own table says so, with no other process's file;
+    the comm where both ranks are at 4 is not suspect."""
+    d = tmpdir()
+    _, plugin, _ = env_paths()
+    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_SUSPECT_SECONDS=str(SUSPECT))
+    for k in ("NCCLSCOPE_EVENTS", "NCCLSCOPE_KERNEL_SAMPLE", "NCCLSCOPE_KERNEL_SAMPLE_MS"):
+        env.pop(k, None)
+    p = subprocess.Popen([wdriver, "--plugin", plugin, "--mode", "two-ranks"], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check(p.stdout.readline().decode().strip() == "stalled", "watchdog_driver two-ranks")
+    err = [""]
+    deadline = time.time() + SUSPECT + 8
+    while time.time() < deadline and LINE not in err[0]:
+        collect([p], err, 0.2)
+    collect([p], err, 2)
+    out, e2 = p.communicate(b"go\n", timeout=30)
+    text = err[0] + e2.decode(errors="replace")
+    lines = [l for l in text.splitlines() if LINE in l]
+    check(len(lines) == 1 and "comm 000000005744000c rank 0: AllReduce seq 4 " in lines[0] and
+          "not entered by rank(s) 1 " in lines[0], "one suspect, rank 0 waiting for rank 1: %s" % text)
+    check(p.returncode == 0, "two-ranks finished: rc %s" % p.returncode)
+    print("ok: two ranks in one process: rank 0 waits for rank 1, from the process's own table")
+
+
 def test_off(driver):
     d = tmpdir()
     procs, _ = start(driver, d, ["--skip", "2"], {"NCCLSCOPE_SUSPECT_SECONDS": "0"})
@@ -304,4 +331,5 @@ if __name__ == "__main__":
     test_recording_gap(driver)
     test_flight(driver, cli)
     test_off(driver)
+    test_two_ranks(sys.argv[2])
     test_removed(sys.argv[2])
