@@ -132,7 +132,8 @@ static size_t build_text(uint32_t npairs, uint32_t ninfo) {
             break;
         n += (size_t)w;
         int full = 0;
-        for (uint32_t k = first_pair(npairs, c->serial); k < npairs && nsc_sus.pairs[k].serial == c->serial; k++) {
+        for (uint32_t k = first_pair(npairs, c->serial);
+             k < npairs && nsc_sus.pairs[k].serial == c->serial; k++) {
             const struct nsc_prog_pair *p = &nsc_sus.pairs[k];
             const char *f = func_text(p->func);
             if (!f || p->ticks <= nsc_sus.uncertain)
@@ -258,7 +259,8 @@ static void pass(void) {
                          nsc_sus.dir, nsc_sus.name, strerror(errno));
         nsc_sus.write_failing = 1;
     } else if (nsc_sus.write_failing) {
-        nsc_log_info("ncclscope: writing the progress file %s/%s works again", nsc_sus.dir, nsc_sus.name);
+        nsc_log_info("ncclscope: writing the progress file %s/%s works again", nsc_sus.dir,
+                     nsc_sus.name);
         nsc_sus.write_failing = 0;
     }
     /* Candidates: pairs of this process's ranks entered SUSPECT_SECONDS ago
@@ -296,7 +298,8 @@ static void pass(void) {
                     else
                         hi = mid;
                 }
-                for (uint32_t k = lo; k < nsc_sus.ncands && nsc_sus.cands[k].p->serial == st.serial; k++) {
+                for (uint32_t k = lo; k < nsc_sus.ncands && nsc_sus.cands[k].p->serial == st.serial;
+                     k++) {
                     nsc_sus.cands[k].st = st;
                     nsc_sus.cands[k].have_st = 1;
                 }
@@ -304,7 +307,7 @@ static void pass(void) {
         for (uint32_t k = 0; k < nsc_sus.ncands; k++) {
             struct cand *c = &nsc_sus.cands[k];
             if (c->have_st && c->st.any_done &&
-                (now - c->st.done_ticks < limit ||
+                (c->st.done_ticks > now || now - c->st.done_ticks < limit ||
                  (c->st.done_etype == NSC_ET_COLL && c->st.done_func == c->p->func &&
                   c->st.done_seq >= c->p->seq)))
                 continue; /* it completed lately, or completed all of this function */
@@ -338,10 +341,11 @@ static void pass(void) {
         uint64_t first = UINT64_MAX;
         uint32_t g = k;
         for (; g < nsc_sus.ncands && nsc_sus.cands[g].p->serial == nsc_sus.cands[k].p->serial; g++) {
-            uint64_t t = nsc_sus.cands[g].nmissing ? nsc_prog_entered_by(nsc_sus.cands[g].p, nsc_sus.cands[g].min_seq) : 0;
+            struct cand *x = &nsc_sus.cands[g];
+            uint64_t t = x->nmissing ? nsc_prog_entered_by(x->p, x->min_seq) : 0;
             if (t && t < first) {
                 first = t;
-                c = &nsc_sus.cands[g];
+                c = x;
             }
         }
         k = g - 1;
@@ -419,7 +423,8 @@ static void free_mem(void) {
     free(nsc_sus.lag_tail);
     free(nsc_sus.lag_since);
     free(nsc_sus.fired_keys);
-    nsc_sus.pairs = NULL, nsc_sus.infos = NULL, nsc_sus.text = nsc_sus.rbuf = NULL, nsc_sus.peers = NULL, nsc_sus.stage = NULL;
+    nsc_sus.pairs = NULL, nsc_sus.infos = NULL, nsc_sus.text = nsc_sus.rbuf = NULL;
+    nsc_sus.peers = NULL, nsc_sus.stage = NULL;
     nsc_sus.cands = NULL, nsc_sus.lag_tail = nsc_sus.lag_since = NULL, nsc_sus.fired_keys = NULL;
 }
 
@@ -439,7 +444,8 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
     nsc_sus.tps = nsc_clock_ticks_per_sec();
     /* LAG_MS past the drainer's own sleeps (NCCLSCOPE_DRAIN_US, up to an
      * hour): a slow drain pace set on purpose is not a lag */
-    nsc_sus.lag_ticks = nsc_sus.tps * LAG_MS / 1000 + nsc_sus.tps * 2 * (uint64_t)cfg->drain_us / 1000000;
+    nsc_sus.lag_ticks =
+        nsc_sus.tps * LAG_MS / 1000 + nsc_sus.tps * 2 * (uint64_t)cfg->drain_us / 1000000;
     nsc_sus.nrings = cfg->max_threads;
     nsc_sus.pairs = malloc(NSC_PROG_PAIRS * sizeof(*nsc_sus.pairs));
     nsc_sus.infos = malloc(FILE_COMMS * sizeof(*nsc_sus.infos));
@@ -467,8 +473,9 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
     static const struct nsc_engine_hooks hooks = {.progress = nsc_prog_record,
                                                   .hang_take = nsc_watchdog_take_block};
     int rc = -1;
-    if (nsc_sus.pairs && nsc_sus.infos && nsc_sus.text && nsc_sus.rbuf && nsc_sus.peers && nsc_sus.stage && nsc_sus.cands && nsc_sus.lag_tail &&
-        nsc_sus.lag_since && nsc_sus.fired_keys) {
+    if (nsc_sus.pairs && nsc_sus.infos && nsc_sus.text && nsc_sus.rbuf && nsc_sus.peers &&
+        nsc_sus.stage && nsc_sus.cands && nsc_sus.lag_tail && nsc_sus.lag_since &&
+        nsc_sus.fired_keys) {
         nsc_engine_observe(&hooks); /* records from now on (engine.h: RELEASE) */
         rc = nsc_bg_thread_start(&nsc_sus.thread, cfg, suspect_main, NULL, "ncclscope-susp");
         if (rc != 0) {
