@@ -176,10 +176,17 @@ struct nsc_stats_header {
     uint64_t bytes_deleted;     /* their bytes */
     uint64_t records_deleted;   /* records they held */
     uint64_t chain_lost;        /* calls the chained plugin got without its handle */
+    /* ---- v3, header_size 128 (the writer process) ---- */
+    uint32_t writer_fallback;   /* 1: the job's own threads wrote this file (the writer
+                                 * process could not be started), so a stalled
+                                 * directory could hold the job's exit; 0: the writer
+                                 * process did (or an older plugin wrote it) */
+    uint32_t reserved;
 };
 #define NSC_STATS_HEADER_V2 40u
 #define NSC_STATS_HEADER_88 88u /* v3 before rotation and chaining */
-_Static_assert(sizeof(struct nsc_stats_header) == 120, "stats header");
+#define NSC_STATS_HEADER_120 120u /* v3 before the writer process */
+_Static_assert(sizeof(struct nsc_stats_header) == 128, "stats header");
 
 /* HANG (v3): what the watchdog saw when it fired. Header, then ncomms
  * nsc_hang_comm, nops nsc_hang_op, nproxies nsc_hang_proxy (each array

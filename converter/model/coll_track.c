@@ -16,7 +16,18 @@ struct op {
     uint32_t thread;
     uint64_t start_ns, stop_ns, end_ns, gpu_start, gpu_end;
     uint32_t children, kch_done;
+    uint64_t order;       /* its START's place among the file's Coll/P2p STARTs */
     int reported;
+    int sampled, inferred, maybe_stuck;
+};
+
+/* A comm's operations that were not sampled and are not known complete
+ * yet, by START order (ids; those reported since, pushed out of the
+ * window, are skipped). At most NSC_TRACK_INFLIGHT: older ones have left
+ * the window already. */
+struct pending {
+    uint64_t *ids;
+    size_t head, n, cap; /* ids[head .. n) */
 };
 
 /* Children (struct nsc_track_child, coll_track.h): a KernelCh or ProxyOp
@@ -44,6 +55,8 @@ struct nsc_coll_track {
     nsc_op_done_fn fn;
     void *ud;
     int kernel;            /* the session recorded KernelCh */
+    uint32_t version;      /* the file's format version (nsc_op_sampled) */
+    uint64_t starts;       /* Coll/P2p STARTs so far */
     /* API v1-v3 (NCCL 2.23-2.26): a Coll's nChannels is NCCL's nMaxChannels,
      * the most it may use, not the channels whose KernelCh will come (2.26
      * spreads a small collective over fewer), and a channel's KernelCh may
@@ -57,6 +70,7 @@ struct nsc_coll_track {
     size_t fifo_head, fifo_len;
     struct nsc_id_map kids; /* id -> struct nsc_track_child */
     struct nsc_id_map early; /* parent id -> struct early */
+    struct nsc_id_map pend;  /* comm serial -> struct pending */
 };
 
 /* NULL when there is none (create 0), or none can be made (create 1: the
@@ -105,11 +119,9 @@ static unsigned op_nch(const struct nsc_coll_track *t, const struct op *o) {
                                           : o->start.u.start.d.coll.nch;
 }
 
-static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_track_child *open,
-                   uint32_t nopen) {
-    if (o->reported)
-        return;
-    o->reported = 1;
+/* What the callback gets of an operation (open: at the end, else NULL). */
+static void describe(const struct nsc_coll_track *t, const struct op *o,
+                     const struct nsc_track_child *open, uint32_t nopen, struct nsc_op_done *dp) {
     const struct nsc_rec *r = &o->start;
     struct nsc_op_done d;
     memset(&d, 0, sizeof(d));
@@ -146,20 +158,84 @@ static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_trac
     d.file_ended = d.at_end && nsc_decoder_ended(t->d);
     d.open = open;
     d.nopen = nopen;
+    d.kernel = t->kernel;
+    d.sampled = o->sampled;
+    d.inferred = o->inferred;
+    d.maybe_stuck = o->maybe_stuck;
+    *dp = d;
+}
+
+static void report(struct nsc_coll_track *t, struct op *o, const struct nsc_track_child *open,
+                   uint32_t nopen) {
+    if (o->reported)
+        return;
+    o->reported = 1;
+    struct nsc_op_done d;
+    describe(t, o, open, nopen, &d);
     t->fn(t->ud, &d);
 }
 
+/* An operation that was not sampled waits for a later one of its comm. */
+static void pending_add(struct nsc_coll_track *t, uint32_t serial, uint64_t id) {
+    struct pending *q = nsc_id_map_insert(&t->pend, serial, NULL);
+    if (!q)
+        return; /* out of memory: it stays unknown (reported at the end) */
+    if (q->n - q->head >= NSC_TRACK_INFLIGHT)
+        q->head++; /* the oldest left the window: reported already */
+    if (q->head && q->head * 2 >= q->n) {
+        memmove(q->ids, q->ids + q->head, (q->n - q->head) * sizeof(*q->ids));
+        q->n -= q->head;
+        q->head = 0;
+    }
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 16;
+        uint64_t *v = realloc(q->ids, cap * sizeof(*v));
+        if (!v)
+            return;
+        q->ids = v;
+        q->cap = cap;
+    }
+    q->ids[q->n++] = id;
+}
+
+/* A sampled operation of comm `serial` whose START was the order-th
+ * completed on the GPU: every operation of the comm enqueued before it
+ * that was not sampled completed before it (NCCL runs a comm's kernels in
+ * enqueue order), reported now, in enqueue order. */
+static void infer_before(struct nsc_coll_track *t, uint32_t serial, uint64_t order) {
+    struct pending *q = nsc_id_map_find(&t->pend, serial);
+    while (q && q->head < q->n) {
+        struct op *o = op_find(t, q->ids[q->head]);
+        if (o && o->order > order)
+            break;
+        q->head++;
+        if (!o || o->reported)
+            continue;
+        o->inferred = 1;
+        report(t, o, NULL, 0);
+        op_remove(t, o);
+        q = nsc_id_map_find(&t->pend, serial); /* maps do not move each other's values */
+    }
+}
+
 /* Done when every channel's kernel finished, or when nothing more can come. */
+/* One that was not sampled waits for a later one of its comm (infer_before). */
 static void maybe_done(struct nsc_coll_track *t, struct op *o) {
-    if (!o->stop_ns || (t->kernel && t->nch_unknown))
+    if (!o->stop_ns || (t->kernel && (t->nch_unknown || !o->sampled)))
         return;
     unsigned nch = op_nch(t, o);
     int done = t->kernel ? (nch ? o->kch_done >= nch : o->children == 0)
                          : !(nsc_dec_session(t->d)->event_mask & (1u << NSC_ET_PROXY_OP));
-    if (done) {
-        report(t, o, NULL, 0);
-        op_remove(t, o);
+    if (!done)
+        return;
+    if (t->kernel && o->kch_done > 0) { /* its kernels ran: those before it did */
+        uint64_t id = o->id;
+        infer_before(t, o->start.h.aux, o->order);
+        if (!(o = op_find(t, id)))
+            return;
     }
+    report(t, o, NULL, 0);
+    op_remove(t, o);
 }
 
 struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, nsc_op_done_fn fn,
@@ -172,15 +248,18 @@ struct nsc_coll_track *nsc_track_new(struct nsc_decoder *d, int64_t shift_ns, ns
     t->fn = fn;
     t->ud = ud;
     t->kernel = (nsc_dec_session(d)->event_mask >> NSC_ET_KERNEL_CH) & 1;
+    t->version = nsc_dec_session(d)->format_version;
     t->nch_unknown = !nsc_op_channels_known((int)nsc_dec_session(d)->api_version);
     int ok = nsc_id_map_init(&t->ops, 1024, sizeof(struct op), NSC_ID_MAP_GROW) == 0;
     ok = nsc_id_map_init(&t->kids, 4096, sizeof(struct nsc_track_child), NSC_ID_MAP_GROW) == 0 && ok;
     ok = nsc_id_map_init(&t->early, 1024, sizeof(struct early), NSC_ID_MAP_GROW) == 0 && ok;
+    ok = nsc_id_map_init(&t->pend, 16, sizeof(struct pending), NSC_ID_MAP_GROW) == 0 && ok;
     t->fifo = calloc(NSC_TRACK_INFLIGHT, sizeof(*t->fifo));
     if (!ok || !t->fifo) {
         nsc_id_map_destroy(&t->ops);
         nsc_id_map_destroy(&t->kids);
         nsc_id_map_destroy(&t->early);
+        nsc_id_map_destroy(&t->pend);
         free(t->fifo);
         free(t);
         return NULL;
@@ -221,6 +300,10 @@ void nsc_track_record(struct nsc_coll_track *t, uint32_t thread, const struct ns
             o->start = *r;
             o->thread = thread;
             o->start_ns = when(t, r->h.ticks);
+            o->order = ++t->starts;
+            o->sampled = nsc_op_sampled(t->version, nsc_dec_session(t->d)->event_mask, r->h.flags);
+            if (t->kernel && !o->sampled)
+                pending_add(t, r->h.aux, o->id);
             struct early *e = early_of(t, o->id, 0);
             if (e) { /* children that were written before this START */
                 o->children = e->children;
@@ -364,8 +447,14 @@ void nsc_track_finish(struct nsc_coll_track *t) {
     if (open)
         qsort(open, nopen, sizeof(*open), cmp_kid_op);
     static const struct nsc_track_child none;
-    /* In start order, so reports come out as they happened. */
-    for (size_t k = 0; k < t->fifo_len; k++) {
+    /* Per operation still in flight (start order): its open children
+     * [first, first + count) in `open`, and whether it is stuck. */
+    struct at_end {
+        size_t first;
+        uint32_t count;
+        int stuck;
+    } *ae = calloc(t->fifo_len + 1, sizeof(*ae));
+    for (size_t k = 0; ae && k < t->fifo_len; k++) {
         struct op *o = op_find(t, t->fifo[(t->fifo_head + k) % NSC_TRACK_INFLIGHT]);
         if (!o)
             continue;
@@ -380,9 +469,49 @@ void nsc_track_finish(struct nsc_coll_track *t) {
         size_t end = lo;
         while (end < nopen && open[end].op_id == o->id)
             end++;
-        report(t, o, end > lo ? open + lo : &none, (uint32_t)(end - lo));
+        ae[k].first = lo;
+        ae[k].count = (uint32_t)(end - lo);
+        struct nsc_op_done d;
+        describe(t, o, end > lo ? open + lo : &none, ae[k].count, &d);
+        d.at_end = 1;
+        ae[k].stuck = nsc_op_stuck(&d);
     }
+    /* Not sampled and not known complete (the ones before the comm's last
+     * completed sampled operation were inferred): may be stuck when a
+     * sampled operation of the same comm enqueued after it is. Backwards,
+     * per comm: "a stuck sampled one comes later". */
+    struct nsc_id_map later;
+    int have_later = ae && t->kernel && nsc_id_map_init(&later, 16, sizeof(uint64_t), NSC_ID_MAP_GROW) == 0;
+    for (size_t k = t->fifo_len; have_later && k-- > 0;) {
+        struct op *o = op_find(t, t->fifo[(t->fifo_head + k) % NSC_TRACK_INFLIGHT]);
+        if (!o)
+            continue;
+        uint64_t seen = 0;
+        nsc_id_map_get_u64(&later, o->start.h.aux, &seen);
+        if (o->sampled && ae[k].stuck && !seen)
+            nsc_id_map_put_u64(&later, o->start.h.aux, 1);
+        else if (!o->sampled && seen)
+            o->maybe_stuck = 1;
+    }
+    if (have_later)
+        nsc_id_map_destroy(&later);
+    /* In start order, so reports come out as they happened. */
+    for (size_t k = 0; k < t->fifo_len; k++) {
+        struct op *o = op_find(t, t->fifo[(t->fifo_head + k) % NSC_TRACK_INFLIGHT]);
+        if (!o)
+            continue;
+        if (!ae) { /* out of memory: without the open children */
+            report(t, o, &none, 0);
+            continue;
+        }
+        report(t, o, ae[k].count ? open + ae[k].first : &none, ae[k].count);
+    }
+    free(ae);
     free(open);
+    struct nsc_id_map_iter pit;
+    for (nsc_id_map_iter_init(&t->pend, &pit); nsc_id_map_next(&t->pend, &pit, &key, &v);)
+        free(((struct pending *)v)->ids);
+    nsc_id_map_destroy(&t->pend);
     nsc_id_map_destroy(&t->ops);
     nsc_id_map_destroy(&t->kids);
     free(t->fifo);

@@ -107,14 +107,17 @@ static struct nsc_hm_pairs *pairs_of(struct nsc_hm_job *j, uint64_t comm, int ra
  * coll_track.h's rule (on 2 x H200, NCCL 2.28.9, counting channels made
  * alltoall's self Send/Recv and the last Recv of sendrecv read as stuck in
  * complete traces). */
-static int is_stuck(const struct nsc_op_done *op, uint32_t mask) {
-    return nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1);
+static int is_stuck(const struct nsc_op_done *op) {
+    return nsc_op_stuck(op);
 }
 
 static void on_op(void *ud, const struct nsc_op_done *op) {
     struct file_run *fr = ud;
     struct nsc_hm_job *j = fr->j;
     j->ops++;
+    j->kernel_ops += op->kernel != 0;
+    j->sampled_ops += op->kernel && op->sampled;
+    j->unknown_ops += op->at_end && nsc_op_completion_unknown(op);
     const char *func = op->func ? op->func : "?";
     if (op->is_p2p) {
         struct nsc_hm_pairs *p = pairs_of(j, op->comm_id, op->rank, func, op->peer);
@@ -126,6 +129,11 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->proc = fr->proc;
             note_enq(s, op->seq, op->start_ns);
             s->unrecorded |= !(fr->mask & (1u << NSC_ET_KERNEL_CH));
+            if (op->at_end && nsc_op_completion_unknown(op) &&
+                (!s->has_unknown || op->seq < s->unknown_min)) {
+                s->unknown_min = op->seq;
+                s->has_unknown = 1;
+            }
             if (!s->n || op->seq < s->min)
                 s->min = op->seq;
             if (!s->n || op->seq > s->max)
@@ -133,11 +141,17 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
             s->n++;
         }
     }
-    if (!op->at_end || !is_stuck(op, fr->mask)) {
+    /* Not sampled: may be stuck, when a later sampled collective of its
+     * comm is; point-to-point operations have their own rule (the peers'
+     * counts), on what is seen stuck. */
+    int maybe = op->at_end && op->maybe_stuck && !op->is_p2p && !is_stuck(op);
+    if (!maybe && (!op->at_end || !is_stuck(op))) {
         /* Completed: a HANG block's operation with this id was not stuck
-         * after all (the watchdog fired, then it went on). */
-        if (!op->is_p2p && (fr->mask & (1u << NSC_ET_KERNEL_CH)) && op->nch &&
-            op->kernel_channels_done >= (uint32_t)op->nch) {
+         * after all (the watchdog fired, then it went on). Inferred: a
+         * later one of its comm completed. */
+        if (!op->is_p2p && ((op->sampled && op->nch &&
+                             op->kernel_channels_done >= (uint32_t)op->nch) ||
+                            op->inferred)) {
             struct nsc_hm_seqs *s = seqs_of(j, op->comm_id, op->rank, func);
             if (s && (!s->has_done || op->seq > s->done_max)) {
                 s->done_max = op->seq;
@@ -160,7 +174,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
                       .is_p2p = op->is_p2p,
                       .peer = op->peer, .nch = op->nch, .seq = op->seq,
                       .start_ns = op->start_ns, .kch_done = op->kernel_channels_done,
-                      .stopped = op->stop_ns != 0, .nopen = op->nopen};
+                      .stopped = op->stop_ns != 0, .nopen = op->nopen, .maybe = maybe};
     snprintf(s.func, sizeof(s.func), "%s", func);
     if (op->nopen && (s.open = malloc(op->nopen * sizeof(*s.open))))
         memcpy(s.open, op->open, op->nopen * sizeof(*s.open));
@@ -457,12 +471,18 @@ static void dedupe_stuck(struct nsc_hm_job *j) {
             continue;
         }
         struct nsc_hm_stuck *t = &j->stuck.v[k];
+        /* The records' enqueue time stays: the rows that only records give
+         * (collectives not sampled, which may be stuck) have it, and the
+         * root is chosen by enqueue order among all of a process's rows. */
+        uint64_t rec_start = !t->watchdog ? t->start_ns : !s->watchdog ? s->start_ns : 0;
         if (s->watchdog || !t->watchdog) {
             free_stuck(t);
             *t = *s;
         } else {
             free_stuck(s);
         }
+        if (rec_start)
+            t->start_ns = rec_start;
     }
     j->stuck.n = n;
 }
@@ -497,6 +517,51 @@ static void drop_overtaken(struct nsc_hm_job *j) {
     }
     j->stuck.n = n;
     free(S);
+}
+
+/* A collective that may be stuck (not sampled) is kept only while a
+ * stuck operation of its comm on its rank is (the sampled one that made it
+ * "maybe" may have been set aside by drop_overtaken). The stuck ones'
+ * (comm, process, rank) sorted once: a big job has many of both. */
+struct hold_key {
+    uint64_t comm, proc;
+    int rank;
+};
+
+static int cmp_hold_key(const void *a, const void *b) {
+    const struct hold_key *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static void drop_lone_maybe(struct nsc_hm_job *j) {
+    size_t nk = 0, nmaybe = 0;
+    for (size_t i = 0; i < j->stuck.n; i++)
+        nmaybe += j->stuck.v[i].maybe != 0;
+    if (!nmaybe)
+        return;
+    struct hold_key *k = malloc((j->stuck.n - nmaybe + 1) * sizeof(*k));
+    if (!k)
+        return; /* the rule unapplied: more may be stuck, nothing is hidden */
+    for (size_t i = 0; i < j->stuck.n; i++)
+        if (!j->stuck.v[i].maybe)
+            k[nk++] = (struct hold_key){j->stuck.v[i].comm, j->stuck.v[i].proc, j->stuck.v[i].rank};
+    qsort(k, nk, sizeof(*k), cmp_hold_key);
+    size_t n = 0;
+    for (size_t i = 0; i < j->stuck.n; i++) {
+        struct nsc_hm_stuck *s = &j->stuck.v[i];
+        struct hold_key key = {s->comm, s->proc, s->rank};
+        if (s->maybe && !bsearch(&key, k, nk, sizeof(*k), cmp_hold_key)) {
+            free_stuck(s);
+            continue;
+        }
+        j->stuck.v[n++] = *s;
+    }
+    j->stuck.n = n;
+    free(k);
 }
 
 /* One file into job *j (a file's own job under -j): its records, its HANG
@@ -549,6 +614,10 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
         for (unsigned r = 0; r < s->nrecent; r++)
             note_enq(q, s->recent[r].seq, s->recent[r].ns);
         q->unrecorded |= s->unrecorded;
+        if (s->has_unknown && (!q->has_unknown || s->unknown_min < q->unknown_min)) {
+            q->unknown_min = s->unknown_min;
+            q->has_unknown = 1;
+        }
         if (s->has_done && (!q->has_done || s->done_max > q->done_max)) {
             q->done_max = s->done_max;
             q->has_done = 1;
@@ -578,6 +647,9 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
     w->unwatched += p->unwatched;
     w->orphans += p->orphans;
     w->unrecorded_files += p->unrecorded_files;
+    w->kernel_ops += p->kernel_ops;
+    w->sampled_ops += p->sampled_ops;
+    w->unknown_ops += p->unknown_ops;
     free(p->members.v);
     free(p->seqs.v);
     free(p->pairs.v);
@@ -622,6 +694,7 @@ void nsc_hm_read(struct nsc_hm_job *j, const char *const *files, int nfiles, int
         read_file(j, files[i], err);
     dedupe_stuck(j);
     drop_overtaken(j);
+    drop_lone_maybe(j);
 }
 
 void nsc_hm_free(struct nsc_hm_job *j) {
@@ -859,6 +932,7 @@ out:
 /* ---- the entries ---- */
 
 static void entry_free(struct nsc_hm_entry *e) {
+    free(e->unknown);
     free(e->missing);
     free(e->done);
     free(e->untraced);
@@ -873,6 +947,124 @@ void nsc_hm_entries_free(struct nsc_hm_entry *e, size_t n) {
 
 static const char *matching(const char *func) {
     return !strcmp(func, "Send") ? "Recv" : !strcmp(func, "Recv") ? "Send" : func;
+}
+
+/* KernelCh sampled: the rank entered (func, seq) and its completion is not
+ * known (not sampled, no later operation of its comm completed). */
+static int completion_unknown(const struct nsc_hm_job *j, uint64_t comm, int rank, const char *func,
+                              uint64_t seq) {
+    for (size_t i = 0; i < j->seqs.n; i++) {
+        const struct nsc_hm_seqs *s = &j->seqs.v[i];
+        if (s->comm == comm && s->rank == rank && !strcmp(s->func, func))
+            return s->has_unknown && s->unknown_min <= seq;
+    }
+    return 0;
+}
+
+/* holds_others per collective (function, seqNumber) of one comm, computed
+ * once: a comm's stuck rows repeat the same few collectives on every rank.
+ * Built at the first question: the comm's seqs entries by (function, rank)
+ * and its traced ranks, so that a job of thousands of ranks and comms asks
+ * each collective in span log n, not span x (members + seqs). */
+struct fact_cache {
+    struct fact {
+        const char *func;
+        uint64_t seq;
+        int holds;
+    } *v;
+    size_t n, cap;
+    int built, failed;
+    const struct nsc_hm_seqs **cs; /* the comm's, by (function, rank) */
+    size_t ncs;
+    int *tr, ntr;                  /* its traced ranks in [0, span), ascending */
+};
+
+static int cmp_seqs_func_rank(const void *a, const void *b) {
+    const struct nsc_hm_seqs *x = *(const struct nsc_hm_seqs *const *)a,
+                             *y = *(const struct nsc_hm_seqs *const *)b;
+    int c = strcmp(x->func, y->func);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static void fact_cache_build(struct fact_cache *c, const struct nsc_hm_job *j, uint64_t comm,
+                             int span) {
+    c->built = 1;
+    size_t ns = 0, nm = 0;
+    for (size_t i = 0; i < j->seqs.n; i++)
+        ns += j->seqs.v[i].comm == comm;
+    for (size_t i = 0; i < j->members.n; i++)
+        nm += j->members.v[i].comm == comm;
+    c->cs = malloc((ns ? ns : 1) * sizeof(*c->cs));
+    c->tr = malloc((nm ? nm : 1) * sizeof(*c->tr));
+    if (!c->cs || !c->tr) {
+        c->failed = 1;
+        return;
+    }
+    for (size_t i = 0; i < j->seqs.n; i++)
+        if (j->seqs.v[i].comm == comm)
+            c->cs[c->ncs++] = &j->seqs.v[i];
+    qsort(c->cs, c->ncs, sizeof(*c->cs), cmp_seqs_func_rank);
+    for (size_t i = 0; i < j->members.n; i++)
+        if (j->members.v[i].comm == comm && j->members.v[i].rank >= 0 && j->members.v[i].rank < span)
+            c->tr[c->ntr++] = j->members.v[i].rank;
+    qsort(c->tr, (size_t)c->ntr, sizeof(int), cmp_int);
+    int n = 0;
+    for (int q = 0; q < c->ntr; q++)
+        if (!n || c->tr[n - 1] != c->tr[q])
+            c->tr[n++] = c->tr[q];
+    c->ntr = n;
+}
+
+/* The first of the comm's seqs entries of func at or after rank (ncs: none). */
+static size_t fact_lower(const struct fact_cache *c, const char *func, int rank) {
+    size_t lo = 0, hi = c->ncs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int k = strcmp(c->cs[mid]->func, func);
+        if (k < 0 || (k == 0 && c->cs[mid]->rank < rank))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* s's collective may hold the comm: no rank was seen to complete it or a
+ * later one of its function (then every rank took part in it: what
+ * drop_overtaken says of one rank, across ranks), and some traced rank
+ * never entered it (nsc_hm_entered's rule). Without memory: no (the rows
+ * that may be stuck count as without sampling). */
+static int holds_others(struct fact_cache *c, const struct nsc_hm_job *j, uint64_t comm, int span,
+                        const struct nsc_hm_stuck *s) {
+    for (size_t k = 0; k < c->n; k++)
+        if (c->v[k].seq == s->seq && !strcmp(c->v[k].func, s->func))
+            return c->v[k].holds;
+    if (!c->built)
+        fact_cache_build(c, j, comm, span);
+    if (c->failed)
+        return 0;
+    int done = 0, never = 0;
+    for (size_t i = fact_lower(c, s->func, INT32_MIN); i < c->ncs && !strcmp(c->cs[i]->func, s->func); i++)
+        done |= c->cs[i]->has_done && c->cs[i]->done_max >= s->seq;
+    for (int q = 0; q < c->ntr && !done && !never; q++) {
+        if (c->tr[q] == s->rank)
+            continue;
+        size_t i = fact_lower(c, s->func, c->tr[q]);
+        const struct nsc_hm_seqs *e = i < c->ncs && !strcmp(c->cs[i]->func, s->func) &&
+                                              c->cs[i]->rank == c->tr[q] ? c->cs[i] : NULL;
+        never = !(e && e->n && s->seq >= e->min && s->seq <= e->max);
+    }
+    int holds = !done && never;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        struct fact *v = realloc(c->v, cap * sizeof(*v));
+        if (!v)
+            return holds; /* not kept: computed again next time */
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = (struct fact){s->func, s->seq, holds};
+    return holds;
 }
 
 /* One stuck communicator's entry, less its cause. 0, or -1 without memory. */
@@ -906,15 +1098,37 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
         free(of);
         return -1;
     }
-    nc = 0;
-    for (size_t i = 0; i < j->stuck.n; i++) {
-        const struct nsc_hm_stuck *s = &j->stuck.v[i];
-        if (s->comm == comm && !s->is_p2p) {
+    /* With KernelCh sampled, the comm's collectives that were not sampled
+     * and may be stuck (behind its last completed one, before a stuck
+     * sampled one) count where a traced rank never entered them: that is
+     * what holds the others (the stuck sampled one waits behind it on the
+     * same stream). Without such a fact they tell nothing, and the stuck
+     * sampled ones are the candidates, as without sampling. */
+    int maybe_root = 0;
+    struct fact_cache fc = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        nc = 0;
+        for (size_t i = 0; i < j->stuck.n; i++) {
+            const struct nsc_hm_stuck *s = &j->stuck.v[i];
+            if (s->comm != comm || s->is_p2p)
+                continue;
+            if (pass == 0) {
+                e->nmaybe += s->maybe != 0;
+                if (s->maybe && !maybe_root && holds_others(&fc, j, comm, span, s))
+                    maybe_root = 1;
+                continue;
+            }
+            if (maybe_root ? !holds_others(&fc, j, comm, span, s) : s->maybe)
+                continue;
             cand[nc] = (struct nsc_hm_cand){s->proc, s->start_ns, s->seq, s->func};
             of[nc++] = s;
         }
     }
     e->target = nc ? of[nsc_hm_pick(cand, nc)] : NULL;
+    e->inferred = e->target && e->target->maybe;
+    free(fc.v);
+    free(fc.cs);
+    free(fc.tr);
     free(cand);
     free(of);
     int cap = span > 0 ? span : 1;
@@ -924,7 +1138,8 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
     e->missing = calloc((size_t)cap, sizeof(int));
     e->done = calloc((size_t)cap, sizeof(int));
     e->untraced = calloc((size_t)cap, sizeof(int));
-    if (!e->missing || !e->done || !e->untraced)
+    e->unknown = calloc((size_t)cap, sizeof(int));
+    if (!e->missing || !e->done || !e->untraced || !e->unknown)
         return -1;
     for (int r = 0; r < nranks; r++)
         if (!nsc_hm_traced(j, comm, r))
@@ -942,10 +1157,12 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
             }
             if (in)
                 continue;
-            if (nsc_hm_entered(j, comm, r, t->func, t->seq))
-                e->done[e->ndone++] = r;
-            else
+            if (!nsc_hm_entered(j, comm, r, t->func, t->seq))
                 e->missing[e->nmissing++] = r;
+            else if (completion_unknown(j, comm, r, t->func, t->seq))
+                e->unknown[e->nunknown++] = r;
+            else
+                e->done[e->ndone++] = r;
         }
         return 0;
     }
@@ -954,7 +1171,7 @@ static int comm_entry(const struct nsc_hm_job *j, uint64_t comm, struct nsc_hm_e
      * toward them. */
     for (size_t i = 0; i < j->stuck.n; i++) {
         const struct nsc_hm_stuck *s = &j->stuck.v[i];
-        if (s->comm != comm)
+        if (s->comm != comm || s->maybe) /* a collective not sampled: no p2p fact */
             continue;
         if (!e->first || s->start_ns < e->first->start_ns)
             e->first = s;
@@ -978,7 +1195,7 @@ static int entry_rows(const struct nsc_hm_stuck *s, const struct nsc_hm_entry *e
     if (s->comm != e->comm)
         return 0;
     if (!e->target)
-        return 1;
+        return !s->maybe;
     return !s->is_p2p && s->seq == e->target->seq && !strcmp(s->func, e->target->func);
 }
 
@@ -1153,7 +1370,11 @@ int nsc_hm_divergences(const struct nsc_hm_job *j, struct nsc_hm_div **outp, siz
         for (size_t q = 0; q < nr; q++)
             if (R[q].last >= 0 && R[q].last >= (point < 0 ? top : point)) {
                 whole &= R[q].min == 0;
-                blind &= R[q].unrecorded;
+                /* completion not seen: no KernelCh, or (KernelCh sampled)
+                 * not known from where it would be decided on */
+                blind &= R[q].unrecorded ||
+                         (R[q].e && R[q].e->has_unknown &&
+                          (long long)R[q].e->unknown_min <= (point < 0 ? top : point));
             }
         if (point < 0 && whole && top >= 0)
             point = 0; /* only ranks with none of it are behind */

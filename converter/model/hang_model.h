@@ -56,6 +56,11 @@ struct nsc_hm_seqs {
     char func[32];
     uint64_t min, max, n;
     int unrecorded; /* a file of this rank records no KernelCh: completion unseen */
+    /* With KernelCh sampled: the lowest seqNumber whose completion is not
+     * known (not sampled, in flight at the end; the ones after it are not
+     * known either: a comm's later completion would have told). */
+    uint64_t unknown_min;
+    int has_unknown;
     /* The highest seqNumber whose every channel's kernel was seen to stop:
      * the ones before it completed too (a comm's collectives run in order
      * on one stream), whatever their own records lack. */
@@ -98,6 +103,10 @@ struct nsc_hm_stuck {
     int kernel_tracked;
     struct nsc_hm_proxy *proxies;
     uint32_t nproxies;
+    /* Not sampled (KernelCh sampled), so its completion is unknown; a
+     * sampled collective of its comm enqueued after it on its rank is stuck:
+     * it may be stuck (coll_track.h, maybe_stuck). */
+    int maybe;
 };
 
 /* What a rank's own suspect level reported (a HANG block with suspects,
@@ -128,6 +137,10 @@ struct nsc_hm_job {
     /* Files whose session records no KernelCh: there an operation without
      * an open ProxyOp counts as completed once enqueued. */
     int unrecorded_files;
+    /* Operations of files that record KernelCh, and of them those whose
+     * enqueue asked for it (NCCLSCOPE_KERNEL_SAMPLE: a sample) and those not
+     * asked whose completion is not known. */
+    uint64_t kernel_ops, sampled_ops, unknown_ops;
 };
 
 /* Reads the files into *j (zeroed first): jobs at once (<= 0: parallel.h's
@@ -159,8 +172,16 @@ struct nsc_hm_entry {
     const struct nsc_hm_stuck *first;   /* point-to-point: the earliest stuck operation */
     int *missing, nmissing;             /* never entered it (p2p: never posted) */
     int *done, ndone;                   /* entered it and completed */
+    int *unknown, nunknown;             /* entered it, not sampled: completion not known */
     int *untraced, nuntraced;           /* ranks of the comm without a file */
     struct nsc_hm_cause cause;
+    /* KernelCh sampled: the target was not sampled (it may be stuck: a later
+     * sampled one of its comm is, and some traced rank never entered it),
+     * inferred from sampled completion; nmaybe: the comm's collectives of
+     * that kind on the stuck ranks (not sampled, enqueued since the comm's
+     * last completed one, before a stuck sampled one). */
+    int inferred;
+    size_t nmaybe;
 };
 
 /* The stuck communicators, roots first, each group in the order of its

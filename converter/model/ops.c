@@ -186,6 +186,8 @@ static void rows_op(void *ud, const struct nsc_op_done *op) {
     row.proto = op->proto;
     row.channels = op->nch;
     row.at_end = op->at_end;
+    row.sampled = op->sampled;
+    row.inferred = op->inferred;
     char caller[256];
     uint32_t sid = op->thread < w->nthreads ? w->last_api[op->thread] : 0;
     const char *s = sid && w->d ? nsc_decoder_str(w->d, sid) : NULL;

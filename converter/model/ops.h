@@ -55,6 +55,8 @@ struct nsc_op_row {
     int channels;
     const char *py_caller;     /* "file:line function" of the API call's Python stack; NULL */
     int at_end;                /* still in flight when the file ended */
+    int sampled;               /* KernelCh was asked for it (else no GPU time: coll_track.h) */
+    int inferred;              /* not sampled; completed as a later op of its comm did */
 };
 
 /* Strings in a row are valid during the call only. Return nonzero to stop. */

@@ -262,7 +262,7 @@ static const struct nsc_gpu_clock *gpu_of(const struct run *ru, uint32_t serial)
     return serial < ru->ngpu && ru->gpu[serial].have ? &ru->gpu[serial] : NULL;
 }
 
-/* nccl-tests' "size", as stats.c counts it. */
+/* nccl-tests' "size", as stats_model.c counts it. */
 static uint64_t op_bytes(const struct nsc_op_done *op) {
     uint64_t b = op->count * (uint64_t)nsc_dtype_size(op->dtype);
     if (!op->is_p2p && op->func && op->nranks > 0 &&
@@ -315,7 +315,7 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_enqueue_ns, (int64_t)op->start_ns);
     set_i(t, r, O_stop_ns, (int64_t)op->stop_ns);
     set_i(t, r, O_end_ns, (int64_t)op->end_ns);
-    /* stats.c's numbers: host time when the completion is not before the
+    /* stats_model.c's numbers: host time when the completion is not before the
      * enqueue; GPU time when both GPU ends are there; queue time where the
      * comm's GPU clock was mapped, 0 when mapped before the enqueue. */
     uint64_t end = op->end_ns ? op->end_ns : op->stop_ns;
@@ -337,9 +337,12 @@ static void on_op(void *ud, const struct nsc_op_done *op) {
     set_i(t, r, O_queue_ns, queue);
     set_i(t, r, O_enqueue_only, op->end_ns == 0);
     set_i(t, r, O_at_end, op->at_end);
-    uint32_t mask = ru->mask; /* hang.c's rule: coll_track.h */
-    set_i(t, r, O_stuck, op->at_end && nsc_op_stuck(op, (mask >> NSC_ET_KERNEL_CH) & 1));
-    set_i(t, r, O_kernel_ch_recorded, (mask >> NSC_ET_KERNEL_CH) & 1);
+    /* hang.c's rule: coll_track.h */
+    set_i(t, r, O_stuck, op->at_end && nsc_op_stuck(op));
+    set_i(t, r, O_kernel_ch_recorded, op->kernel);
+    set_i(t, r, O_sampled, op->sampled);
+    set_i(t, r, O_completion_inferred, op->inferred);
+    set_i(t, r, O_maybe_stuck, op->at_end && op->maybe_stuck);
     set_i(t, r, O_channels_done, op->kernel_channels_done);
     set_i(t, r, O_open_children, op->nopen);
     uint64_t *c = idmap_get(&ru->op_caller, op->id);
@@ -511,7 +514,7 @@ static void steps_record(struct run *ru, const struct nsc_rec *r) {
 }
 
 /* The SESSION block (first): who wrote the file, and the GPU clock offsets
- * from a pre-pass, as stats.c (none for a replayed trace: its host times
+ * from a pre-pass, as stats_model.c (none for a replayed trace: its host times
  * were re-timed, its GPU timers not). */
 static void on_session(void *ud, const struct nsc_decoder *d) {
     struct run *ru = ud;

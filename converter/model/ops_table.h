@@ -56,6 +56,9 @@ enum nsc_ot_type { NSC_OT_I64 = 0, NSC_OT_STR = 1 };
     X(at_end, I64)       /* 1: still in flight when the file ended */                              \
     X(stuck, I64)        /* 1: in flight at the end and never completed (hang.h's rule) */         \
     X(kernel_ch_recorded, I64) /* 1: the file records KernelCh (without it, completion is unseen) */ \
+    X(sampled, I64)      /* 1: KernelCh asked for it (GPU time, completion); 0 with KernelCh sampled */ \
+    X(completion_inferred, I64) /* 1: not sampled, completed as a later op of its comm did */    \
+    X(maybe_stuck, I64)  /* 1: not sampled, in flight at the end, a later sampled op of its comm stuck */ \
     X(channels_done, I64) /* its KernelCh that stopped */                                          \
     X(open_children, I64) /* KernelCh/ProxyOp started and never stopped (at_end only) */           \
     X(caller, STR)       /* Python caller "file:line function" ("" none) */                        \

@@ -59,6 +59,8 @@ static void print_rank_line(FILE *f, const struct nsc_hm_stuck *s, const char *s
                             const int *ch, int nch, const int *peers, int npeers) {
     fprintf(f, "    rank %d%s: %s", s->rank, source,
             s->stopped ? "enqueued" : "still enqueuing (Coll/P2p never stopped)");
+    if (s->maybe) /* its channels say nothing: KernelCh was not asked for it */
+        show_channels = 0, fputs(", not sampled (may be stuck: a later sampled one is)", f);
     if (show_channels) {
         fprintf(f, ", %u of %d channel(s) done", s->kch_done, s->nch);
         if (nch) {
@@ -146,8 +148,10 @@ static void print_stuck_rank(FILE *f, const struct nsc_hm_stuck *s, int json) {
     qsort(ch, (size_t)nch, sizeof(int), cmp_int);
     qsort(peers, (size_t)npeers, sizeof(int), cmp_int);
     if (json) {
-        fprintf(f, "{\"rank\":%d,\"enqueued\":%s,\"nch\":%d,\"channels_done\":%u,\"channels\":",
-                s->rank, s->stopped ? "true" : "false", s->nch, s->kch_done);
+        fprintf(f, "{\"rank\":%d,\"enqueued\":%s,", s->rank, s->stopped ? "true" : "false");
+        if (s->maybe)
+            fputs("\"sampled\":false,\"maybe_stuck\":true,", f);
+        fprintf(f, "\"nch\":%d,\"channels_done\":%u,\"channels\":", s->nch, s->kch_done);
         print_ranks(f, ch, nch, 1);
         fputs(",\"peers\":", f);
         print_ranks(f, peers, npeers, 1);
@@ -264,14 +268,29 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
                 long long l = nsc_hm_last_entered(j, comm, e->missing[q], target->func);
                 fprintf(f, l < 0 ? "%snull" : "%s%lld", q ? "," : "", l);
             }
-            fprintf(f, "],\"all_inside\":%s,\"stuck_ranks\":[",
-                    e->nmissing || e->ndone ? "false" : "true");
+            fprintf(f, "],\"all_inside\":%s,",
+                    e->nmissing || e->ndone || e->nunknown ? "false" : "true");
+            if (e->inferred)
+                fputs("\"inferred\":true,\"completion\":\"inferred from sampled completion\",", f);
+            if (e->nmaybe)
+                fprintf(f, "\"maybe_stuck_ops\":%zu,", e->nmaybe);
+            fputs("\"stuck_ranks\":[", f);
         } else {
             fprintf(f, "hang at %s seqNumber %llu", target->func, (unsigned long long)target->seq);
             if (root) {
                 fputs(", ", f);
                 print_cause_text(f, &e->cause, root->comm, rfunc, rseq);
             }
+            if (e->inferred)
+                fputs("\n  inferred from sampled completion: KernelCh was not sampled for it; a "
+                      "later sampled collective of this comm on the stuck ranks never completed, "
+                      "and some rank never entered this one",
+                      f);
+            else if (e->nmaybe)
+                fprintf(f,
+                        "\n  KernelCh sampled: %zu collective(s) of this comm enqueued since its "
+                        "last completed one were not sampled and may be stuck before it",
+                        e->nmaybe);
             fputs("\n  never entered it: ", f);
             for (int q = 0; q < e->nmissing; q++) {
                 long long l = nsc_hm_last_entered(j, comm, e->missing[q], target->func);
@@ -280,7 +299,7 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
                 else
                     fprintf(f, "%srank %d (last entered seqNumber %lld)", q ? ", " : "", e->missing[q], l);
             }
-            if (!e->nmissing && (e->ndone || root))
+            if (!e->nmissing && (e->ndone || e->nunknown || root))
                 fputs("none", f);
             else if (!e->nmissing)
                 fputs("none (every traced rank is inside it: a transport that stopped moving, or a "
@@ -315,7 +334,7 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
         int k = 0;
         for (size_t i = 0; i < j->stuck.n; i++) {
             const struct nsc_hm_stuck *s = &j->stuck.v[i];
-            if (s->comm != comm)
+            if (s->comm != comm || s->maybe)
                 continue;
             if (json && k++)
                 fputc(',', f);
@@ -357,6 +376,10 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
     if (json) {
         fputs("],\"completed_ranks\":", f);
         print_ranks(f, e->done, e->ndone, 1);
+        if (e->nunknown) { /* KernelCh sampled: said only then */
+            fputs(",\"unknown_ranks\":", f);
+            print_ranks(f, e->unknown, e->nunknown, 1);
+        }
         fputs(",\"untraced_ranks\":", f);
         print_ranks(f, e->untraced, e->nuntraced, 1);
         print_cause_json(f, &e->cause, root ? root->comm : 0, root ? root->name : "", rfunc, rseq);
@@ -365,6 +388,11 @@ static void report_comm(FILE *f, const struct nsc_hm_job *j, const struct nsc_hm
         if (e->ndone) {
             fputs("  completed it: ", f);
             print_ranks(f, e->done, e->ndone, 0);
+            fputc('\n', f);
+        }
+        if (e->nunknown) {
+            fputs("  entered it, completion not known (KernelCh not sampled for it): ", f);
+            print_ranks(f, e->unknown, e->nunknown, 0);
             fputc('\n', f);
         }
         if (e->nuntraced) {
@@ -480,7 +508,8 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
      * last collectives may still diverge (nsc_hm_divergences). */
     struct nsc_hm_div *dv = NULL;
     size_t ndiv = 0;
-    if (!ncomms && (json || j.unrecorded_files) && nsc_hm_divergences(&j, &dv, &ndiv) != 0) {
+    if (!ncomms && (json || j.unrecorded_files || j.unknown_ops) &&
+        nsc_hm_divergences(&j, &dv, &ndiv) != 0) {
         fprintf(err, "ncclscope hang: out of memory: divergences not looked for\n");
         j.damaged = 1;
         ndiv = 0;
@@ -492,6 +521,25 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fputs(",\"suspects\":[", out);
         print_suspects(out, &j, 1);
         fputc(']', out);
+        if (j.sampled_ops < j.kernel_ops)
+            fprintf(out,
+                    ",\"kernel_sampled\":{\"sampled\":%llu,\"operations\":%llu,"
+                    "\"unknown_at_end\":%llu,\"setting\":\"NCCLSCOPE_KERNEL_SAMPLE\"}",
+                    (unsigned long long)j.sampled_ops, (unsigned long long)j.kernel_ops,
+                    (unsigned long long)j.unknown_ops);
+    } else if (!ncomms && ndiv && !j.unrecorded_files) {
+        fprintf(out,
+                "possible hang: no sampled operation is seen stuck, but the ranks diverge where "
+                "completion is not known (KernelCh sampled: %llu of %llu operations; %llu not "
+                "sampled were in flight at the end)\n",
+                (unsigned long long)j.sampled_ops, (unsigned long long)j.kernel_ops,
+                (unsigned long long)j.unknown_ops);
+        print_divergences(out, dv, ndiv, 0);
+        fputs("if the job hung, it hung at one of these (per communicator, the first "
+              "collective some ranks never entered); record KernelCh for every operation "
+              "(NCCLSCOPE_KERNEL_SAMPLE=1) to see whether the ranks that entered it are stuck "
+              "inside it\n",
+              out);
     } else if (!ncomms && j.unrecorded_files) {
         if (ndiv) {
             fprintf(out,
@@ -523,10 +571,21 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fprintf(out, ",\"files\":%d,\"operations\":%llu,\"overtaken\":%llu,\"damaged\":%s}\n",
                 nfiles, (unsigned long long)j.ops, (unsigned long long)j.overtaken,
                 j.damaged ? "true" : "false");
-    } else if (!ncomms && !j.unrecorded_files) {
+    } else if (!ncomms && !j.unrecorded_files && !ndiv && j.unknown_ops) {
+        fprintf(out,
+                "no hang found: no sampled operation of %d file(s) is stuck (%llu operations); "
+                "%llu not sampled were in flight at the end, their completion not known\n",
+                nfiles, (unsigned long long)j.ops, (unsigned long long)j.unknown_ops);
+    } else if (!ncomms && !j.unrecorded_files && !ndiv) {
         fprintf(out, "no hang found: every operation of %d file(s) completed (%llu operations)\n",
                 nfiles, (unsigned long long)j.ops);
     }
+    if (!json && j.sampled_ops < j.kernel_ops)
+        fprintf(out,
+                "KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): %llu of %llu operations asked for "
+                "KernelCh (GPU times and a completion of their own); the others complete when a "
+                "later one of their comm does\n",
+                (unsigned long long)j.sampled_ops, (unsigned long long)j.kernel_ops);
     if (!json)
         print_suspects(out, &j, 0);
     /* What the watchdogs could not see: operations that found the slab full

@@ -22,6 +22,7 @@ struct info {
     struct nsc_thread_stats *ts;
     uint32_t nts;
     int errors;
+    uint64_t ops, sampled; /* Coll/P2p STARTs, and those whose enqueue asked for KernelCh */
     FILE *marks;          /* the first marks' lines */
     unsigned nmarks_shown;
     /* HANG blocks: the watchdog's, the suspect level's; the latest
@@ -45,6 +46,11 @@ static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const st
     }
     if (r->h.kind == NSC_REC_START && r->h.etype < NSC_ET_COUNT)
         in->per_type[r->h.etype]++;
+    if (r->h.kind == NSC_REC_START && (r->h.etype == NSC_ET_COLL || r->h.etype == NSC_ET_P2P)) {
+        const struct nsc_session *s = nsc_dec_session(d);
+        in->ops++;
+        in->sampled += nsc_op_sampled(s->format_version, s->event_mask, r->h.flags) != 0;
+    }
 }
 
 static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_header *h,
@@ -161,6 +167,14 @@ int nsc_info(const char *path, FILE *out) {
             any = 1;
         }
     fprintf(out, "%s\n", any ? "" : " none");
+    /* Format 4 says per operation whether KernelCh was asked for: with
+     * NCCLSCOPE_KERNEL_SAMPLE only some have GPU times of their own. */
+    if (s && s->format_version >= 4 && (s->event_mask >> NSC_ET_KERNEL_CH) & 1)
+        fprintf(out, "KernelCh sampled: %" PRIu64 " of %" PRIu64 " operations%s\n", in.sampled,
+                in.ops,
+                in.sampled < in.ops ? " (GPU time and completion of their own; "
+                                      "NCCLSCOPE_KERNEL_SAMPLE)"
+                                    : " (every one)");
     /* "written" is the plugin's count (the thread's ring); the flusher
      * adds THREAD records naming the thread (engine/file_out.c eng_write_threads) */
     fprintf(out, "threads         in file: all its records, EXT and THREAD included; written: what\n"
@@ -219,6 +233,9 @@ int nsc_info(const char *path, FILE *out) {
         fprintf(out, "segment         %u; %u older segment(s) deleted (%" PRIu64 " bytes, %" PRIu64
                 " records)\n", in.stats.segment, in.stats.segments_deleted, in.stats.bytes_deleted,
                 in.stats.records_deleted);
+    if (in.stats.writer_fallback)
+        fprintf(out, "writer          the job's own threads (%s could not be started): a stalled "
+                     "directory could hold the job's exit\n", "ncclscope-writer");
     if (in.marks)
         fclose(in.marks);
     if (in.kinds[NSC_REC_MARK])

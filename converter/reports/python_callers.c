@@ -19,6 +19,7 @@ struct row {
     uint64_t wait_ns, xfer_ns, split_ops; /* its split at the last rank's GPU start */
     uint64_t host_ns, host_ops;         /* no GPU time: enqueue to completion on the host */
     uint64_t enqueue_only;              /* neither: no completion recorded */
+    uint64_t unsampled;                 /* KernelCh sampled, not for these: no GPU time */
     struct row *next;
 };
 
@@ -158,6 +159,8 @@ void *nsc_py_callers_op(struct nsc_py_callers *pc, const struct nsc_op_done *op,
     if (op->gpu_end > op->gpu_start && op->gpu_start) {
         r->gpu_ns += op->gpu_end - op->gpu_start;
         r->gpu_ops++;
+    } else if (nsc_op_unsampled(op)) {
+        r->unsampled++; /* neither GPU time nor a latency of its own */
     } else if (op->end_ns) {
         r->host_ns += op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;
         r->host_ops++;
@@ -203,7 +206,7 @@ static int by_time(const void *a, const void *b) {
 void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) {
     size_t n = 0, k = 0;
     uint64_t ops = 0, with_caller = 0, gpu_ops = 0, host_ops = 0, enq = 0, gpu_ns = 0, host_ns = 0;
-    uint64_t wait_ns = 0, xfer_ns = 0, split = 0;
+    uint64_t wait_ns = 0, xfer_ns = 0, split = 0, unsampled = 0;
     for (const struct row *r = pc->rows; r; r = r->next)
         n++;
     const struct row **v = calloc(n + 1, sizeof(*v));
@@ -217,6 +220,7 @@ void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) 
         gpu_ops += r->gpu_ops;
         host_ops += r->host_ops;
         enq += r->enqueue_only;
+        unsampled += r->unsampled;
         gpu_ns += r->gpu_ns;
         host_ns += r->host_ns;
         wait_ns += r->wait_ns;
@@ -240,9 +244,15 @@ void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) 
         else
             fputs("null", out);
         fprintf(out, ", \"time_ns\": %llu, \"gpu_ops\": %llu, \"host_ops\": %llu, "
-                     "\"enqueue_only\": %llu, \"callers\": [",
+                     "\"enqueue_only\": %llu, ",
                 (unsigned long long)(b == BASIS_GPU ? gpu_ns : host_ns), (unsigned long long)gpu_ops,
                 (unsigned long long)host_ops, (unsigned long long)enq);
+        if (unsampled)
+            fprintf(out, "\"not_sampled\": %llu, \"sample_note\": \"KernelCh sampled "
+                         "(NCCLSCOPE_KERNEL_SAMPLE): shares are of the sampled operations' GPU "
+                         "time\", ",
+                    (unsigned long long)unsampled);
+        fputs("\"callers\": [", out);
         for (size_t i = 0; i < k; i++) {
             const struct row *r = v[i];
             fprintf(out, "%s\n  {\"caller\": ", i ? "," : "");
@@ -255,12 +265,15 @@ void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) 
             fprintf(out,
                     ", \"rank_ops\": %llu, \"bytes\": %llu, \"gpu_ops\": %llu, \"gpu_us\": %.3f, "
                     "\"split_ops\": %llu, \"wait_us\": %.3f, \"transfer_us\": %.3f, "
-                    "\"host_ops\": %llu, \"host_us\": %.3f, \"enqueue_only\": %llu, \"share\": ",
+                    "\"host_ops\": %llu, \"host_us\": %.3f, \"enqueue_only\": %llu, ",
                     (unsigned long long)r->ops, (unsigned long long)r->bytes,
                     (unsigned long long)r->gpu_ops, (double)r->gpu_ns / 1e3,
                     (unsigned long long)r->split_ops, (double)r->wait_ns / 1e3,
                     (double)r->xfer_ns / 1e3, (unsigned long long)r->host_ops,
                     (double)r->host_ns / 1e3, (unsigned long long)r->enqueue_only);
+            if (unsampled)
+                fprintf(out, "\"not_sampled\": %llu, ", (unsigned long long)r->unsampled);
+            fputs("\"share\": ", out);
             if (basis)
                 fprintf(out, "%.4f}", total > 0 ? (double)basis_ns(r, b) / total : 0.0);
             else
@@ -276,6 +289,11 @@ void nsc_py_callers_print(const struct nsc_py_callers *pc, FILE *out, int json) 
     if (basis)
         fprintf(out, "share: of %s, %.3f ms in all (%llu rank-operations)\n", basis, total / 1e6,
                 (unsigned long long)(b == BASIS_GPU ? gpu_ops : host_ops));
+    if (unsampled)
+        fprintf(out, "KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): %llu rank-operation(s) not "
+                     "sampled have no GPU time; shares are of the sampled ones' (a sample of each "
+                     "comm's operations)\n",
+                (unsigned long long)unsampled);
     if (split)
         fprintf(out, "of the GPU time, %.3f ms waiting for the last rank's kernel to start, %.3f ms "
                      "after (transfer; %llu rank-operations of collectives every rank timed)\n",

@@ -34,7 +34,7 @@ void nsc_py_callers_record(struct nsc_py_callers *pc, const struct nsc_decoder *
 /* A completed operation and its bytes (nccl-tests' convention). Returns
  * its call site's row, for nsc_py_callers_split (NULL: out of memory). */
 void *nsc_py_callers_op(struct nsc_py_callers *pc, const struct nsc_op_done *op, uint64_t bytes);
-/* The operation's GPU time split at the last rank's GPU start (stats.c):
+/* The operation's GPU time split at the last rank's GPU start (stats_model.c):
  * once every file is read. */
 void nsc_py_callers_split(void *row, uint64_t wait_ns, uint64_t xfer_ns);
 /* The table, largest share first; json: one JSON object. */

@@ -703,7 +703,7 @@ static void ops_table(FILE *f, const struct nsc_stats_result *s) {
         fputs("</td><td>", f);
         esc(f, x->dtype);
         /* p50/p99: GPU time, or host time in host-only rows; none without
-         * a completion (stats.c numbers()) */
+         * a completion (stats_model.c numbers()) */
         const double v[9] = {x->p50, x->p99, x->wait_p50, x->wait_p99, x->xfer_p50, x->xfer_p99,
                              x->queue_p50, x->queue_p99, x->host_p50};
         for (int k = 0; k < 9; k++)
@@ -1003,7 +1003,7 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
         fprintf(f, " over %s", dur(b1, sizeof(b1), (double)(r->hi[v.g] - r->lo[v.g])));
     uint64_t enq = 0;
     for (size_t i = 0; i < s->nrows; i++)
-        if (!s->rows[i].bw_from)
+        if (!s->rows[i].bw_from && !s->rows[i].unsampled)
             enq += s->rows[i].rank_ops;
     if (gops)
         fprintf(f, "; %llu with GPU time (KernelCh %%globaltimer). Times below are GPU time "
@@ -1020,6 +1020,15 @@ static void body(FILE *f, struct rep *r, const struct nsc_stats_result *s, const
         fprintf(f, " %llu rank-operations outside the --time window left out.",
                 (unsigned long long)s->outside);
     fputs("</p>\n", f);
+    if (s->sampled_ops < s->kernel_ops)
+        fprintf(f, "<p id='kernel-sample'><b>KernelCh sampled</b> "
+                   "(<code>NCCLSCOPE_KERNEL_SAMPLE</code>, docs/config.md): %llu of %llu "
+                   "rank-operations asked for KernelCh, for GPU time and a completion of their "
+                   "own. GPU percentiles, "
+                   "wait, transfer and bandwidths (timing <i>gpu (sampled)</i>) come from those "
+                   "only, and the lanes below show the GPU time of that sample, not of every "
+                   "kernel.</p>\n",
+                (unsigned long long)s->sampled_ops, (unsigned long long)s->kernel_ops);
     if (enq)
         fprintf(f, "<p id='no-completion'><b>No completion recorded (enqueue only)</b> for %llu "
                    "rank-operations: the trace has no KernelCh (nor ProxyOp, which only network "

@@ -217,15 +217,18 @@ static void draw_entry(struct nsc_timeline *t, struct pend_op *q) {
         nsel = chain_of(q, op->gpu_start, op->gpu_end, sel);
     struct nsc_args *a = tl_op_args(t, op);
     const char *cat = measured ? "GPU" : op->end_ns ? "estimated" : "enqueue";
+    /* KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): this one was not asked for */
+    int unsampled = nsc_op_unsampled(op);
     nsc_arg_s(a, "timing",
               measured ? "GPU: first KernelCh start to last KernelCh end (%globaltimer)"
+              : !op->end_ns && unsampled
+                  ? "host: enqueue only (KernelCh not sampled for this operation: "
+                    "NCCLSCOPE_KERNEL_SAMPLE)"
               : !op->end_ns ? "host: enqueue only (no completion recorded)"
               : lane < 0 ? "host: enqueue to completion (no GPU timers)"
                          : "estimated: from enqueue or the previous operation's completion, "
                            "whichever is later, to completion (no GPU timers)");
-    nsc_arg_s(a, "completion",
-              op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
-                         : "unknown (no KernelCh/ProxyOp recorded): enqueue only");
+    nsc_arg_s(a, "completion", tl_op_completion(op));
     nsc_arg_us(a, "enqueue_ts_us", op->start_ns);
     if (end >= op->start_ns)
         nsc_arg_us(a, "enqueue_to_completion_us", end - op->start_ns);

@@ -323,6 +323,15 @@ struct nsc_args *tl_op_args(struct nsc_timeline *t, const struct nsc_op_done *op
     return a;
 }
 
+/* What completed an operation (both layouts' "completion" argument); with
+ * KernelCh sampled, one that was not asked for has none of its own. */
+const char *tl_op_completion(const struct nsc_op_done *op) {
+    return op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
+           : op->inferred ? "not sampled: before a later operation of its comm that completed"
+           : nsc_op_unsampled(op) ? "not sampled (NCCLSCOPE_KERNEL_SAMPLE): unknown"
+                                  : "unknown (no KernelCh/ProxyOp recorded): enqueue only";
+}
+
 /* A collective's (or p2p's) enqueue-to-completion slice on its rank's GPU
  * lanes, with what NCCL chose for it. */
 void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
@@ -365,9 +374,7 @@ void nsc_timeline_op(struct nsc_timeline *t, const struct nsc_op_done *op) {
          * own row, instead of a slice overlapping another on a lane. */
         f->n.ops_async++;
     struct nsc_args *a = tl_op_args(t, op);
-    nsc_arg_s(a, "completion",
-              op->end_ns ? (op->kernel_channels_done ? "last KernelCh" : "last ProxyOp")
-                         : "unknown (no KernelCh/ProxyOp recorded): enqueue only");
+    nsc_arg_s(a, "completion", tl_op_completion(op));
     nsc_arg_u(a, "children", op->children);
     const struct nsc_gpu_clock *g = tl_gpu_clock(f, op->comm_serial);
     if (g && op->gpu_start && op->gpu_end > op->gpu_start) {

@@ -142,5 +142,6 @@ void tl_losses_args(struct nsc_args *a, const struct nsc_losses *l, const struct
 /* timeline.c: an operation's common arguments (id, seqNumber or peer,
  * algo, proto, nChannels, count, datatype), for both layouts. */
 struct nsc_args *tl_op_args(struct nsc_timeline *t, const struct nsc_op_done *op);
+const char *tl_op_completion(const struct nsc_op_done *op);
 
 #endif /* NSC_TIMELINE_INT_H */

@@ -70,6 +70,13 @@ void *eng_compressor_main(void *arg) {
         f->writing = 1;
         pthread_mutex_unlock(&f->mu);
         int ok = out && f->mode->chunk(f, j, out, flags, stored) == 0;
+        /* Finalize gave up on us while we waited for the writer (it let us
+         * go: writer_proc.h): the job is counted in lost_exit already, and
+         * nothing more reaches the file. */
+        if (f->abandoned) {
+            pthread_mutex_lock(&f->mu);
+            break;
+        }
         eng_account(f, j, ok);
         /* The last drainer's final job ends the file (each drainer's
          * final job is its last, so every other job is in by then). */

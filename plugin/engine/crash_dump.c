@@ -3,11 +3,13 @@
  * async-signal-safe code alone (what it may call is listed below). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -17,13 +19,18 @@
 #include "clock.h"
 #include "engine_int.h"
 #include "intern.h"
+#include "signal_stack.h"
 #include "thread_state.h"
 
 _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mode) */
 
 
 /* On SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT, flight mode writes the
- * window to <dir>/<host>-<pid>-crash-<random>.nsc from the signal handler,
+ * window to <dir>/<host>-<pid>-crash-<random>.nsc from the signal handler
+ * (into the writer process's crash area, which the writer writes to that
+ * file: the handler makes no file-system call, so a stalled directory
+ * cannot hold the process in it; writer_proto.h. Without a writer, to the
+ * file itself),
  * then hands the signal to the handler that was there before (or the
  * default action). SIGTERM writes <host>-<pid>-term-<random>.nsc the same
  * way, then does what it would have done without us (the previous handler,
@@ -31,8 +38,9 @@ _Atomic int eng_crash_dumping; /* a fatal signal's handler is dumping (flight mo
  * session start (no random source in a handler): another user cannot plant
  * a link at a name they cannot predict, and two processes with the same
  * host and pid (containers) do not share one; the file is created with
- * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: mkdir,
- * open, write, close, sigaction, raise, getpid, gettid, nanosleep,
+ * O_EXCL|O_NOFOLLOW all the same. Only async-signal-safe calls: poll and
+ * send (the writer's doorbell), mkdir, open, write, close (no writer), sigaction,
+ * raise, getpid, gettid, nanosleep,
  * clock_gettime (the anchor), lock-free atomics, and memcpy/strlen, which
  * POSIX.1-2017 lists as safe; no malloc, no lock, no stdio. Blocks go out
  * uncompressed (the chunks stay the zstd frames they are): STRINGS, COMMS
@@ -77,8 +85,26 @@ static int crash_write(int fd, const void *p, size_t n) {
     return 0;
 }
 
-static int crash_block(int fd, uint32_t *seq, uint16_t type, uint16_t flags, const void *payload,
-                       size_t stored, size_t raw_len) {
+/* Where the dump goes: the writer's crash area (memcpy, no file system),
+ * or, without a writer, a file this handler writes itself. */
+struct crash_out {
+    int fd;
+    struct nsc_crash_area *a;
+    uint64_t pos;
+};
+
+static int out_bytes(struct crash_out *o, const void *p, size_t n) {
+    if (!o->a)
+        return crash_write(o->fd, p, n);
+    if (n > o->a->cap - o->pos)
+        return -1; /* the area is full: the dump ends with the last whole block */
+    memcpy(o->a->data + o->pos, p, n);
+    o->pos += n;
+    return 0;
+}
+
+static int crash_block(struct crash_out *o, uint32_t *seq, uint16_t type, uint16_t flags,
+                       const void *payload, size_t stored, size_t raw_len) {
     struct nsc_block_header h;
     h.magic = NSC_BLOCK_MAGIC;
     h.type = type;
@@ -87,11 +113,17 @@ static int crash_block(int fd, uint32_t *seq, uint16_t type, uint16_t flags, con
     h.raw_len = (uint32_t)raw_len;
     h.seq = (*seq)++;
     h.check = nsc_header_check(&h);
-    return crash_write(fd, &h, sizeof(h)) || (stored && crash_write(fd, payload, stored)) ? -1 : 0;
+    if (out_bytes(o, &h, sizeof(h)) || (stored && out_bytes(o, payload, stored)))
+        return -1;
+    /* RELEASE: the block's bytes before the length that lets the writer
+     * take them (it writes whole blocks only, should we never finish) */
+    if (o->a)
+        atomic_store_explicit(&o->a->len, o->pos, memory_order_release);
+    return 0;
 }
 
 struct crash_ctx {
-    int fd;
+    struct crash_out *o;
     uint32_t seq;
 };
 
@@ -100,10 +132,42 @@ static int crash_chunk(void *ud, const struct nsc_anchor *a, unsigned char *bloc
     struct crash_ctx *c = ud;
     /* the chunk's own header room is left alone: a dump by a compressor may
      * be using it */
-    if (crash_block(c->fd, &c->seq, NSC_BLK_ANCHOR, 0, a, sizeof(*a), sizeof(*a)) != 0)
+    if (crash_block(c->o, &c->seq, NSC_BLK_ANCHOR, 0, a, sizeof(*a), sizeof(*a)) != 0)
         return -1;
-    return crash_block(c->fd, &c->seq, NSC_BLK_PACKED, flags, block + sizeof(struct nsc_block_header),
+    return crash_block(c->o, &c->seq, NSC_BLK_PACKED, flags, block + sizeof(struct nsc_block_header),
                        stored, raw_len);
+}
+
+/* Takes the crash area for a dump to path: free at once after a fatal
+ * signal; after a SIGTERM dump the process survived, the writer may still
+ * be writing the previous one (waited for up to NCCLSCOPE_EXIT_WAIT_MS). */
+static int area_take(struct nsc_crash_area *a, const char *path, unsigned wait_ms) {
+    for (unsigned waited = 0;
+         atomic_load_explicit(&a->state, memory_order_acquire) != NSC_CRASH_IDLE; waited++) {
+        if (waited >= wait_ms)
+            return -1;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    size_t n = strlen(crash_dir);
+    memcpy(a->dir, crash_dir, n + 1);
+    n = strlen(path);
+    memcpy(a->path, path, n < sizeof(a->path) ? n + 1 : sizeof(a->path));
+    a->path[sizeof(a->path) - 1] = '\0';
+    a->mode = 0640;
+    atomic_store_explicit(&a->len, 0, memory_order_relaxed);
+    atomic_store_explicit(&a->state, NSC_CRASH_FILLING, memory_order_release);
+    return 0;
+}
+
+/* The writer still there to take the dump: its end of the doorbell is
+ * open (poll is async-signal-safe). A writer that died leaves the handler
+ * to write the file itself, as without one. */
+static int writer_alive(const struct engine *f) {
+    if (!f->wp.area || f->wp.wake_sock < 0)
+        return 0;
+    struct pollfd pf = {.fd = f->wp.wake_sock, .events = POLLOUT};
+    return poll(&pf, 1, 0) == 1 && !(pf.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
 
 static void crash_dump(struct engine *f, const char *path) {
@@ -120,32 +184,41 @@ static void crash_dump(struct engine *f, const char *path) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    mkdir(crash_dir, 0750);
-    /* a new file, never one that is there (a planted link, an earlier dump) */
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-    if (fd < 0)
-        return;
+    struct crash_out o = {.fd = -1, .a = writer_alive(f) ? f->wp.area : NULL};
+    if (o.a) {
+        if (area_take(o.a, path, f->cfg.exit_wait_ms) != 0)
+            return;
+    } else {
+        mkdir(crash_dir, 0750);
+        /* a new file, never one that is there (a planted link, an earlier dump) */
+        o.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+        if (o.fd < 0)
+            return;
+    }
     struct nsc_file_header fh;
     memcpy(fh.magic, NSC_FILE_MAGIC, 8);
     fh.format_version = NSC_FORMAT_VERSION;
     fh.header_size = sizeof(fh);
-    struct crash_ctx c = {.fd = fd, .seq = 0};
+    struct crash_ctx c = {.o = &o, .seq = 0};
     struct nsc_session ses; /* with NCCL's API version once known (atomics only) */
     eng_session_now(f, &ses);
-    if (crash_write(fd, &fh, sizeof(fh)) != 0 ||
-        crash_block(fd, &c.seq, NSC_BLK_SESSION, 0, &ses, sizeof(ses), sizeof(ses)) != 0)
+    if (out_bytes(&o, &fh, sizeof(fh)) != 0)
+        goto out;
+    if (o.a) /* the file header is whole too */
+        atomic_store_explicit(&o.a->len, o.pos, memory_order_release);
+    if (crash_block(&o, &c.seq, NSC_BLK_SESSION, 0, &ses, sizeof(ses), sizeof(ses)) != 0)
         goto out;
     uint32_t n = nsc_intern_count(), id = 1;
     while (id < n) {
         uint32_t before = id;
         size_t len = nsc_strings_encode(crash_buf, sizeof(crash_buf), &id, n, nsc_intern_text);
-        if (id == before || crash_block(fd, &c.seq, NSC_BLK_STRINGS, 0, crash_buf, len, len) != 0)
+        if (id == before || crash_block(&o, &c.seq, NSC_BLK_STRINGS, 0, crash_buf, len, len) != 0)
             break;
     }
     unsigned nr = f->nrecent < RECENT_COMMS ? f->nrecent : RECENT_COMMS;
     for (unsigned i = 0; i < nr; i++) { /* one block per description: no buffer to fill */
         const struct nsc_comm_info *ci = &f->recent[(f->nrecent - nr + i) % RECENT_COMMS];
-        crash_block(fd, &c.seq, NSC_BLK_COMMS, 0, ci, sizeof(*ci), sizeof(*ci));
+        crash_block(&o, &c.seq, NSC_BLK_COMMS, 0, ci, sizeof(*ci), sizeof(*ci));
     }
     nsc_flight_each(f->flight, crash_chunk, &c);
     /* Then the chunk jobs not in the window yet (sealed, being compressed or
@@ -167,7 +240,7 @@ static void crash_dump(struct engine *f, const char *path) {
             order[k - 1] = t;
         }
     for (unsigned i = 0; i < nord; i++)
-        if (crash_block(fd, &c.seq, NSC_BLK_PACKED, 0, order[i]->raw, order[i]->raw_len,
+        if (crash_block(&o, &c.seq, NSC_BLK_PACKED, 0, order[i]->raw, order[i]->raw_len,
                         order[i]->raw_len) != 0)
             goto out;
     /* The newest records, still in the rings: packed here, stored raw. The
@@ -175,7 +248,7 @@ static void crash_dump(struct engine *f, const char *path) {
      * mid-segment may still consume a few, which then are missing. */
     struct nsc_anchor a;
     nsc_clock_anchor(&a);
-    crash_block(fd, &c.seq, NSC_BLK_ANCHOR, 0, &a, sizeof(a), sizeof(a));
+    crash_block(&o, &c.seq, NSC_BLK_ANCHOR, 0, &a, sizeof(a), sizeof(a));
     uint32_t nt = nsc_thread_count();
     for (uint32_t i = 0; i < nt; i++) {
         struct nsc_thread *t = nsc_thread_at(i);
@@ -194,15 +267,44 @@ static void crash_dump(struct engine *f, const char *path) {
                                              .nbytes = (uint32_t)(p - crash_buf - sizeof(seg))};
             memcpy(crash_buf, &seg, sizeof(seg));
             size_t len = (size_t)(p - crash_buf);
-            if (crash_block(fd, &c.seq, NSC_BLK_PACKED, 0, crash_buf, len, len) != 0)
+            if (crash_block(&o, &c.seq, NSC_BLK_PACKED, 0, crash_buf, len, len) != 0)
                 goto out;
             pos += take;
             left -= take;
         }
     }
-    crash_block(fd, &c.seq, NSC_BLK_END, 0, "", 0, 0);
+    crash_block(&o, &c.seq, NSC_BLK_END, 0, "", 0, 0);
 out:
-    close(fd);
+    if (!o.a) {
+        close(o.fd);
+        return;
+    }
+    /* RELEASE: every block before the writer takes the dump */
+    atomic_store_explicit(&o.a->state, NSC_CRASH_READY, memory_order_release);
+    /* The doorbell (send is async-signal-safe; non-blocking, and no SIGPIPE
+     * should the writer be gone), then the writer's answer: the area free
+     * again means the file is written. A stalled directory costs at most
+     * NCCLSCOPE_EXIT_WAIT_MS here; the writer writes the dump when it can. */
+    int rang = send(f->wp.wake_sock, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 || errno == EAGAIN;
+    for (unsigned waited = 0; rang && waited < f->cfg.exit_wait_ms &&
+                              atomic_load_explicit(&o.a->state, memory_order_acquire) != NSC_CRASH_IDLE;
+         waited++) {
+        if (waited % 10 == 9 && !writer_alive(f))
+            rang = 0;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (!rang && atomic_load_explicit(&o.a->state, memory_order_acquire) == NSC_CRASH_READY) {
+        /* the writer died meanwhile: the dump from the area, here (a file it
+         * had begun is left as it is: O_EXCL) */
+        mkdir(crash_dir, 0750);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+        if (fd >= 0) {
+            crash_write(fd, o.a->data, o.pos);
+            close(fd);
+        }
+        atomic_store_explicit(&o.a->state, NSC_CRASH_IDLE, memory_order_release);
+    }
 }
 
 /* "-N" before the suffix of term_path, for the Nth SIGTERM dump of a
@@ -332,6 +434,7 @@ void eng_fatal_install(const struct engine *f, const char *host, int pid) {
         if (fatal_signals[i] != SIGTERM || term_installed)
             sigaction(fatal_signals[i], &sa, &old_fatal[i]);
     fatal_installed = 1;
+    nsc_sigstack_want(1); /* threads that call us get a stack to overflow into */
 }
 
 /* Session end: the handlers that were there before come back (only ours
@@ -348,4 +451,5 @@ void eng_fatal_uninstall(void) {
             sigaction(fatal_signals[i], &old_fatal[i], NULL);
     }
     fatal_installed = 0;
+    nsc_sigstack_want(0);
 }

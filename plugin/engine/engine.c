@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "bg_thread.h"
 #include "clock.h"
 #include "counters.h"
 #include "engine_int.h"
+#include "lib_pin.h"
 #include "log.h"
 #include "page_pool.h"
 #include "thread_state.h"
@@ -126,6 +128,7 @@ static void free_engine(struct engine *f) {
     nsc_flight_destroy(f->flight);
     nsc_segments_free(&f->segs);
     nsc_writer_close(&f->w);
+    nsc_wproc_stop(&f->wp);
     pthread_cond_destroy(&f->cv_drainer);
     pthread_cond_destroy(&f->cv_work);
     pthread_cond_destroy(&f->cv_turn);
@@ -133,6 +136,8 @@ static void free_engine(struct engine *f) {
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
+
+static int seg_unlink(void *ctx, const char *path) { return nsc_wch_unlink(ctx, path); }
 
 int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *session,
                       unsigned session_index, char *err, unsigned errlen) {
@@ -165,6 +170,18 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
                     cfg->zstd_level);
     snprintf(path_shown, sizeof(path_shown), "%s/%s*%s", cfg->dir, f->w.stem, NSC_FILE_SUFFIX);
     nsc_segments_init(&f->segs, (uint64_t)cfg->max_mb << 20);
+    /* The writer process: from here on no thread of ours makes a
+     * file-system call on the directory (writer_proto.h says why). Flight
+     * mode gives it a crash area that holds a whole dump: the window, the
+     * jobs and the rings, all within the memory budgets, plus the strings
+     * and descriptions (virtual memory: its pages exist only in a dump). */
+    char why[1400];
+    uint64_t crash_cap = cfg->flight ? ((uint64_t)cfg->flight_mb + cfg->memory_mb + 64) << 20 : 0;
+    if (nsc_wproc_start(&f->wp, crash_cap, why, sizeof(why)) == 0) {
+        f->w.io = &f->wp.engine;
+        f->segs.unlink = seg_unlink;
+        f->segs.unlink_ctx = &f->wp.engine;
+    }
     if (cfg->max_mb && !cfg->flight) { /* rotation: numbered segment files (segments.h) */
         f->w.rotate = 1;
         f->recent = calloc(RECENT_COMMS, sizeof(*f->recent));
@@ -175,6 +192,7 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
         if (!f->flight || !f->recent) {
             nsc_flight_destroy(f->flight);
             free(f->recent);
+            nsc_wproc_stop(&f->wp);
             free(f);
             snprintf(err, errlen, "out of memory for the flight recorder");
             return -1;
@@ -247,7 +265,11 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
     /* flight mode: the watcher creates the directory and looks for the
      * trigger files (triggers.c); without it only the signal, the control
      * API and the watchdog can ask for a dump */
-    if (f->flight && eng_watch_start(cfg) != 0)
+    int wsock = f->wp.watch_sock;
+    f->wp.watch_sock = -1; /* the watcher's now (which closes it), or nobody's */
+    if (!f->flight && wsock >= 0)
+        close(wsock);
+    if (f->flight && eng_watch_start(cfg, wsock) != 0)
         nsc_log_warn("ncclscope: flight recorder: cannot start the thread that watches %s: dump-now "
                      "and dump-all are not served", cfg->dir);
     return 0;
@@ -255,11 +277,7 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
 
 /* Keeps the library mapped for threads left behind (dlclose would unmap
  * the code they run). */
-void eng_pin_library(void) {
-    Dl_info info;
-    if (dladdr((void *)&eng_pin_library, &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
+void eng_pin_library(void) { nsc_pin_library(); }
 
 int nsc_engine_stop(void) {
     struct engine *f = eng_running;
@@ -328,6 +346,9 @@ int nsc_engine_stop(void) {
         }
     }
     atomic_fetch_add(&f->lost_exit, lost);
+    /* the compressor waiting for the writer's answer leaves; the writer
+     * does once its call returns */
+    nsc_wproc_abandon(&f->wp);
     eng_pin_library();
     nsc_log_warn("ncclscope: the trace in %s did not finish within NCCLSCOPE_EXIT_WAIT_MS=%u ms "
                  "(disk stalled?); %llu records not written, %llu lost to write errors",

@@ -18,8 +18,9 @@
  *   under pressure (most jobs waiting) at zstd's fastest level.
  * - The compressor whose turn it is hands each job to the output mode in
  *   sequence order (engine_int.h, struct eng_mode): the stream mode opens
- *   the file and writes the job's blocks (write errors are counted: records
- *   lost, errno; writing resumes when the disk does); the flight mode keeps
+ *   the file and writes the job's blocks, through the writer process
+ *   (writer_proc.h; write errors are counted: records lost, errno; writing
+ *   resumes when the disk does); the flight mode keeps
  *   the chunk in its window and writes a dump on a trigger.
  * - Jobs are a fixed set sized from the memory budget. When all are taken
  *   (the disk is slow or frozen) the drainer stops draining: the rings'
@@ -35,17 +36,18 @@
 #include "config.h"
 #include "trace_format.h"
 
-/* Starts the threads; the file is opened by a compressor, so this never
- * touches the disk. session_index numbers the process's sessions (the file
+/* Starts the threads and the writer process (writer_proc.h: its
+ * executable is read from the plugin's directory); the file is opened by a
+ * compressor, so this never writes to the disk. session_index numbers the process's sessions (the file
  * name). Returns 0, or -1 with a message in err. Under the session mutex. */
 int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *session,
                       unsigned session_index, char *err, unsigned errlen);
 
 /* Drains everything, writes the last chunk, STATS and END, joins the
  * threads and closes the file, waiting at most NCCLSCOPE_EXIT_WAIT_MS for
- * the disk. Past that it leaves the thread in write(2) behind (the library stays
- * mapped for it), counts what could not be written and says so through
- * NCCL's logger. Under the session mutex. Returns 1 when its threads were
+ * the disk. Past that it lets go of the compressor waiting for the writer
+ * process (the library stays mapped for threads left behind), counts what
+ * could not be written and says so through NCCL's logger. Under the session mutex. Returns 1 when its threads were
  * joined (or none ran), 0 when one was left behind (what the drainer's
  * hooks use must then stay). */
 int nsc_engine_stop(void);

@@ -25,6 +25,7 @@
 #include "record_pack.h"
 #include "segments.h"
 #include "trace_writer.h"
+#include "writer_proc.h"
 
 
 /* Records per segment: bounds how long one ring waits while another is
@@ -87,6 +88,9 @@ struct engine {
     _Atomic uint32_t nccl_api, nccl_mask;
     uint32_t file_api; /* the writing compressor's: api_version in the open file's SESSION */
     struct nsc_writer w;
+    /* the writer process that makes the file-system calls (writer_proc.h);
+     * pid 0: this process makes them */
+    struct nsc_wproc wp;
     pthread_mutex_t mu;
     pthread_cond_t cv_drainer, cv_work, cv_turn, cv_done;
     pthread_t workers[MAX_COMPRESSORS];
@@ -208,7 +212,7 @@ void eng_account(struct engine *e, struct job *j, int ok);
 int eng_flight_triggers(struct engine *e, uint64_t now);
 void eng_dump_signal_install(const struct nsc_config *cfg);
 void eng_dump_signal_uninstall(void);
-int eng_watch_start(const struct nsc_config *cfg);
+int eng_watch_start(const struct nsc_config *cfg, int sock); /* sock: the watcher's channel, taken */
 void eng_watch_stop(unsigned wait_ms);
 /* engine.c: keeps the library mapped for a thread left behind */
 void eng_pin_library(void);

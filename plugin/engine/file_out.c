@@ -83,6 +83,7 @@ void eng_stats_block(struct engine *f) {
     sh->segments_deleted = f->segs.deleted;
     sh->bytes_deleted = f->segs.bytes_deleted;
     sh->records_deleted = f->segs.records_deleted;
+    sh->writer_fallback = f->wp.pid == 0;
     for (uint32_t i = 0; i < n; i++) {
         struct nsc_thread *t = nsc_thread_at(i);
         ts[i].thread = i;

@@ -55,7 +55,8 @@ unsigned nsc_segments_prune(struct nsc_segments *s, uint64_t cur_bytes, uint64_t
     unsigned gone = 0;
     while (gone < s->nold && total > s->cap) {
         struct nsc_segment_file *o = &s->old[gone];
-        if (unlink(o->path) != 0 && errno != ENOENT)
+        int rc = s->unlink ? s->unlink(s->unlink_ctx, o->path) : unlink(o->path);
+        if (rc != 0 && errno != ENOENT)
             break; /* cannot delete (permissions): keep the rest, counted as kept */
         total -= o->bytes;
         s->deleted++;

@@ -37,6 +37,10 @@ struct nsc_segments {
     unsigned cur_chunks;     /* chunks in it */
     uint32_t deleted;        /* segments deleted to hold the cap */
     uint64_t bytes_deleted, records_deleted;
+    /* how a segment is deleted: by the writer process (writer_proc.h), or
+     * unlink(2) here when NULL */
+    int (*unlink)(void *ctx, const char *path);
+    void *unlink_ctx;
 };
 
 void nsc_segments_init(struct nsc_segments *s, uint64_t cap_bytes);

@@ -3,52 +3,19 @@
 #include "trace_writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-/* Directories 0750 and files 0640 before the umask: a permissive umask
- * (000) never makes a trace world-writable or world-readable. */
-#define DIR_MODE 0750
+/* Files 0640 before the umask (directories 0750: writer_proc.c): a
+ * permissive umask (000) never makes a trace world-writable or
+ * world-readable. */
 #define FILE_MODE 0640
 
-int nsc_writer_mkdir(const char *dir) {
-    char tmp[1024];
-    if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST) ? -1 : 0;
-}
+/* Where the calls go: the session's writer process, or this process. */
+static struct nsc_wchan in_process = {.sock = -1};
 
-static int write_all(int fd, const void *p, size_t n) {
-    const char *c = p;
-    while (n) {
-        ssize_t k = write(fd, c, n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (k == 0) {
-            errno = EIO;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
+static struct nsc_wchan *chan(const struct nsc_writer *w) { return w->io ? w->io : &in_process; }
 
 void nsc_writer_init(struct nsc_writer *w, const char *dir, const char *host, int pid,
                      unsigned session_index, int zstd_level) {
@@ -63,15 +30,13 @@ void nsc_writer_init(struct nsc_writer *w, const char *dir, const char *host, in
 /* Appends bytes as one write; on failure cuts the file back to its last
  * whole block so that later blocks append after valid data. */
 static int append(struct nsc_writer *w, const void *p, size_t n) {
-    if (write_all(w->fd, p, n) == 0) {
+    /* the writer cuts a failed append back itself */
+    if (nsc_wch_append(chan(w), w->fd, w->bytes, p, n) == 0) {
         w->bytes += n;
         w->last_errno = 0;
         return 0;
     }
-    int e = errno;
-    if (ftruncate(w->fd, (off_t)w->bytes) == 0)
-        lseek(w->fd, (off_t)w->bytes, SEEK_SET);
-    w->last_errno = e ? e : EIO;
+    w->last_errno = errno ? errno : EIO;
     return -1;
 }
 
@@ -89,7 +54,7 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
         ZSTD_CCtx_setParameter(w->small_cctx, ZSTD_c_compressionLevel, w->level);
         ZSTD_CCtx_setParameter(w->small_cctx, ZSTD_c_checksumFlag, 1);
     }
-    if (nsc_writer_mkdir(w->dir) != 0) {
+    if (nsc_wch_mkdir(chan(w), w->dir) != 0) {
         w->last_errno = errno;
         return -1;
     }
@@ -108,7 +73,7 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
             w->last_errno = ENAMETOOLONG;
             return -1;
         }
-        w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
+        w->fd = nsc_wch_create(chan(w), w->path, FILE_MODE);
         if (w->fd >= 0 && w->rotate)
             w->first_index = (unsigned)n; /* the next segments keep it */
         if (w->fd >= 0 || errno != EEXIST)
@@ -135,8 +100,8 @@ int nsc_writer_open(struct nsc_writer *w, const struct nsc_session *session) {
         /* A file without its SESSION block is useless: remove it and try
          * again later from scratch. */
         int e = w->last_errno;
-        close(w->fd);
-        unlink(w->path);
+        nsc_wch_close(chan(w), w->fd);
+        nsc_wch_unlink(chan(w), w->path);
         w->fd = -1;
         w->last_errno = e;
         return -1;
@@ -149,20 +114,11 @@ int nsc_writer_rewrite_session(struct nsc_writer *w, const struct nsc_session *s
         w->last_errno = EBADF;
         return -1;
     }
-    const char *p = (const char *)session;
-    size_t n = sizeof(*session);
-    off_t off = NSC_SESSION_PAYLOAD_OFF;
-    while (n) {
-        ssize_t k = pwrite(w->fd, p, n, off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            w->last_errno = k < 0 ? errno : EIO;
-            return -1;
-        }
-        p += k;
-        n -= (size_t)k;
-        off += k;
+    /* through the writer process where there is one: w->fd is its
+     * descriptor there, not one of ours */
+    if (nsc_wch_pwrite(chan(w), w->fd, NSC_SESSION_PAYLOAD_OFF, session, sizeof(*session)) != 0) {
+        w->last_errno = errno ? errno : EIO;
+        return -1;
     }
     return 0;
 }
@@ -219,7 +175,7 @@ int nsc_writer_block(struct nsc_writer *w, enum nsc_block_type type, const void 
 
 void nsc_writer_close(struct nsc_writer *w) {
     if (w->fd >= 0)
-        close(w->fd);
+        nsc_wch_close(chan(w), w->fd);
     w->fd = -1;
     ZSTD_freeCCtx(w->small_cctx);
     w->small_cctx = NULL;

@@ -3,8 +3,10 @@
  * trace_writer.h - the trace file: creating it and appending blocks
  * (docs/format.md).
  *
- * Used by the flusher's I/O thread only (one writer per file, no locking):
- * no callback, init, finalize or exit path ever waits on these calls.
+ * Used by the compressor whose turn it is only (one writer per file, no
+ * locking): no callback, init, finalize or exit path ever waits on these
+ * calls. The file operations themselves are made by the writer process
+ * (writer_proc.h) when the session has one.
  * Each block is built in memory and handed to the kernel with one write(2),
  * so a crash leaves complete blocks plus at most one torn block at the end.
  * A failed write (disk full, I/O error) is cut back off the file with
@@ -19,6 +21,7 @@
 #include <zstd.h>
 
 #include "trace_format.h"
+#include "writer_proc.h"
 
 #define NSC_WRITER_SMALL_MAX (256u << 10)
 
@@ -40,6 +43,9 @@ struct nsc_writer {
      * opens again to start the next one */
     int rotate;
     unsigned segment;
+    /* where the file operations go: the session's writer process, or NULL
+     * (this process; writer_proc.h) */
+    struct nsc_wchan *io;
 };
 
 /* Remembers where the file goes; touches no disk. */
@@ -71,8 +77,5 @@ int nsc_writer_prepared(struct nsc_writer *w, unsigned char *buf, enum nsc_block
                         uint16_t flags, size_t stored, size_t raw_len);
 
 void nsc_writer_close(struct nsc_writer *w);
-
-/* Creates dir and its parents (0750 before the umask). Returns 0 or -1 (errno). */
-int nsc_writer_mkdir(const char *dir);
 
 #endif /* NSC_TRACE_WRITER_H */

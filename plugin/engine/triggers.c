@@ -13,14 +13,12 @@
  * atomics: the dump signal's flag, file_req, the watchdog's request. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -98,14 +96,14 @@ struct watcher {
     uint64_t last_file_dump_ns;
     int pending; /* a file trigger waiting out the gap */
     unsigned merged;
+    struct nsc_wchan io; /* its channel to the writer process (or in this process) */
 };
 static struct watcher *watcher;
 
 static int dump_all_changed(struct watcher *w) {
-    struct stat st;
     struct timespec m = {0, 0};
-    if (lstat(w->all_path, &st) == 0 && S_ISREG(st.st_mode))
-        m = st.st_mtim;
+    if (nsc_wch_mtime(&w->io, w->all_path, &m) != 0)
+        m.tv_sec = m.tv_nsec = 0;
     int changed = w->all_looked && (m.tv_sec != w->all_seen.tv_sec || m.tv_nsec != w->all_seen.tv_nsec) &&
                   m.tv_sec;
     w->all_seen = m;
@@ -118,26 +116,20 @@ static int dump_all_changed(struct watcher *w) {
  * would never dump). Touch dump-all and take its new time as seen. Never
  * through a link, never a FIFO or device (O_NONBLOCK, a regular file only). */
 static void dump_all_touch(struct watcher *w) {
-    int fd = open(w->all_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
-    if (fd < 0) {
-        nsc_log_warn("ncclscope: flight recorder: cannot touch %s: %s", w->all_path, strerror(errno));
+    struct timespec m;
+    if (nsc_wch_touch(&w->io, w->all_path, 0640, &m) != 0) {
+        if (errno != EINVAL) /* EINVAL: not a regular file, left alone */
+            nsc_log_warn("ncclscope: flight recorder: cannot touch %s: %s", w->all_path, strerror(errno));
         return;
     }
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        futimens(fd, NULL);
-        if (fstat(fd, &st) == 0) {
-            w->all_seen = st.st_mtim;
-            w->all_looked = 1;
-        }
-    }
-    close(fd);
+    w->all_seen = m;
+    w->all_looked = 1;
 }
 
 static void watch_once(struct watcher *w) {
     uint64_t now = eng_now_ns();
     if (!w->dir_made) {
-        w->dir_made = nsc_writer_mkdir(w->dir) == 0;
+        w->dir_made = nsc_wch_mkdir(&w->io, w->dir) == 0;
         if (!w->dir_made && !w->dir_warned) {
             w->dir_warned = 1;
             nsc_log_warn("ncclscope: flight recorder: cannot create %s: %s (dumps will fail)", w->dir,
@@ -148,7 +140,7 @@ static void watch_once(struct watcher *w) {
         dump_all_touch(w);
     int want = 0;
     /* unlink is the check: one trigger per file that appears */
-    if (unlink(w->now_path) == 0)
+    if (nsc_wch_unlink(&w->io, w->now_path) == 0)
         want = 1;
     /* Ranks fire a moment apart, each touching dump-all: a change within
      * 10 s of a dump of ours belongs to the same episode. */
@@ -185,13 +177,30 @@ static void *watch_main(void *arg) {
         pthread_cond_timedwait(&w->cv, &w->mu, &dl);
     }
     pthread_mutex_unlock(&w->mu);
+    /* the writer leaves once its channels are closed: this one even when
+     * the session's end could not wait for us */
+    if (w->io.sock >= 0)
+        close(w->io.sock);
+    w->io.sock = -1;
     return NULL;
 }
 
-int eng_watch_start(const struct nsc_config *cfg) {
+static void watcher_free(struct watcher *w) {
+    if (w->io.sock >= 0)
+        close(w->io.sock);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+int eng_watch_start(const struct nsc_config *cfg, int sock) {
     struct watcher *w = calloc(1, sizeof(*w));
-    if (!w)
+    if (!w) {
+        if (sock >= 0)
+            close(sock);
         return -1;
+    }
+    w->io.sock = sock;
     snprintf(w->dir, sizeof(w->dir), "%s", cfg->dir);
     snprintf(w->now_path, sizeof(w->now_path), "%s/dump-now", cfg->dir);
     snprintf(w->all_path, sizeof(w->all_path), "%s/dump-all", cfg->dir);
@@ -207,9 +216,7 @@ int eng_watch_start(const struct nsc_config *cfg) {
     atomic_store(&touch_due, 0);
     atomic_store(&last_dump_ns, 0);
     if (nsc_bg_thread_start(&w->thread, cfg, watch_main, w, "ncclscope-watch") != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        free(w);
+        watcher_free(w);
         return -1;
     }
     watcher = w;
@@ -233,9 +240,7 @@ void eng_watch_stop(unsigned wait_ms) {
     dl.tv_sec += (time_t)(ns / 1000000000ull);
     dl.tv_nsec = (long)(ns % 1000000000ull);
     if (pthread_timedjoin_np(w->thread, NULL, &dl) == 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        free(w);
+        watcher_free(w);
         return;
     }
     pthread_detach(w->thread);

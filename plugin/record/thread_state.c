@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "signal_stack.h"
+
+_Static_assert(NSC_MAX_THREADS_HARD == 4096, "signal_stack.c keeps a stack per state, 4096");
 
 __thread struct nsc_thread *nsc_tls_thread __attribute__((tls_model("initial-exec")));
 /* Registry generation this thread saw when it was put on the sentinel, and
@@ -46,6 +49,9 @@ static void on_thread_exit(void *p) {
      * sentinel, so it can never write into a ring another thread adopted. */
     tls_exiting = 1;
     nsc_tls_thread = &nsc_thread_sentinel_state;
+    /* its signal stack back before another thread can adopt the state and
+     * be given the same one (signal_stack.h) */
+    nsc_sigstack_exit();
     /* Its free slab slots back to the shared lists (slab.h): the adopter
      * starts with an empty cache, and none stay parked meanwhile. */
     nsc_slab_cache_flush(&t->slab_cache);
@@ -137,8 +143,10 @@ struct nsc_thread *nsc_thread_attach(void) {
     if (!t) {
         tls_gen_seen = gen;
         t = &nsc_thread_sentinel_state;
-    } else if (key_ok) {
-        pthread_setspecific(exit_key, t);
+    } else {
+        if (key_ok)
+            pthread_setspecific(exit_key, t);
+        nsc_sigstack_give(t->index); /* a stack for the crash handler, if it has none */
     }
     nsc_tls_thread = t;
     return t;

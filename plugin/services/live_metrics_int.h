@@ -85,6 +85,7 @@ struct op {
     int32_t peer;         /* P2p */
     uint16_t nch, kch_done, live_kids;
     uint8_t kernel, stopped, coll; /* kernel: KernelCh recorded at its start; coll: seq is its */
+    uint8_t proxied;      /* a ProxyOp attached: its stop ends the operation on the host's clock */
 };
 
 struct kid {

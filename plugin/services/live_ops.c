@@ -214,6 +214,18 @@ static struct fseq *fseq_get(struct nsc_live *m, struct comm *c, uint16_t func, 
 /* Records an op's completion and forgets it. */
 static void complete(struct nsc_live *m, struct op *o, int timed) {
     struct comm *c = comm_get(m, o->serial, 0);
+    /* Seen to end: its KernelCh (sampled) or its ProxyOps stopped. An
+     * operation with neither (not sampled, no network) only leaves: its
+     * enqueue is no latency and no completion, so the last-completion
+     * series (the alert rules') keep the last real one. */
+    int seen = (o->kernel && o->gpu_end > o->gpu_start) || o->proxied ||
+               (!o->coll && !o->p2p); /* a CeColl: its host times are its own */
+    if (!seen && c && c->in_flight)
+        c->in_flight--;
+    if (!seen) {
+        op_del(m, o);
+        return;
+    }
     if (c) {
         if (c->in_flight)
             c->in_flight--;
@@ -273,6 +285,8 @@ static int op_done(struct nsc_live *m, const struct op *o, uint64_t grace_ns) {
 /* Applies a child's accumulated state to its op. */
 static void attach(struct nsc_live *m, struct op *o, struct kid *k) {
     o->touched_ns = m->now_ns;
+    if (!k->kch)
+        o->proxied = 1; /* a ProxyOp: its stop is the transfer's end */
     if (k->kch) {
         if (k->gpu_start && (!o->gpu_start || k->gpu_start < o->gpu_start))
             o->gpu_start = k->gpu_start;
@@ -372,6 +386,7 @@ static void op_start(struct nsc_live *m, const struct nsc_rec *r) {
     /* CeColl runs on copy engines: no channels, no KernelCh */
     /* sampled (trace_format.h: NSC_RF_SAMPLED): KernelCh will come */
     o->kernel = r->h.etype != NSC_ET_CE_COLL && (r->h.flags & NSC_RF_SAMPLED) != 0;
+    o->proxied = 0;
     o->touched_ns = m->now_ns;
 }
 

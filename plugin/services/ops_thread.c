@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "control.h"
 #include "live_metrics.h"
+#include "lib_pin.h"
 #include "log.h"
 
 #define POLL_MS 100
@@ -125,14 +126,6 @@ int nsc_ops_start(const struct nsc_config *cfg) {
     return 0;
 }
 
-/* Keeps the library mapped for a thread left behind in a stalled file
- * system (a later dlclose would unmap the code it returns to). */
-static void pin_library(void) {
-    Dl_info info;
-    if (dladdr((void *)&pin_library, &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
 int nsc_ops_stop(void) {
     struct ops *o = O;
     if (!o)
@@ -149,7 +142,7 @@ int nsc_ops_stop(void) {
     int done = o->done, mdone = o->mdone;
     pthread_mutex_unlock(&o->mu);
     if (!done || !mdone) {
-        pin_library();
+        nsc_pin_library(); /* a thread left behind in a stalled file system */
         nsc_log_warn("ncclscope: the %s files in %s did not answer within "
                      "NCCLSCOPE_EXIT_WAIT_MS=%u ms; leaving the %s thread behind",
                      done ? "metrics" : "control", done ? o->cfg.metrics_dir : o->cfg.dir,

@@ -152,7 +152,7 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
         series_labels(f, c, s, nsc_intern_text(s->func) ? nsc_intern_text(s->func) : "?");
         fprintf(f, "} %" PRIu64 "\n", s->bytes);
     }
-    fprintf(f, "# HELP ncclscope_latency_seconds Completed operations' latency: GPU time from KernelCh (timing=\"gpu\"), else enqueue to the last stop seen by the host (timing=\"host\").\n"
+    fprintf(f, "# HELP ncclscope_latency_seconds Completed operations' latency: GPU time from KernelCh (timing=\"gpu\"), else, for operations with ProxyOps, enqueue to their last ProxyOp's stop (timing=\"host\"); an operation with neither (not sampled, no network) has none.\n"
                "# TYPE ncclscope_latency_seconds histogram\n");
     for (uint32_t i = 0; i < sn->nseries; i++) {
         const struct series *s = &sn->series[i];

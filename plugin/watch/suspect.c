@@ -5,7 +5,6 @@
 #include "suspect.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -23,6 +22,7 @@
 #include "event_types.h"
 #include "hot_line.h"
 #include "intern.h"
+#include "lib_pin.h"
 #include "log.h"
 #include "op_state.h"
 #include "progress.h"
@@ -495,14 +495,6 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
     return 0;
 }
 
-/* Keeps the library mapped for a thread left behind in a stalled file
- * system (a later dlclose would unmap the code it returns to). */
-static void pin_library(void) {
-    Dl_info info;
-    if (dladdr((void *)&pin_library, &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
 void nsc_suspect_stop_request(void) {
     if (!nsc_sus.running || nsc_sus.stop_req)
         return;
@@ -528,7 +520,7 @@ void nsc_suspect_stop(void) {
     nsc_sus.running = 0;
     pthread_mutex_unlock(&nsc_sus.mu);
     if (!done) {
-        pin_library();
+        nsc_pin_library(); /* the thread returns into our code */
         nsc_sus.left_behind = 1; /* its memory stays: it still uses it */
         nsc_log_warn("ncclscope: the progress file in %s did not answer within "
                      "NCCLSCOPE_EXIT_WAIT_MS=%u ms; leaving the hang suspect thread behind",

@@ -14,6 +14,7 @@
 #include "comm_table.h"
 #include "engine.h"
 #include "intern.h"
+#include "kernel_sample.h"
 #include "log.h"
 #include "op_state.h"
 #include "slab.h"
@@ -276,13 +277,21 @@ out:
             name_of(fn, sizeof(fn), o->func);
         if (o && o->etype == 2) /* P2p */
             snprintf(peer, sizeof(peer), " peer %d", o->peer);
+        /* With KernelCh sampled, the oldest operation the watchdog sees is
+         * the oldest sampled one: if its kernel never started, an earlier
+         * one of the comm that was not sampled holds the stream. */
+        const char *held = nsc_ksample_on() && o && o->kernel_tracked && !o->ch_started
+                               ? " (its kernel has not started: an earlier operation of this "
+                                 "comm, not sampled for KernelCh, holds it; `ncclscope hang` on "
+                                 "the job's files names it)"
+                               : "";
         nsc_log_warn("ncclscope: hang watchdog: comm %016llx rank %d: %u operation(s) in flight, "
                      "none completed for %u s; oldest %s seq %llu%s, channels %d/%d done, "
-                     "ProxyOps %u/%u done; HANG block written%s",
+                     "ProxyOps %u/%u done%s; HANG block written%s",
                      (unsigned long long)id, rank, a->inflight, hang_seconds, fn[0] ? fn : "?",
                      o ? (unsigned long long)o->seq : 0ull, peer,
                      o ? __builtin_popcountll(o->ch_done) : 0, o ? o->nch : 0,
-                     o ? o->proxies_done : 0, o ? o->proxies : 0,
+                     o ? o->proxies_done : 0, o ? o->proxies : 0, held,
                      flight ? ", flight recorder dumping" : "");
     }
     free(hc);

@@ -350,7 +350,7 @@ def _quantile(hist, count, vmax, q):
 
 
 def _size_bucket(b):
-    """stats.c's bucket_of: the smallest k with 2^k >= bytes (max 63)."""
+    """stats_model.c's bucket_of: the smallest k with 2^k >= bytes (max 63)."""
     b = np.asarray(b, dtype=np.int64)
     out = np.zeros(len(b), dtype=np.int64)
     m = b > 1
@@ -365,7 +365,7 @@ _KEYS = ["comm", "p2p", "op", "dtype", "bucket"]
 def _stat_rows(part):
     """Per operation: the group key and the histogram indexes of its host,
     GPU and queue times (-1: none), and its host time again when it has a
-    completion ("done": the bandwidth of host-only rows, as stats.c).
+    completion ("done": the bandwidth of host-only rows, as stats_model.c).
     Runs per partition."""
     host = part["host_ns"].to_numpy()
     done = np.where(part["enqueue_only"].to_numpy() == 0, host, -1)
@@ -386,6 +386,9 @@ def _stat_rows(part):
         "has_done": (done >= 0).astype(np.int64), "done_ns": done,
         "done_i": np.where(done >= 0, _hist_index(np.maximum(done, 0)), -1),
         "seq": part["seq"].to_numpy(),
+        # KernelCh sampled: asked for KernelCh, and of a KernelCh file but not asked
+        "smp": (part["kernel_ch_recorded"].to_numpy() * part["sampled"].to_numpy()).astype(np.int64),
+        "uns": (part["kernel_ch_recorded"].to_numpy() * (1 - part["sampled"].to_numpy())).astype(np.int64),
     }, index=part.index)
 
 
@@ -425,10 +428,10 @@ _METRICS = ("host", "gpu", "queue", "done")
 # coll: one long row per collective (idx its seq), so partitions holding
 # other ranks of it add to the same row: the count of distinct collectives.
 # wait/xfer: the GPU time split at the collective's last GPU start (_split_rows).
-_SUMS = ("n", "bytes", "eo", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
+_SUMS = ("n", "bytes", "eo", "smp", "uns", "host_n", "gpu_n", "queue_n", "done_n", "host_h", "gpu_h",
          "queue_h", "done_h", "coll", "split_n", "wait_h", "xfer_h")
 _MAXES = ("nranks", "host_max", "gpu_max", "queue_max", "done_max", "wait_max", "xfer_max")
-# stats.c's split_kind: the collectives whose data moves only once every rank arrived
+# stats_model.c's split_kind: the collectives whose data moves only once every rank arrived
 _SPLIT = ("AllReduce", "AllGather", "ReduceScatter", "AlltoAll", "AllToAll")
 # stats.c's clocks_json: which clock each time of stats --json is
 _CLOCKS = {
@@ -443,6 +446,8 @@ _CLOCKS = {
     "gpu_stragglers": "wait_us: GPU starts, the last rank's minus the first's, summed",
 }
 _LONG = _KEYS + ["what", "idx", "v"]
+_SAMPLED_NOTE = ("KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): GPU-time percentiles, wait, transfer and "
+                 "bandwidths of a row come from its sampled rank-operations (gpu_ops of rank_ops)")
 
 
 def _partial_rows(part):
@@ -456,6 +461,7 @@ def _partial_rows(part):
     g = sf.groupby(_KEYS)
     wide = pd.DataFrame({
         "n": g["bytes"].size(), "bytes": g["bytes"].sum(), "eo": g["enqueue_only"].sum(),
+        "smp": g["smp"].sum(), "uns": g["uns"].sum(),
         "host_n": g["has_host"].sum(), "gpu_n": g["has_gpu"].sum(), "queue_n": g["has_queue"].sum(),
         "nranks": g["nranks"].max(), "host_max": g["host_ns"].max(), "gpu_max": g["gpu_ns"].max(),
         "queue_max": g["queue_ns"].max(), "done_n": g["has_done"].sum(),
@@ -504,7 +510,7 @@ def _split_rows(part, full):
     _partial_rows: each collective rank-operation with a mapped GPU start
     whose collective (full: comm, op, seq, gpu_last) every rank recorded one
     for; wait = GPU start to the last rank's, at most the GPU time, transfer
-    the rest (stats.c split_samples)."""
+    the rest (stats_model.c split_samples)."""
     c = part[(part["p2p"] == 0) & part["op"].isin(_SPLIT) & (part["gpu_start_ns"] != 0)
              & (part["gpu_ns"] > 0)]
     m = c.merge(full, on=_CKEY, how="inner")
@@ -606,12 +612,14 @@ def _rows_finish(long):
         none = host_only and not done_n
         avg = float(a["bytes"]) / ops_n if ops_n else 0.0
         bf = _bus_factor(op, nranks)
-        # stats.c numbers(): bandwidth from the transfer time where every
+        # stats_model.c numbers(): bandwidth from the transfer time where every
         # rank-operation has one, else GPU time, else host time of the
         # operations with a completion; none has one: None (no data moves
         # between the enqueue and the Coll's stop)
         host_algbw = None if not done_n else avg / host_p50 if host_p50 > 0 else 0.0
-        if split_n and split_n == ops_n:
+        uns = a.get("uns", 0)
+        # KernelCh sampled: the sampled rank-operations stand for the row
+        if split_n and split_n == (gpu_n if uns else ops_n):
             t, bw_from = xq[0.5], "transfer"
         elif not host_only:
             t, bw_from = gpu_p50, "gpu"
@@ -632,8 +640,8 @@ def _rows_finish(long):
             "algbw_GBps": algbw, "busbw_GBps": None if algbw is None else algbw * bf,
             "bw_from": bw_from,
             "timing": "enqueue-only" if none else "host-only" if host_only
-                      else "gpu (partial)" if gpu_n < ops_n else "gpu",
-            "gpu_ops": gpu_n,
+                      else "gpu (sampled)" if uns else "gpu (partial)" if gpu_n < ops_n else "gpu",
+            "gpu_ops": gpu_n, "sampled": a.get("smp", 0), "_uns": uns,
             "gpu_p50_us": gpu_p50 / 1e3 if gpu_n else None,
             "gpu_p99_us": gpu_p99 / 1e3 if gpu_n else None,
             "gpu_max_us": gpu_mx / 1e3 if gpu_n else None,
@@ -651,7 +659,7 @@ def _rows_finish(long):
 
 
 _CKEY = ["comm", "op", "seq"]
-_RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins ties (stats.c)
+_RANK_BITS = 1 << 24  # file_index * 2^24 + rank + 1: the earliest file wins ties (stats_model.c)
 
 
 _I64MAX, _I64MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -660,7 +668,7 @@ _ENTRY = ["first_ns", "first_fr", "last_ns", "last_fr", "ranks", "gpu_ranks", "g
 
 
 def _coll_rows(part):
-    """Each collective operation as a one-rank entry (stats.c's struct entry)."""
+    """Each collective operation as a one-rank entry (stats_model.c's struct entry)."""
     part = part[part["p2p"] == 0]
     gs = part["gpu_start_ns"].to_numpy()
     enq = part["enqueue_ns"].to_numpy()
@@ -677,7 +685,7 @@ def _coll_rows(part):
 
 
 def _merge_entries(e):
-    """Entries of the same collective merged, as stats.c's on_op does one
+    """Entries of the same collective merged, as stats_model.c's on_op does one
     rank at a time: the earliest enqueue and its rank (ties: the earliest
     file), the latest enqueue and its rank (ties: the earliest file), the
     latest GPU start, its rank and its enqueue; counts summed. Associative,
@@ -720,7 +728,7 @@ def _collectives(ops):
     """One row per collective (comm, op, seqNumber) over all ranks: first
     and last enqueue and by whom, first and last GPU start (mapped), the
     last GPU starter and its enqueue; ranks seen, ranks with a GPU start
-    (stats.c's straggler entries)."""
+    (stats_model.c's straggler entries)."""
     return _collectives_finish(*_compute_all(_collectives_lazy(ops)))
 
 
@@ -783,6 +791,14 @@ def stats(ops, drops=None, top=20, files=None):
            "skipped_first": 0, "outside_window": 0}
     if drops is not None:
         out["lost"] = _lost(got[2])
+    # KernelCh sampled (stats.c): said, and each row's sampled count, only then
+    sampled, kernel = sum(r["sampled"] for r in rows), sum(r["sampled"] + r["_uns"] for r in rows)
+    for r in rows:
+        if not sampled < kernel:
+            del r["sampled"]
+        del r["_uns"]
+    if sampled < kernel:
+        out["kernel_sampled"] = {"sampled": sampled, "operations": kernel, "note": _SAMPLED_NOTE}
     out["clocks"] = dict(_CLOCKS)
     out.update({"rows": rows, "stragglers": _by_enqueue(e, top), "gpu_stragglers": _late(e)})
     return _as_printed(out)
@@ -835,6 +851,7 @@ def _hang_span(nranks, traced):
 
 
 _STUCK_COLS = ["comm", "op", "seq", "rank", "p2p", "stuck", "channels", "channels_done", "kernel_ch_recorded",
+               "sampled", "completion_inferred", "maybe_stuck", "at_end",
                "file_index", "event_id", "row", "host", "pid", "enqueue_ns"]
 _HM_RECENT_SEQS = 8  # hang_model.h: a rank's enqueue times kept per (comm, function), highest seqNumbers
 
@@ -873,19 +890,32 @@ def _with_causes(entries, rows):
     return out
 
 
+def _hang_done_max(o):
+    """Per (comm, rank, function): the highest seqNumber the rank was seen
+    to complete (every channel's KernelCh of a sampled collective stopped,
+    or, not sampled, a later one of its comm completed)."""
+    coll = o[(o["p2p"] == 0) & (o["maybe_stuck"] == 0)]
+    proven = coll[(coll["stuck"] == 0) & (((coll["sampled"] == 1) & (coll["channels"] > 0) &
+                                           (coll["channels_done"] >= coll["channels"])) |
+                                          (coll["completion_inferred"] == 1))]
+    return proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
+
+
 def _hang_stuck(o):
     """hang.c's stuck list (o: computed rows with _STUCK_COLS): in file
     order, one per (comm, rank, event id) as dedupe_stuck keeps them, less
     the collectives below a seqNumber the rank was seen to complete
-    (drop_overtaken)."""
+    (drop_overtaken). With KernelCh sampled, the collectives that were not
+    sampled and may be stuck (maybe_stuck) are in it too."""
     order = {}
-    for x in o[o["stuck"] == 1].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
+    listed = (o["stuck"] == 1) | ((o["maybe_stuck"] == 1) & (o["p2p"] == 0))
+    for x in o[listed].sort_values(["file_index", "row"], kind="stable").itertuples(index=False):
         order[(x.comm, x.rank, x.event_id)] = x
-    coll = o[o["p2p"] == 0]
-    proven = coll[(coll["stuck"] == 0) & (coll["kernel_ch_recorded"] == 1) & (coll["channels"] > 0) &
-                  (coll["channels_done"] >= coll["channels"])]
-    done_max = proven.groupby(["comm", "rank", "op"])["seq"].max().to_dict()
-    return [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    done_max = _hang_done_max(o)
+    kept = [x for x in order.values() if x.p2p != 0 or not x.seq < done_max.get((x.comm, x.rank, x.op), -1)]
+    # one that may be stuck stays while a stuck one of its comm and rank does (drop_lone_maybe)
+    held = set((x.comm, x.rank, x.host, x.pid) for x in kept if x.stuck == 1)
+    return [x for x in kept if x.stuck == 1 or (x.comm, x.rank, x.host, x.pid) in held]
 
 
 def hangs(ops, comms, kernel_channels=None):
@@ -925,7 +955,8 @@ def hangs(ops, comms, kernel_channels=None):
     aligned clock (load's align), hang's on each file's own: on several
     hosts they may name different functions."""
     cols = ["comm", "op", "seq", "rank", "p2p", "peer", "stuck", "stop_ns", "enqueue_ns", "channels",
-            "channels_done", "kernel_ch_recorded", "file_index", "event_id", "row", "host", "pid"]
+            "channels_done", "kernel_ch_recorded", "sampled", "completion_inferred", "maybe_stuck",
+            "at_end", "file_index", "event_id", "row", "host", "pid"]
     o, c = _compute_all(ops[cols], comms[["comm", "comm_name", "rank", "nranks", "file_index", "serial"]])
     c = _hang_members(c).sort_values(["file_index", "serial"], kind="stable")
     kc = None
@@ -936,10 +967,19 @@ def hangs(ops, comms, kernel_channels=None):
     seqs = coll.groupby(["comm", "rank", "op"])["seq"].agg(["min", "max"])
     pairs = o[o["p2p"] == 1].groupby(["comm", "rank", "op", "peer"]).size()
     stuck = _hang_stuck(o)
+    done_max = _hang_done_max(o)
+    unk = coll[(coll["at_end"] == 1) & (coll["kernel_ch_recorded"] == 1) & (coll["sampled"] == 0) &
+               (coll["completion_inferred"] == 0)]
+    unknown_min = unk.groupby(["comm", "rank", "op"])["seq"].min().to_dict()
+
+    def maybe(x):
+        return x.stuck == 0 and x.maybe_stuck == 1
 
     def stuck_row(x):
-        row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns), "nch": int(x.channels),
-               "channels_done": int(x.channels_done)}
+        row = {"rank": int(x.rank), "enqueued": bool(x.stop_ns)}
+        if maybe(x):
+            row.update({"sampled": False, "maybe_stuck": True})
+        row.update({"nch": int(x.channels), "channels_done": int(x.channels_done)})
         if kc is not None:
             open_ch = kc[(kc["file_index"] == x.file_index) & (kc["op_id"] == x.event_id)]
             row["channels"] = sorted(int(v) for v in open_ch["channel"])
@@ -955,30 +995,62 @@ def hangs(ops, comms, kernel_channels=None):
         mine = [x for x in stuck if x.comm == comm]
         s = [x for x in mine if x.p2p == 0]
         if s:
+            span = _hang_span(nranks, traced)
+            facts = {}
+
+            def holds(x):
+                # hang_model.c's holds_others: no rank completed it (or a
+                # later one of its function), some traced rank never entered it
+                k = (x.op, int(x.seq))
+                if k not in facts:
+                    done = any(v >= x.seq for (cm, _, op), v in done_max.items() if cm == comm and op == x.op)
+                    never = any(r != x.rank and r in traced and not (
+                        (comm, r, x.op) in seqs.index and
+                        seqs.loc[(comm, r, x.op), "min"] <= x.seq <= seqs.loc[(comm, r, x.op), "max"])
+                        for r in range(span))
+                    facts[k] = not done and never
+                return facts[k]
+
+            # KernelCh sampled: collectives not sampled that may be stuck count
+            # where a rank never entered them; else the stuck sampled ones
+            nmaybe = sum(1 for x in s if maybe(x))
+            if any(maybe(x) and holds(x) for x in s):
+                cands = [x for x in s if holds(x)]
+            else:
+                cands = [x for x in s if not maybe(x)]
             # the one its ranks enqueued first (hang_model.h, nsc_hm_pick, in C)
-            target = s[_c.hang_pick([(proc(x), _enq(x), int(x.seq), x.op) for x in s])]
+            target = cands[_c.hang_pick([(proc(x), _enq(x), int(x.seq), x.op) for x in cands])]
             inside = [x for x in s if x.seq == target.seq and x.op == target.op]
             rows += [(len(out), proc(x), _enq(x), int(x.rank)) for x in inside]
             inside_ranks = set(int(x.rank) for x in inside)
-            missing, done = [], []
+            missing, done, unknown = [], [], []
             for r in range(_hang_span(nranks, traced)):
                 if r not in traced or r in inside_ranks:
                     continue
                 k = (comm, r, target.op)
-                if k in seqs.index and seqs.loc[k, "min"] <= target.seq <= seqs.loc[k, "max"]:
-                    done.append(r)
-                else:
+                if not (k in seqs.index and seqs.loc[k, "min"] <= target.seq <= seqs.loc[k, "max"]):
                     missing.append(r)
+                elif unknown_min.get(k, target.seq + 1) <= target.seq:
+                    unknown.append(r)  # entered it, not sampled: completion not known
+                else:
+                    done.append(r)
             last = [int(seqs.loc[(comm, r, target.op), "max"]) if (comm, r, target.op) in seqs.index
                     else None for r in missing]
             row.update({"op": target.op, "seq": int(target.seq), "missing_ranks": missing,
-                        "missing_last_seq": last, "all_inside": not missing and not done,
-                        "stuck_ranks": [stuck_row(x) for x in inside], "completed_ranks": done})
+                        "missing_last_seq": last, "all_inside": not missing and not done and not unknown})
+            if maybe(target):
+                row.update({"inferred": True, "completion": "inferred from sampled completion"})
+            if nmaybe:
+                row["maybe_stuck_ops"] = nmaybe
+            row.update({"stuck_ranks": [stuck_row(x) for x in inside], "completed_ranks": done})
+            if unknown:
+                row["unknown_ranks"] = unknown
         else:
             def count(rank, func, peer):
                 return int(pairs.get((comm, rank, func, peer), 0))
 
             missing, waits = set(), []
+            mine = [x for x in mine if not maybe(x)]  # a collective not sampled: no p2p fact
             for x in mine:
                 r, func, peer = int(x.rank), x.op, int(x.peer)
                 match = {"Send": "Recv", "Recv": "Send"}.get(func, func)
@@ -1026,6 +1098,11 @@ def divergences(ops, comms):
         return []
     per = coll.groupby(["comm", "op", "rank"]).agg(min=("seq", "min"), max=("seq", "max"),
                                                    rec=("kernel_ch_recorded", "min"))
+    # KernelCh sampled: per (comm, op, rank) the lowest seqNumber in flight at
+    # the end whose completion is not known (hang_model.h, unknown_min)
+    unk = coll[(coll["at_end"] == 1) & (coll["kernel_ch_recorded"] == 1) & (coll["sampled"] == 0) &
+               (coll["completion_inferred"] == 0)]
+    unknown_min = unk.groupby(["comm", "op", "rank"])["seq"].min().to_dict()
     out, rows, proc = [], [], _Procs()
     first = coll.sort_values(["file_index", "row"], kind="stable")
     for (comm, func), g in per.groupby(level=[0, 1], sort=True):
@@ -1047,7 +1124,8 @@ def divergences(ops, comms):
         point = min(behind) if behind else -1
         ahead = [x for x in ranks if x[1] >= 0 and x[1] >= (point if point >= 0 else top)]
         whole = all(x[2] == 0 for x in ahead)
-        blind = all(x[3] for x in ahead)
+        at = point if point >= 0 else top
+        blind = all(x[3] or unknown_min.get((comm, func, x[0]), at + 1) <= at for x in ahead)
         if point < 0 and whole and top >= 0:
             point = 0  # only ranks with none of it are behind
         if point < 0 or not blind:
@@ -1096,6 +1174,8 @@ def _json_like_c(s):
              '"skipped_first": %d' % s["skipped_first"], '"outside_window": %d' % s["outside_window"]]
     if "lost" in s:
         parts.append('"lost": ' + obj(s["lost"]))
+    if "kernel_sampled" in s:
+        parts.append('"kernel_sampled": ' + obj(s["kernel_sampled"]))
     parts.append('"clocks": ' + obj(s["clocks"]))
     head = "{" + ", ".join(parts) + ", "
     body = []

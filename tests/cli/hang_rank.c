@@ -6,7 +6,7 @@
  *
  *   hang_rank --plugin SO --rank R --nranks N --ops K --mode coll|p2p|job [--gate]
  *             [--first S] [--lose Q] [--version V] [--nch N] [--queued]
- *             [--skip R] [--intra]
+ *             [--skip R] [--intra] [--pause-us U]
  *
  * coll: comm "hang-coll" (commHash 0x4a4e470001) runs AllReduce seqNumber
  *   0 .. K-1 on 2 channels, each with a ProxyOp sending to rank R+1 and
@@ -44,7 +44,10 @@
  *   and Broadcast, whose kernels never start (queued behind it on the
  *   same GPU): no KernelCh, their ProxyOps posted and waiting for the GPU.
  * --intra: no ProxyOp at all, as a job on one node over NVLink (with the
- *   default mask nothing then records completion).
+ *   lean mask nothing then records completion; the default mask samples
+ *   KernelCh).
+ * --pause-us U: job's steps U microseconds apart, as a training step's
+ *   compute between them (KernelCh's sampling period then takes each).
  * --healthy: job mode without a hang: every rank runs every step's
  *   collectives to completion, then idles (a compute gap, a checkpoint
  *   every rank writes): all ranks stop at the same seqNumbers.
@@ -69,6 +72,7 @@ static void *start(nsc_abi_descr_v7 *d) {
 }
 
 static int intra; /* --intra: no ProxyOp */
+static long pause_us; /* --pause-us: the host's time between a job's steps */
 
 /* A channel's GPU work and its proxy; `stuck`: it never finishes; `lost`:
  * it finishes, but its KernelCh stop is not recorded. */
@@ -205,6 +209,8 @@ int main(int argc, char **argv) {
             nch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--lose") && i + 1 < argc)
             lose = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--pause-us") && i + 1 < argc)
+            pause_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--gate"))
             gate = 1;
         else if (!strcmp(argv[i], "--healthy"))
@@ -253,6 +259,8 @@ int main(int argc, char **argv) {
     }
     for (long i = 0; i < ops && job; i++) {
         int last = i == ops - 1 && !healthy;
+        if (pause_us > 0)
+            usleep((useconds_t)pause_us);
         ctx = ctx_all;
         if (last && rank == skip)
             hung(); /* skips the AllReduce (and what follows it) */

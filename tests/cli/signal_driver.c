@@ -24,6 +24,10 @@
  *       and must call the application's), then after finalize and after
  *       the plugin is unloaded. Prints "app handler N" (3 when every raise
  *       reached it) and exits 0.
+ *   signal_driver --plugin SO --overflow
+ *       an application thread (not one of ours) records 2,000 events, then
+ *       overflows its stack: the crash handler runs on the signal stack the
+ *       plugin gave the thread, and the dump holds them.
  *   signal_driver --plugin SO --term-app
  *       the application's SIGTERM handler is installed before init; after
  *       SIGTERM it records on and finalizes. Prints "app term N".
@@ -62,6 +66,26 @@ static void some_events(long n) {
         nsc_host_stop(&host, h);
     }
     atomic_fetch_add(&recorded, n);
+}
+
+/* Deeper and deeper until the stack's guard page: a volatile frame the
+ * compiler cannot turn into a loop. */
+static volatile long depth_limit = 1L << 40; /* never reached: the stack ends first */
+static long recurse(long depth) {
+    volatile char frame[512];
+    frame[0] = (char)depth;
+    if (depth >= depth_limit)
+        return frame[0];
+    return recurse(depth + 1) + frame[0];
+}
+
+static void *overflower(void *arg) {
+    (void)arg;
+    some_events(2000);
+    printf("events %ld\n", atomic_load(&recorded));
+    fflush(stdout);
+    usleep(300000); /* the flight window takes them */
+    return (void *)recurse(0);
 }
 
 static void *faulter(void *arg) {
@@ -123,8 +147,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--chain") && i + 1 < argc) {
             mode = "chain";
             sig_name = argv[++i];
-        } else if (!strcmp(argv[i], "--two-faults") || !strcmp(argv[i], "--fork-crash") ||
-                   !strcmp(argv[i], "--busy-crash") || !strcmp(argv[i], "--fork-control") ||
+        } else if (!strcmp(argv[i], "--two-faults") || !strcmp(argv[i], "--overflow") ||
+                   !strcmp(argv[i], "--fork-crash") || !strcmp(argv[i], "--busy-crash") ||
+                   !strcmp(argv[i], "--fork-control") ||
                    !strcmp(argv[i], "--term-app"))
             mode = argv[i] + 2;
         else {
@@ -151,6 +176,17 @@ int main(int argc, char **argv) {
         return 1;
     }
     nowhere = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!strcmp(mode, "overflow")) {
+        /* an application thread of its own (none of ours made it) that
+         * records, then overflows its stack */
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 256 * 1024);
+        pthread_create(&t, &a, overflower, NULL);
+        pthread_join(t, NULL);
+        return 3; /* not reached: the overflow ends the process */
+    }
     if (!strcmp(mode, "two-faults")) {
         pthread_barrier_init(&go, NULL, 5);
         pthread_t t[4];

@@ -18,9 +18,12 @@ def main():
                NCCLSCOPE_CHUNK_KB="64")
     p = subprocess.Popen([fake, "--plugin", plugin, "--synthetic", "-1", "--threads", "2"], env=env,
                          stdout=subprocess.DEVNULL)
+    # until a few chunks are on disk; looked at often: the fake host writes
+    # megabytes a second, and a file ten times the size proves no more but
+    # takes seconds to convert and parse as JSON
     deadline = time.time() + 20
-    while time.time() < deadline:  # until a few chunks are on disk
-        time.sleep(0.1)
+    while time.time() < deadline:
+        time.sleep(0.005)
         fs = trace_files(d)
         if fs and os.path.getsize(fs[0]) > 200000:
             break

@@ -379,6 +379,61 @@ def test_job(driver):
           text)
 
 
+def test_job_sampled(driver):
+    """The same job on one NVLink node (no ProxyOps) at default settings:
+    KernelCh on a sample (NCCLSCOPE_KERNEL_SAMPLE), so the stuck AllReduce
+    may itself not be sampled. Whatever was sampled, the answer is AllReduce
+    9 with rank 2 missing, first: a root (inferred from sampled completion
+    when AllReduce 9 was not sampled on the stuck ranks) or, where nothing
+    sampled is stuck, the first divergence; no rank that entered it is said
+    to have completed it, and the AllGather behind it is never the root."""
+    for env in ({}, {"NCCLSCOPE_KERNEL_SAMPLE": "4", "NCCLSCOPE_KERNEL_SAMPLE_MS": "0"},
+                {"NCCLSCOPE_KERNEL_SAMPLE": "19", "NCCLSCOPE_KERNEL_SAMPLE_MS": "0"}):
+        cli, d = run_job(driver, "job", 4, events=None, extra=("--intra",), env_more=env, want_ops=JOB_OPS)
+        doc, p = hang(cli, [d], ok=(4, 5))
+        check(0 < doc["kernel_sampled"]["sampled"] < doc["kernel_sampled"]["operations"], "%s: %s" % (env, doc))
+        text = run([cli, "hang", d], ok=(p.returncode,)).stdout
+        check("KernelCh sampled (NCCLSCOPE_KERNEL_SAMPLE): " in text, "%s:\n%s" % (env, text))
+        if doc["hangs"]:
+            a = doc["hangs"][0]
+            check((a["comm"], a["op"], a["seq"], a["missing_ranks"], a["cause"]) == (ALL, "AllReduce", OPS - 1, [2], "root"),
+                  "%s: the root: %s" % (env, doc["hangs"]))
+            inside = sorted([s["rank"] for s in a["stuck_ranks"]] + a.get("unknown_ranks", []))
+            check(inside == [0, 1, 3] and a["completed_ranks"] == [], "%s: ranks 0, 1, 3: %s" % (env, a))
+            maybe = [s for s in a["stuck_ranks"] if s.get("maybe_stuck")]
+            check(a.get("inferred", False) == (len(maybe) == len(a["stuck_ranks"])), "%s: inferred: %s" % (env, a))
+            check(all(h["cause"] == "behind" for h in doc["hangs"][1:]), "%s: one root: %s" % (env, doc["hangs"]))
+            if a.get("inferred"):
+                check("inferred from sampled completion" in text, text)
+        else:
+            v = doc["divergences"][0]
+            check((v["comm"], v["op"], v["seq"], v["entered_ranks"], v["missing_ranks"], v["cause"]) ==
+                  (ALL, "AllReduce", OPS - 1, [0, 1, 3], [2], "root"), "%s: %s" % (env, doc))
+        print("ok job at default settings, KernelCh sampled %s: %s" %
+              (env or "(32, 1 ms)", "AllReduce %d root%s" % (OPS - 1, ", inferred" if doc["hangs"] and
+                                                             doc["hangs"][0].get("inferred") else "")
+              if doc["hangs"] else "divergence at AllReduce %d" % (OPS - 1)))
+
+
+def test_job_default(driver):
+    """The job at the default settings on one NVLink node (no ProxyOps, no
+    KernelCh asked for by name): KernelCh is sampled, and with the job's
+    steps 3 ms apart the sampling period takes every operation, the stuck
+    AllReduce 9 among them. The watchdogs of ranks 0, 1 and 3 (inside
+    AllReduce 9) fire after NCCLSCOPE_HANG_SECONDS, rank 2's (it never
+    entered) does not (before: with the mask without KernelCh, no watchdog
+    could fire); `hang` names AllReduce 9, missing rank 2, first."""
+    cli, d = run_job(driver, "job", 4, events=None, extra=("--intra", "--pause-us", "3000"),
+                     env_more={"NCCLSCOPE_HANG_SECONDS": "1", "NCCLSCOPE_KERNEL_SAMPLE_MS": "1"},
+                     settle=2.5, want_ops=JOB_OPS)
+    doc, _ = hang(cli, [d])
+    check(doc.get("watchdog", {}).get("files") == 3, "3 watchdogs fired (not rank 2's): %s" % doc.get("watchdog"))
+    hs = doc["hangs"]
+    check(hs and (hs[0]["op"], hs[0]["seq"], hs[0]["missing_ranks"], hs[0]["cause"]) ==
+          ("AllReduce", OPS - 1, [2], "root"), "default settings: the root first: %s" % hs)
+    print("ok default settings, one node: 3 watchdogs fired; AllReduce %d, missing rank 2, first" % (OPS - 1))
+
+
 def main():
     driver = sys.argv[1]
     test_no_hang()
@@ -391,6 +446,8 @@ def main():
     test_no_records(driver)
     test_p2p(driver)
     test_job(driver)
+    test_job_sampled(driver)
+    test_job_default(driver)
     print("ok")
 
 

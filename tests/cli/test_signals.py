@@ -78,6 +78,22 @@ def two_faults(cli, plugin):
     print("ok: two threads faulting together leave one whole dump (6 runs)")
 
 
+def stack_overflow(cli, plugin):
+    """An application thread that overflows its stack: the crash handler
+    needs a stack to run on, which the plugin gives every thread that calls
+    it and has none (before: the process died with no dump)."""
+    d = tmpdir()
+    p = subprocess.run([driver, "--plugin", plugin, "--overflow"], env=flight_env(d),
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == -signal.SIGSEGV, "exit %d\n%s" % (p.returncode, p.stderr[-2000:]))
+    files = dumps(d, "crash")
+    check(len(files) == 1, "one crash dump: %s" % trace_files(d))
+    total = int(re.search(r"events (\d+)", p.stdout).group(1))
+    kept = info_of(cli, files[0])
+    check(kept >= total, "%d of %d events" % (kept, total))
+    print("ok: an application thread's stack overflow leaves a whole dump")
+
+
 def busy_crash(cli, plugin):
     """A fault while other threads record at full speed: every event
     finished before it is in the dump (chunks being compressed, or refused
@@ -202,7 +218,7 @@ def term_app(cli, plugin):
 
 def main():
     cli, plugin, _ = env_paths()
-    cases = sys.argv[4:] or ["planted_link", "two_faults", "busy_crash", "forked_child", "fork_control", "chained_dump_signal",
+    cases = sys.argv[4:] or ["planted_link", "two_faults", "stack_overflow", "busy_crash", "forked_child", "fork_control", "chained_dump_signal",
                              "reserved_signal", "term_default", "term_app"]
     for c in cases:
         fn = globals()[c]

@@ -425,7 +425,8 @@ def same_hangs(py, c, what):
     check(len(py) == len(c), "%s: %d stuck communicators vs %d" % (what, len(py), len(c)))
     for p, h in zip(py, c):
         for k, v in p.items():
-            want = [{f: s[f] for f in SHOWN} for s in h[k]] if k == "stuck_ranks" else h[k]
+            want = [{f: s[f] for f in SHOWN + ("sampled", "maybe_stuck") if f in s} for s in h[k]] \
+                if k == "stuck_ranks" else h[k]
             check(v == want, "%s: hangs()[%s] %r vs hang --json %r" % (what, k, v, want))
 
 
@@ -560,6 +561,40 @@ def test_hangs(tmp):
           "hang() = the command, HANG blocks included")
 
 
+def test_hangs_sampled(tmp):
+    """KernelCh sampled (format 4): a killed job where rank 2 never entered
+    AllReduce 1, which was not sampled on the others, while a later sampled
+    AllReduce 2 is stuck; a 2-rank comm's stuck Broadcast waits behind it.
+    hangs() names AllReduce 1 inferred, as hang --json; the ops table says
+    which operations were sampled."""
+    exe = os.environ.get("NSC_SAMPLED_JOB")
+    if not exe:
+        print("SKIP (part): hangs() with KernelCh sampled: no NSC_SAMPLED_JOB")
+        return
+    d = os.path.join(tmp, "sampled-job")
+    os.makedirs(d)
+    run([exe, d])
+    c = json.loads(run([CLI, "hang", d, "--json"], ok=(4,)).stdout)
+    j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+    py = A.hangs(j.ops, j.comms, j.kernel_channels)
+    same_hangs(py, c["hangs"], "KernelCh sampled")
+    check(len(py) == 2 and py[0]["op"] == "AllReduce" and py[0]["seq"] == 1 and py[0]["missing_ranks"] == [2] and
+          py[0].get("inferred") is True and py[0]["cause"] == "root" and py[1]["op"] == "Broadcast" and
+          py[1]["cause"] == "behind" and py[1]["behind"]["seq"] == 1, py)
+    o = j.ops
+    check(int(o["sampled"].sum()) == c["kernel_sampled"]["sampled"] and len(o) == c["kernel_sampled"]["operations"],
+          "sampled column vs hang --json: %s" % c["kernel_sampled"])
+    check(((o["sampled"] == 1) | (o["gpu_ns"] < 0)).all(), "GPU time on an operation not sampled")
+    check(int(o["maybe_stuck"].sum()) > 0 and int(o[o["maybe_stuck"] == 1]["stuck"].sum()) == 0, "maybe_stuck")
+    # stats(): stats --json's numbers, the sample said (kernel_sampled, each row's sampled count)
+    cs = c_stats([d])
+    compare_stats(A.stats(o, j.drops, files=4), cs, "stats, KernelCh sampled")
+    check(cs["kernel_sampled"]["sampled"] == c["kernel_sampled"]["sampled"] and
+          all("sampled" in r for r in cs["rows"]) and
+          any(r["timing"] == "gpu (sampled)" for r in cs["rows"]), cs["rows"])
+    print("ok: hangs() = ncclscope hang --json with KernelCh sampled (AllReduce 1 inferred, missing rank 2)")
+
+
 def test_cluster(tmp, ops):
     cl = Cluster(tmp)
     client = None
@@ -668,6 +703,19 @@ def test_hangs_job(tmp):
           [("AllReduce", 9, [0, 1, 3], [2], "root"), ("AllGather", 9, [0, 1, 3], [2], "behind")] and
           py[1]["behind"] == dict(root, ranks=[0, 1, 3]), "divergences(): %s" % py)
     print("ok: hangs()/divergences() of a job: AllReduce 9 the root, what was queued behind it marked so")
+    # at default settings on one NVLink node: KernelCh on a sample (test_hang.py, test_job_sampled)
+    for k, env in enumerate(({}, {"NCCLSCOPE_KERNEL_SAMPLE": "4", "NCCLSCOPE_KERNEL_SAMPLE_MS": "0"},
+                             {"NCCLSCOPE_KERNEL_SAMPLE": "19", "NCCLSCOPE_KERNEL_SAMPLE_MS": "0"})):
+        d = hung_job(tmp, events=None, name="job-sampled%d" % k, mode="job", extra=("--intra",), env_more=env)
+        c = json.loads(run([CLI, "hang", d, "--json"], ok=(4, 5)).stdout)
+        j = A.load(d, tables=("ops", "kernel_channels"), errors="ignore")
+        py = A.hangs(j.ops, j.comms, j.kernel_channels)
+        same_hangs(py, c["hangs"], "job, KernelCh sampled %s" % env)
+        check(A.divergences(j.ops, j.comms) == c["divergences"], "divergences(), sampled %s: %s" % (env, c))
+        first = (py or c["divergences"])[0]
+        check((first["op"], first["seq"], first["missing_ranks"], first["cause"]) == ("AllReduce", 9, [2], "root"),
+              "sampled %s: %s" % (env, first))
+    print("ok: hangs()/divergences() of a job with KernelCh sampled = hang --json")
 
 
 def free_port():
@@ -749,6 +797,7 @@ def main():
         test_export(tmp, ops)
         test_hangs(tmp)
         test_hangs_job(tmp)
+        test_hangs_sampled(tmp)
         test_refusals(tmp)
         test_cli_errors(tmp)
         try:

@@ -50,6 +50,7 @@ struct ct_trace {
     struct nsc_rec *r;
     uint32_t *thread;
     unsigned n, cap;
+    uint32_t mask; /* the session's: ct_coll marks every Coll sampled when it has KernelCh */
 };
 
 /* Header, SESSION (ticks are ns; mono = ticks; realtime = mono + real_off),
@@ -58,6 +59,7 @@ static inline void ct_begin(struct ct_trace *t, uint32_t mask, const char *host,
                             int64_t real_off, const char *const *strs, uint64_t comm_id, int rank,
                             int nranks) {
     memset(t, 0, sizeof(*t));
+    t->mask = mask;
     struct nsc_file_header fh;
     memcpy(fh.magic, NSC_FILE_MAGIC, 8);
     fh.format_version = NSC_FORMAT_VERSION;
@@ -114,10 +116,15 @@ static inline struct nsc_rec *ct_rec(struct ct_trace *t, uint32_t thread, uint8_
     return r;
 }
 
-/* A Coll START: func/dtype/algo/proto string ids, count, seq, channels. */
+/* A Coll START: func/dtype/algo/proto string ids, count, seq, channels;
+ * sampled (NSC_RF_SAMPLED) when the session records KernelCh, as the
+ * plugin marks every operation without NCCLSCOPE_KERNEL_SAMPLE (clear the
+ * flag for one that was not). */
 static inline struct nsc_rec *ct_coll(struct ct_trace *t, uint32_t thread, uint64_t id, uint64_t ns,
                                       uint64_t seq, uint64_t count, unsigned nch) {
     struct nsc_rec *r = ct_rec(t, thread, NSC_REC_START, NSC_ET_COLL, id, ns);
+    if ((t->mask >> NSC_ET_KERNEL_CH) & 1)
+        r->h.flags |= NSC_RF_SAMPLED;
     r->u.start.d.coll.seq = seq;
     r->u.start.d.coll.func = 2;
     r->u.start.d.coll.dtype = 3;

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * ncclscope_writer.c - the writer process (writer_proto.h): every
+ * file-system call on the trace directory, on the plugin's behalf, so that
+ * a directory that stalls holds this process, never the application's.
+ *
+ * Started by the plugin (posix_spawn, never fork: the application is
+ * multithreaded) with its channels on fds 3..5 and the plugin's pid as
+ * argv[1]. Single-threaded: serves the channels in turn, writes the crash
+ * area when it is READY, and leaves once every channel is closed or the
+ * plugin's process is gone (PR_SET_PDEATHSIG, and its pid checked once a
+ * tick: a forked child of the application keeps the sockets open), after
+ * writing what the crash area holds. It ignores the terminal's and the
+ * job's signals (SIGINT, SIGTERM, SIGHUP): it ends with the process it
+ * serves, not before it, so a job that is told to stop loses nothing here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "writer_proto.h"
+
+#define DIR_MODE 0750
+#define TICK_MS 50
+
+static pid_t parent;
+static unsigned char *buf;
+static size_t buf_cap;
+
+static int read_all(int fd, void *p, size_t n) {
+    char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int pwrite_all(int fd, const void *p, size_t n, off_t off) {
+    const char *c = p;
+    while (n) {
+        ssize_t k = pwrite(fd, c, n, off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k == 0)
+                errno = EIO;
+            return -1;
+        }
+        c += k;
+        n -= (size_t)k;
+        off += k;
+    }
+    return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+    const char *c = p;
+    while (n) {
+        ssize_t k = write(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -1;
+        if (k == 0) {
+            errno = EIO;
+            return -1;
+        }
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int mkdir_p(const char *dir) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+/* Descriptors this process opened for the plugin: the only ones APPEND and
+ * CLOSE act on (never a channel). */
+#define MAX_FILES 64
+static int files[MAX_FILES];
+static unsigned nfiles;
+
+static int owned(int fd) {
+    for (unsigned i = 0; i < nfiles; i++)
+        if (files[i] == fd)
+            return (int)i;
+    return -1;
+}
+
+static void serve(const struct nsc_wreq *q, const unsigned char *data, struct nsc_wrep *r) {
+    const char *path = (const char *)data;
+    int rc = -1, k;
+    struct stat st;
+    errno = 0;
+    switch (q->op) {
+    case NSC_WOP_MKDIR:
+        rc = mkdir_p(path);
+        break;
+    case NSC_WOP_CREATE:
+        if (nfiles == MAX_FILES) {
+            errno = EMFILE;
+            break;
+        }
+        rc = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, q->mode & 0777);
+        if (rc >= 0)
+            files[nfiles++] = rc;
+        break;
+    case NSC_WOP_APPEND:
+        if (owned(q->fd) < 0) {
+            errno = EBADF;
+            break;
+        }
+        rc = write_all(q->fd, data, q->len);
+        if (rc != 0) { /* keep the file a sequence of whole blocks */
+            int e = errno;
+            if (ftruncate(q->fd, (off_t)q->off) == 0)
+                lseek(q->fd, (off_t)q->off, SEEK_SET);
+            errno = e ? e : EIO;
+        }
+        break;
+    case NSC_WOP_PWRITE:
+        if (owned(q->fd) < 0) {
+            errno = EBADF;
+            break;
+        }
+        rc = pwrite_all(q->fd, data, q->len, (off_t)q->off);
+        break;
+    case NSC_WOP_CLOSE:
+        if ((k = owned(q->fd)) < 0) {
+            errno = EBADF;
+            break;
+        }
+        files[k] = files[--nfiles];
+        rc = close(q->fd);
+        break;
+    case NSC_WOP_UNLINK:
+        rc = unlink(path);
+        break;
+    case NSC_WOP_MTIME:
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+            r->sec = st.st_mtim.tv_sec;
+            r->nsec = st.st_mtim.tv_nsec;
+            rc = 0;
+        } else if (errno == 0)
+            errno = EINVAL;
+        break;
+    case NSC_WOP_TOUCH:
+        k = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, q->mode & 0777);
+        if (k < 0)
+            break;
+        if (fstat(k, &st) == 0 && S_ISREG(st.st_mode) && futimens(k, NULL) == 0 &&
+            fstat(k, &st) == 0) {
+            r->sec = st.st_mtim.tv_sec;
+            r->nsec = st.st_mtim.tv_nsec;
+            rc = 0;
+        } else if (errno == 0)
+            errno = EINVAL;
+        close(k);
+        break;
+    default:
+        errno = EINVAL;
+    }
+    r->rc = rc < 0 ? -1 : rc;
+    r->err = rc < 0 ? (errno ? errno : EIO) : 0;
+}
+
+/* One request from a channel and its reply. Returns -1 when the channel is
+ * closed (or speaks nonsense: then it is dropped). */
+static int one_request(int fd) {
+    struct nsc_wreq q;
+    if (read_all(fd, &q, sizeof(q)) != 0 || q.len > NSC_WRITER_MAX_DATA)
+        return -1;
+    if ((size_t)q.len + 1 > buf_cap) {
+        size_t cap = (size_t)q.len + 1;
+        unsigned char *b = realloc(buf, cap);
+        if (!b)
+            return -1;
+        buf = b;
+        buf_cap = cap;
+    }
+    if (q.len && read_all(fd, buf, q.len) != 0)
+        return -1;
+    buf[q.len] = '\0';
+    struct nsc_wrep r;
+    memset(&r, 0, sizeof(r));
+    serve(&q, buf, &r);
+    return send(fd, &r, sizeof(r), MSG_NOSIGNAL) == (ssize_t)sizeof(r) ? 0 : -1;
+}
+
+/* A crash or SIGTERM dump the plugin copied into the area: to its file. */
+static void write_crash(struct nsc_crash_area *a) {
+    uint64_t len = atomic_load_explicit(&a->len, memory_order_acquire);
+    if (len > a->cap)
+        len = a->cap;
+    if (len) {
+        a->dir[sizeof(a->dir) - 1] = '\0';
+        a->path[sizeof(a->path) - 1] = '\0';
+        mkdir_p(a->dir);
+        int fd = open(a->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, a->mode & 0777);
+        if (fd >= 0) {
+            write_all(fd, a->data, len);
+            close(fd);
+        }
+    }
+    atomic_fetch_add_explicit(&a->dumps_written, 1, memory_order_relaxed);
+    atomic_store_explicit(&a->len, 0, memory_order_relaxed);
+    /* RELEASE: the area is free for the next dump only after it was read */
+    atomic_store_explicit(&a->state, NSC_CRASH_IDLE, memory_order_release);
+}
+
+static void on_parent_death(int sig) { (void)sig; /* only wakes poll(2) */ }
+
+int main(int argc, char **argv) {
+    if (argc < 2)
+        return 2;
+    parent = (pid_t)strtol(argv[1], NULL, 10);
+    /* The job's signals are not ours: leave with the process we serve. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_parent_death;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    /* Sent when the thread that started us ends: that is not always the
+     * process, so it only makes us look (getppid below). */
+    prctl(PR_SET_PDEATHSIG, SIGUSR1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Whatever else the application had open stays its own (a pipe we
+     * kept open would keep its reader waiting). */
+    syscall(SYS_close_range, NSC_WFD_WAKE + 1, ~0u, 0);
+
+    struct nsc_crash_area *area = NULL;
+    struct stat st;
+    if (fstat(NSC_WFD_CRASH, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)sizeof(*area)) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, NSC_WFD_CRASH, 0);
+        if (m != MAP_FAILED)
+            area = m;
+        close(NSC_WFD_CRASH);
+    }
+    struct pollfd pf[3] = {{.fd = NSC_WFD_ENGINE, .events = POLLIN},
+                           {.fd = NSC_WFD_WATCH, .events = POLLIN},
+                           {.fd = NSC_WFD_WAKE, .events = POLLIN}};
+    for (int i = 0; i < 3; i++)
+        if (fcntl(pf[i].fd, F_GETFD) < 0)
+            pf[i].fd = -1;
+    for (;;) {
+        int gone = getppid() != parent;
+        if (area && atomic_load_explicit(&area->state, memory_order_acquire) == NSC_CRASH_READY)
+            write_crash(area);
+        if (gone || (pf[0].fd < 0 && pf[1].fd < 0))
+            break;
+        int n = poll(pf, 3, TICK_MS);
+        if (n <= 0)
+            continue;
+        if (pf[2].fd >= 0 && pf[2].revents) { /* the doorbell: the area is looked at above */
+            char b[64];
+            if (recv(pf[2].fd, b, sizeof(b), MSG_DONTWAIT) == 0 || (pf[2].revents & (POLLHUP | POLLERR))) {
+                close(pf[2].fd);
+                pf[2].fd = -1;
+            }
+        }
+        for (int i = 0; i < 2; i++)
+            if (pf[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+                one_request(pf[i].fd) != 0) {
+                close(pf[i].fd);
+                pf[i].fd = -1;
+            }
+    }
+    /* The plugin's process is gone (or its session is over): what the crash
+     * area holds is all that is left of it. */
+    if (area && atomic_load_explicit(&area->state, memory_order_acquire) != NSC_CRASH_IDLE)
+        write_crash(area);
+    for (unsigned i = 0; i < nfiles; i++)
+        close(files[i]);
+    return 0;
+}
