@@ -357,3 +357,40 @@ int nsc_engine_stop(void) {
     /* f is left allocated: the threads still running read it. */
     return 0;
 }
+
+/* ---- the hang suspect level's channel (engine.h) ---- */
+
+int nsc_engine_aux_take(void) {
+    struct engine *f = eng_running;
+    if (!f)
+        return -1;
+    int ch = f->wp.aux_sock;
+    f->wp.aux_sock = -1; /* the taker's now (which closes it) */
+    return ch;
+}
+
+int nsc_engine_aux_replace(int ch, const char *path, const void *data, size_t n, unsigned mode) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_replace(&c, path, data, n, mode);
+}
+
+long nsc_engine_aux_read(int ch, const char *path, void *buf, size_t cap) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_read(&c, path, buf, cap);
+}
+
+long nsc_engine_aux_list(int ch, const char *dir, const char *suffix, char *buf, size_t cap,
+                         uint64_t *left) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_list(&c, dir, suffix, buf, cap, left);
+}
+
+int nsc_engine_aux_unlink(int ch, const char *path) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_unlink(&c, path);
+}
+
+int nsc_engine_aux_mkdir(int ch, const char *dir) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_mkdir(&c, dir);
+}

@@ -102,6 +102,22 @@ struct nsc_engine_hooks {
 void nsc_engine_observe(const struct nsc_engine_hooks *h);
 void nsc_engine_unobserve(const struct nsc_engine_hooks *h);
 
+/* The writer process's channel for the hang suspect level's progress
+ * files (writer_proto.h, fd 7), so that no thread of the job's process
+ * makes a file-system call on the trace directory: taken once per session,
+ * after nsc_engine_start (the session's mutex), by the thread that alone
+ * uses it and closes it (close(2)) when done; -1 when no writer runs (that
+ * thread then makes its calls itself). The writer stays while the channel
+ * is open. The calls return what the writer's REPLACE, READ, LIST and
+ * UNLINK do (-1 with errno: EPIPE when the writer is gone). */
+int nsc_engine_aux_take(void);
+int nsc_engine_aux_replace(int ch, const char *path, const void *data, size_t n, unsigned mode);
+long nsc_engine_aux_read(int ch, const char *path, void *buf, size_t cap);
+long nsc_engine_aux_list(int ch, const char *dir, const char *suffix, char *buf, size_t cap,
+                         uint64_t *left);
+int nsc_engine_aux_unlink(int ch, const char *path);
+int nsc_engine_aux_mkdir(int ch, const char *dir);
+
 /* Where the trace goes: DIR/<host>-<pid>*.nsc (the first session's file
  * is <host>-<pid>.nsc; later sessions and segments add to the name). */
 const char *nsc_engine_path(void);

@@ -3,6 +3,7 @@
  * (progress_file.h). The suspect thread only. */
 #include "progress_file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -127,6 +128,28 @@ ssize_t nsc_pf_read(const char *dir, const char *name, char *buf, size_t cap) {
 int nsc_pf_is_name(const char *name) {
     size_t n = strlen(name), k = strlen(NSC_PF_SUFFIX);
     return name[0] != '.' && n > k && !strcmp(name + n - k, NSC_PF_SUFFIX);
+}
+
+long nsc_pf_list(const char *dir, char *buf, size_t cap, uint64_t *left) {
+    DIR *d = opendir(dir);
+    *left = 0;
+    if (!d)
+        return -1;
+    size_t used = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!nsc_pf_is_name(de->d_name))
+            continue;
+        size_t n = strlen(de->d_name);
+        if (used + n + 1 > cap) {
+            (*left)++;
+            continue;
+        }
+        memcpy(buf + used, de->d_name, n + 1);
+        used += n + 1;
+    }
+    closedir(d);
+    return (long)used;
 }
 
 /* The next line of *p (NUL-terminated in place), or NULL at the end. */

@@ -15,7 +15,10 @@
  *   f AllReduce 9             the highest seqNumber of each function entered
  *   end
  *
- * Written by the suspect thread only: a temporary file of an unpredictable
+ * Written and read through the writer process (engine.h, the aux channel)
+ * when one runs, so that no thread of the job's process enters the trace
+ * directory; these functions are the same operations in this process,
+ * without a writer. Written by the suspect thread only: a temporary file of an unpredictable
  * name (mkostemp: O_EXCL) renamed over the file, so a reader sees a whole
  * version and a link planted at either name is never followed. Read with
  * O_NOFOLLOW, a regular file only, at most NSC_PF_MAX bytes.
@@ -58,5 +61,9 @@ int nsc_pf_parse(char *text, struct nsc_pf_head *h,
                  void (*fn)(void *ud, const struct nsc_pf_entry *e), void *ud);
 /* Whether a directory entry is some process's progress file. */
 int nsc_pf_is_name(const char *name);
+/* The progress files' names in dir, each NUL-terminated, at most cap bytes
+ * of them (the rest counted in *left): what the writer process's LIST
+ * gives. Returns the bytes, or -1 with errno. */
+long nsc_pf_list(const char *dir, char *buf, size_t cap, uint64_t *left);
 
 #endif /* NSC_PROGRESS_FILE_H */

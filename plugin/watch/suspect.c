@@ -32,7 +32,7 @@
 
 #include "suspect_int.h"
 
-struct suspect_state nsc_sus = {.mu = PTHREAD_MUTEX_INITIALIZER};
+struct suspect_state nsc_sus = {.mu = PTHREAD_MUTEX_INITIALIZER, .aux = -1};
 static _Atomic uint64_t fired_total;
 
 /* ---- what this process knows, and how sure it is ---- */
@@ -251,7 +251,7 @@ static void pass(void) {
     uint32_t ninfo = nsc_comm_describe_open(nsc_sus.infos, FILE_COMMS);
     size_t len = build_text(npairs, ninfo);
     uint64_t wfail = 0, rfail = 0, left = 0;
-    if (nsc_pf_write(nsc_sus.dir, nsc_sus.name, nsc_sus.text, len) != 0) {
+    if (sus_io_write(nsc_sus.name, nsc_sus.text, len) != 0) {
         wfail = 1;
         if (!nsc_sus.write_failing)
             nsc_log_warn("ncclscope: cannot write the progress file %s/%s: %s; no other rank "
@@ -401,10 +401,12 @@ static void *suspect_main(void *arg) {
             ;
     }
     pthread_mutex_unlock(&nsc_sus.mu);
-    /* The session's end: no file that would read as a live process. */
-    char path[sizeof(nsc_sus.dir) + sizeof(nsc_sus.name) + 2];
-    snprintf(path, sizeof(path), "%s/%s", nsc_sus.dir, nsc_sus.name);
-    unlink(path);
+    /* The session's end: no file that would read as a live process; then
+     * the writer's channel closes (the writer leaves once all are). */
+    sus_io_unlink(nsc_sus.name);
+    if (nsc_sus.aux >= 0)
+        close(nsc_sus.aux);
+    nsc_sus.aux = -1;
     pthread_mutex_lock(&nsc_sus.mu);
     nsc_sus.done = 1;
     pthread_cond_broadcast(&nsc_sus.cv);
@@ -417,13 +419,14 @@ static void free_mem(void) {
     free(nsc_sus.infos);
     free(nsc_sus.text);
     free(nsc_sus.rbuf);
+    free(nsc_sus.names);
     free(nsc_sus.peers);
     free(nsc_sus.stage);
     free(nsc_sus.cands);
     free(nsc_sus.lag_tail);
     free(nsc_sus.lag_since);
     free(nsc_sus.fired_keys);
-    nsc_sus.pairs = NULL, nsc_sus.infos = NULL, nsc_sus.text = nsc_sus.rbuf = NULL;
+    nsc_sus.pairs = NULL, nsc_sus.infos = NULL, nsc_sus.text = nsc_sus.rbuf = nsc_sus.names = NULL;
     nsc_sus.peers = NULL, nsc_sus.stage = NULL;
     nsc_sus.cands = NULL, nsc_sus.lag_tail = nsc_sus.lag_since = NULL, nsc_sus.fired_keys = NULL;
 }
@@ -451,6 +454,7 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
     nsc_sus.infos = malloc(FILE_COMMS * sizeof(*nsc_sus.infos));
     nsc_sus.text = malloc(NSC_PF_MAX);
     nsc_sus.rbuf = malloc(NSC_PF_MAX);
+    nsc_sus.names = malloc(NAMES_BYTES);
     nsc_sus.peers = malloc(NSC_SUSPECT_PEERS * sizeof(*nsc_sus.peers));
     nsc_sus.stage = malloc(STAGE_MAX * sizeof(*nsc_sus.stage));
     nsc_sus.cands = malloc(MAX_CANDS * sizeof(*nsc_sus.cands));
@@ -473,14 +477,20 @@ int nsc_suspect_start(const struct nsc_config *cfg, const char *stem) {
     static const struct nsc_engine_hooks hooks = {.progress = nsc_prog_record,
                                                   .hang_take = nsc_watchdog_take_block};
     int rc = -1;
-    if (nsc_sus.pairs && nsc_sus.infos && nsc_sus.text && nsc_sus.rbuf && nsc_sus.peers &&
+    if (nsc_sus.pairs && nsc_sus.infos && nsc_sus.text && nsc_sus.rbuf && nsc_sus.names && nsc_sus.peers &&
         nsc_sus.stage && nsc_sus.cands && nsc_sus.lag_tail && nsc_sus.lag_since &&
         nsc_sus.fired_keys) {
         nsc_engine_observe(&hooks); /* records from now on (engine.h: RELEASE) */
+        /* the writer process's channel: the thread's file-system calls go
+         * through it (engine.h), or, without a writer, are its own */
+        nsc_sus.aux = nsc_engine_aux_take();
         rc = nsc_bg_thread_start(&nsc_sus.thread, cfg, suspect_main, NULL, "ncclscope-susp");
         if (rc != 0) {
             static const struct nsc_engine_hooks off = {.progress = nsc_prog_record};
             nsc_engine_unobserve(&off);
+            if (nsc_sus.aux >= 0)
+                close(nsc_sus.aux);
+            nsc_sus.aux = -1;
         }
     }
     if (rc != 0) {

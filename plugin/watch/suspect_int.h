@@ -36,6 +36,7 @@
 #define MAX_CANDS 1024    /* this process's (rank, function) pairs checked per pass */
 #define MAX_SUSPECTS 64   /* suspects held for the gauge and a block */
 #define MAX_FIRED 1024    /* ranks whose last suspect is remembered (once per stall) */
+#define NAMES_BYTES (64u << 10) /* a listing of the directory's progress files */
 
 struct peer {
     char name[200];
@@ -76,7 +77,9 @@ struct suspect_state {
     /* the thread's own memory, made at start */
     struct nsc_prog_pair *pairs;
     struct nsc_comm_info *infos;
-    char *text, *rbuf;
+    char *text, *rbuf, *names;
+    /* the writer process's channel (engine.h), or -1: the calls are ours */
+    int aux;
     struct peer *peers;
     uint32_t npeers;
     struct nsc_pf_entry *stage;
@@ -98,7 +101,12 @@ struct suspect_state {
 extern struct suspect_state nsc_sus; /* the suspect thread's (suspect.c) */
 
 
-/* suspect_peers.c */
+/* suspect_peers.c: the file system, through the writer process when one
+ * runs (nsc_sus.aux), else in this thread (progress_file.h) */
+int sus_io_write(const char *name, const char *text, size_t len);
+long sus_io_read(const char *name, char *buf, size_t cap);
+long sus_io_list(char *buf, size_t cap, uint64_t *left);
+int sus_io_unlink(const char *name);
 void sus_stage_entry(void *ud, const struct nsc_pf_entry *e);
 void sus_stage_trim(void);
 /* The staged lines of one process, as of `obs` (ticks) or later, against

@@ -2,11 +2,53 @@
 /* suspect_peers.c - the other processes' progress files against this
  * process's candidates (suspect_int.h). The suspect thread only. */
 #include <errno.h>
-#include <dirent.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
+#include "engine.h"
 #include "suspect_int.h"
+
+/* ---- the file system: through the writer process when one runs ---- */
+
+static void path_of(char *out, size_t n, const char *name) {
+    snprintf(out, n, "%s/%s", nsc_sus.dir, name);
+}
+
+int sus_io_write(const char *name, const char *text, size_t len) {
+    if (nsc_sus.aux < 0)
+        return nsc_pf_write(nsc_sus.dir, name, text, len);
+    char path[sizeof(nsc_sus.dir) + sizeof(nsc_sus.name) + 2];
+    path_of(path, sizeof(path), name);
+    int rc = nsc_engine_aux_replace(nsc_sus.aux, path, text, len, 0644);
+    if (rc != 0 && errno == ENOENT && nsc_engine_aux_mkdir(nsc_sus.aux, nsc_sus.dir) == 0)
+        rc = nsc_engine_aux_replace(nsc_sus.aux, path, text, len, 0644);
+    return rc;
+}
+
+long sus_io_read(const char *name, char *buf, size_t cap) {
+    if (nsc_sus.aux < 0)
+        return nsc_pf_read(nsc_sus.dir, name, buf, cap);
+    char path[sizeof(nsc_sus.dir) + 256];
+    path_of(path, sizeof(path), name);
+    long n = nsc_engine_aux_read(nsc_sus.aux, path, buf, cap - 1);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+long sus_io_list(char *buf, size_t cap, uint64_t *left) {
+    if (nsc_sus.aux < 0)
+        return nsc_pf_list(nsc_sus.dir, buf, cap, left);
+    return nsc_engine_aux_list(nsc_sus.aux, nsc_sus.dir, NSC_PF_SUFFIX, buf, cap, left);
+}
+
+int sus_io_unlink(const char *name) {
+    char path[sizeof(nsc_sus.dir) + sizeof(nsc_sus.name) + 2];
+    path_of(path, sizeof(path), name);
+    return nsc_sus.aux < 0 ? unlink(path) : nsc_engine_aux_unlink(nsc_sus.aux, path);
+}
 
 /* ---- the others' files ---- */
 
@@ -100,23 +142,25 @@ static struct peer *peer_of(const char *name) {
 void sus_list_peers(uint64_t *left_out, uint64_t *failures) {
     for (uint32_t i = 0; i < nsc_sus.npeers; i++)
         nsc_sus.peers[i].listed = 0;
-    DIR *d = opendir(nsc_sus.dir);
-    if (!d) {
+    uint64_t left = 0;
+    long n = sus_io_list(nsc_sus.names, NAMES_BYTES, &left);
+    if (n < 0) {
         (*failures)++;
         return;
     }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!nsc_pf_is_name(de->d_name) || !strcmp(de->d_name, nsc_sus.name) ||
-            strlen(de->d_name) >= sizeof(nsc_sus.peers[0].name))
+    *left_out += left;
+    for (long at = 0; at < n;) {
+        const char *name = nsc_sus.names + at;
+        size_t len = strnlen(name, (size_t)(n - at));
+        at += (long)len + 1;
+        if (!nsc_pf_is_name(name) || !strcmp(name, nsc_sus.name) || len >= sizeof(nsc_sus.peers[0].name))
             continue;
-        struct peer *p = peer_of(de->d_name);
+        struct peer *p = peer_of(name);
         if (p)
             p->listed = 1;
         else
             (*left_out)++;
     }
-    closedir(d);
     uint32_t k = 0;
     for (uint32_t i = 0; i < nsc_sus.npeers; i++)
         if (nsc_sus.peers[i].listed)
@@ -128,7 +172,7 @@ void sus_read_peers(uint64_t *failures) {
     uint64_t fresh = (uint64_t)FRESH_S * nsc_sus.tps;
     for (uint32_t i = 0; i < nsc_sus.npeers; i++) {
         struct peer *p = &nsc_sus.peers[i];
-        ssize_t n = nsc_pf_read(nsc_sus.dir, p->name, nsc_sus.rbuf, NSC_PF_MAX);
+        long n = sus_io_read(p->name, nsc_sus.rbuf, NSC_PF_MAX);
         uint64_t now = nsc_clock_ticks();
         struct nsc_pf_head h;
         nsc_sus.nstage = 0;

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import struct
 import subprocess
@@ -268,10 +269,18 @@ def test_two_ranks(wdriver):
     the comm where both ranks are at 4 is not suspect."""
     d = tmpdir()
     _, plugin, _ = env_paths()
-    env = dict(os.environ, NCCLSCOPE_DIR=d, NCCLSCOPE_SUSPECT_SECONDS=str(SUSPECT))
+    # the plugin alone, without ncclscope-writer next to it: the suspect
+    # thread makes its file-system calls itself (the other tests: through
+    # the writer process)
+    lib = os.path.join(d, "lib")
+    os.makedirs(lib)
+    alone = os.path.join(lib, os.path.basename(plugin))
+    shutil.copy(plugin, alone)
+    trace = os.path.join(d, "trace")
+    env = dict(os.environ, NCCLSCOPE_DIR=trace, NCCLSCOPE_SUSPECT_SECONDS=str(SUSPECT))
     for k in ("NCCLSCOPE_EVENTS", "NCCLSCOPE_KERNEL_SAMPLE", "NCCLSCOPE_KERNEL_SAMPLE_MS"):
         env.pop(k, None)
-    p = subprocess.Popen([wdriver, "--plugin", plugin, "--mode", "two-ranks"], env=env,
+    p = subprocess.Popen([wdriver, "--plugin", alone, "--mode", "two-ranks"], env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     check(p.stdout.readline().decode().strip() == "stalled", "watchdog_driver two-ranks")
     err = [""]
@@ -285,7 +294,11 @@ def test_two_ranks(wdriver):
     check(len(lines) == 1 and "comm 000000005744000c rank 0: AllReduce seq 4 " in lines[0] and
           "not entered by rank(s) 1 " in lines[0], "one suspect, rank 0 waiting for rank 1: %s" % text)
     check(p.returncode == 0, "two-ranks finished: rc %s" % p.returncode)
-    print("ok: two ranks in one process: rank 0 waits for rank 1, from the process's own table")
+    check("cannot start the writer process" in text, "no writer: the thread's own calls: %s" % text)
+    left = [f for f in os.listdir(trace) if "progress" in f]
+    check(not left, "its progress file removed at finalize: %s" % left)
+    print("ok: two ranks in one process: rank 0 waits for rank 1, from the process's own table "
+          "(without a writer process)")
 
 
 def test_off(driver):
