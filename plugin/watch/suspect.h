@@ -15,10 +15,11 @@
  * A thread of its own ("ncclscope-susp") does all of it every second:
  * writes this process's progress file, and while some rank has a
  * collective entered SUSPECT_SECONDS ago on a comm that completed nothing
- * since, reads the others' (at most NSC_SUSPECT_PEERS files). All its
- * file-system calls are on this thread, so a directory that stalls (NFS)
+ * since, reads the others' (at most NSC_SUSPECT_PEERS files). Its
+ * file-system calls are the writer process's (engine.h, its own channel;
+ * without a writer, this thread's), so a directory that stalls (NFS)
  * delays only the suspects: never NCCL's threads, the drainers or the
- * watchdog.
+ * watchdog, nor the process's exit.
  *
  * Who calls what:
  *   - nsc_suspect_start/_stop_request/_stop: the session (its mutex),
