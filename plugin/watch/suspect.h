@@ -19,7 +19,7 @@
  * file-system calls are the writer process's (engine.h, its own channel;
  * without a writer, this thread's), so a directory that stalls (NFS)
  * delays only the suspects: never NCCL's threads, the drainers or the
- * watchdog, nor the process's exit.
+ * watchdog, nor (with a writer) the process's exit.
  *
  * Who calls what:
  *   - nsc_suspect_start/_stop_request/_stop: the session (its mutex),
