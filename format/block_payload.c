@@ -145,6 +145,18 @@ static int hang_entries_damage(const struct nsc_hang_view *v, const char **why) 
     return rc;
 }
 
+size_t nsc_hang_encode_suspects(unsigned char *buf, size_t hang_len,
+                                const struct nsc_hang_suspect *s, uint32_t n) {
+    struct nsc_hang_header hh;
+    memcpy(&hh, buf, sizeof(hh));
+    hh.nsuspects = n;
+    hh.suspect_size = n ? (uint16_t)sizeof(*s) : 0;
+    memcpy(buf, &hh, sizeof(hh));
+    if (n)
+        memcpy(buf + hang_len, s, n * sizeof(*s));
+    return hang_len + n * sizeof(*s);
+}
+
 int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const char **why) {
     memset(v, 0, sizeof(*v));
     if (len < sizeof(v->h)) {
@@ -165,10 +177,22 @@ int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const
         *why = "hang block shorter than its counts";
         return -1;
     }
-    /* The block is the header and its three arrays, nothing else (a later
-     * version grows entries, whose sizes the header gives): more bytes than
-     * the counts explain are counts that were damaged downwards. */
-    if (need < len) {
+    /* The suspects (after the three arrays; readers before them stop
+     * there): a block that announces some must hold them whole. */
+    if (h->nsuspects && h->suspect_size < sizeof(struct nsc_hang_suspect)) {
+        *why = "hang block: suspect entry size smaller than its first version's";
+        return -1;
+    }
+    uint64_t whole = need + (uint64_t)h->nsuspects * h->suspect_size;
+    if (whole > len) {
+        *why = "hang block shorter than its suspects";
+        return -1;
+    }
+    /* The block is the header, its three arrays and its suspects, nothing
+     * else (a later version grows entries, whose sizes the header gives):
+     * more bytes than the counts explain are counts that were damaged
+     * downwards. */
+    if (whole < len) {
         *why = "hang block longer than its counts";
         return -1;
     }
@@ -176,6 +200,8 @@ int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const
     v->comms = p;
     v->ops = v->comms + (size_t)h->ncomms * h->comm_size;
     v->proxies = v->ops + (size_t)h->nops * h->op_size;
+    if (h->nsuspects)
+        v->suspects = v->proxies + (size_t)h->nproxies * h->proxy_size;
     return hang_entries_damage(v, why);
 }
 
@@ -192,4 +218,9 @@ void nsc_hang_op_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_o
 
 void nsc_hang_proxy_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_proxy *out) {
     memcpy(out, v->proxies + (size_t)k * v->h.proxy_size, sizeof(*out));
+}
+
+void nsc_hang_suspect_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_suspect *out) {
+    memcpy(out, v->suspects + (size_t)k * v->h.suspect_size, sizeof(*out));
+    out->func[sizeof(out->func) - 1] = 0;
 }

@@ -49,7 +49,8 @@ int nsc_stats_decode(const void *data, size_t len, struct nsc_stats_header *h,
 
 /* ---- HANG ---- */
 
-/* Bytes of a HANG payload with these counts. */
+/* Bytes of a HANG payload with these counts (a block of the suspect level
+ * adds nsc_hang_suspects_size). */
 static inline size_t nsc_hang_size(uint32_t ncomms, uint32_t nops, uint32_t nproxies) {
     return sizeof(struct nsc_hang_header) + (size_t)ncomms * sizeof(struct nsc_hang_comm) +
            (size_t)nops * sizeof(struct nsc_hang_op) + (size_t)nproxies * sizeof(struct nsc_hang_proxy);
@@ -63,12 +64,21 @@ size_t nsc_hang_encode(unsigned char *buf, const struct nsc_hang_header *h,
                        const struct nsc_hang_op *ops, uint32_t nops,
                        const struct nsc_hang_proxy *proxies, uint32_t nproxies);
 
+/* A suspect block: the HANG payload (nsc_hang_encode, nsc_hang_size bytes)
+ * followed by the suspects, written at buf + its size; the header's
+ * nsuspects and suspect_size are set here. Returns the whole size. */
+static inline size_t nsc_hang_suspects_size(uint32_t nsuspects) {
+    return (size_t)nsuspects * sizeof(struct nsc_hang_suspect);
+}
+size_t nsc_hang_encode_suspects(unsigned char *buf, size_t hang_len,
+                                const struct nsc_hang_suspect *s, uint32_t n);
 /* A decoded HANG payload: the header, and where each array's entry k
  * starts (entry sizes may exceed this reader's structs: copy with
  * nsc_hang_comm_at & co., which fill the fields this reader knows). */
 struct nsc_hang_view {
     struct nsc_hang_header h;
     const unsigned char *comms, *ops, *proxies;
+    const unsigned char *suspects; /* h.nsuspects entries of h.suspect_size (0: none) */
 };
 /* Returns 0, or -1 with a reason in *why (short block, sizes that do not
  * add up, entries smaller than version 3's, entries that contradict each
@@ -78,5 +88,6 @@ int nsc_hang_decode(const void *data, size_t len, struct nsc_hang_view *v, const
 void nsc_hang_comm_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_comm *out);
 void nsc_hang_op_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_op *out);
 void nsc_hang_proxy_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_proxy *out);
+void nsc_hang_suspect_at(const struct nsc_hang_view *v, uint32_t k, struct nsc_hang_suspect *out);
 
 #endif /* NSC_BLOCK_PAYLOAD_H */

@@ -210,15 +210,19 @@ _Static_assert(sizeof(struct nsc_stats_header) == 128, "stats header");
 /* HANG (v3): what the watchdog saw when it fired. Header, then ncomms
  * nsc_hang_comm, nops nsc_hang_op, nproxies nsc_hang_proxy (each array
  * its entry size times its count; sizes in the header, so entries may grow
- * at the end). Function names are text: the block does not depend on the
- * string table. */
+ * at the end), then nsuspects nsc_hang_suspect (a block of the suspect
+ * level; in bytes that were reserved, 0, so readers before it see a block
+ * without suspects and skip the array after the others). Function names
+ * are text: the block does not depend on the string table. */
 struct nsc_hang_header {
     uint32_t header_size;   /* 64 */
-    uint16_t comm_size, op_size, proxy_size, reserved; /* 96, 80, 48 */
+    uint16_t comm_size, op_size, proxy_size; /* 96, 80, 48 */
+    uint16_t suspect_size;  /* 96 in a suspect block, else 0 (was reserved) */
     uint32_t ncomms, nops, nproxies;
     uint32_t hang_seconds;  /* NCCLSCOPE_HANG_SECONDS */
     uint32_t left_out;      /* operations/ProxyOps in flight that did not fit */
-    uint32_t reserved2, reserved3;
+    uint32_t nsuspects;     /* > 0: a suspect block (NCCLSCOPE_SUSPECT_SECONDS) */
+    uint32_t suspect_seconds; /* NCCLSCOPE_SUSPECT_SECONDS of a suspect block */
     uint64_t ticks;         /* record clock when the watchdog fired */
     uint64_t slab_full;     /* events left record-only: the slab was full */
     uint64_t slab_orphans;  /* children whose parent's slot was gone */
@@ -269,6 +273,25 @@ struct nsc_hang_proxy {
     uint32_t reserved3, reserved4;
 };
 _Static_assert(sizeof(struct nsc_hang_proxy) == 48, "hang proxy");
+
+/* A suspect (the suspect level, docs/design.md "Hang suspects"): a rank of
+ * this process entered a collective that other ranks of its comm had not
+ * entered SUSPECT_SECONDS later, by their progress files. */
+#define NSC_HANG_SUSPECT_RANKS 8
+struct nsc_hang_suspect {
+    uint32_t serial;        /* the COMMS entry */
+    int32_t rank;
+    uint64_t comm_id;
+    uint64_t seq;           /* the first seqNumber of func a rank has not entered */
+    uint64_t enq_ticks;     /* when this rank enqueued it, or (0) not kept: earlier */
+    uint32_t nranks;        /* the comm's */
+    uint32_t nmissing;      /* ranks known not to have entered it */
+    uint32_t nknown;        /* ranks whose progress was known (this one included) */
+    uint32_t waited_s;      /* seconds at least since this rank enqueued it */
+    char func[16];
+    int32_t missing[NSC_HANG_SUSPECT_RANKS]; /* the lowest of them, -1 padded */
+};
+_Static_assert(sizeof(struct nsc_hang_suspect) == 96, "hang suspect");
 
 enum nsc_hang_wait { NSC_HANG_POSTED = 0, NSC_HANG_GPU = 1, NSC_HANG_PEER = 2, NSC_HANG_NET = 3,
                      NSC_HANG_FLUSH = 4 };

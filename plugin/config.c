@@ -336,6 +336,10 @@ int nsc_config_load(struct nsc_config *cfg, char *err, unsigned errlen) {
     if (get_u32("NCCLSCOPE_HANG_SECONDS", 300, 0, 604800, " s (0: no watchdog, no slab)",
                 &cfg->hang_seconds, err, errlen))
         return -1;
+    /* docs/design.md "Hang suspects" says why 15 */
+    if (get_u32("NCCLSCOPE_SUSPECT_SECONDS", 15, 0, 604800, " s (0: no suspects, no progress file)",
+                &cfg->suspect_seconds, err, errlen))
+        return -1;
     if (get_cpus(cfg, err, errlen))
         return -1;
     /* A signal only if the user names one: by name (USR1, SIGUSR2, ...) or

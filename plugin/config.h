@@ -35,6 +35,7 @@ struct nsc_config {
     int flight;              /* NCCLSCOPE_MODE=flight: keep the newest chunks in memory, dump on a trigger */
     uint32_t flight_mb;      /* NCCLSCOPE_FLIGHT_MB: the flight window's memory (default 32) */
     uint32_t hang_seconds;   /* NCCLSCOPE_HANG_SECONDS: the watchdog's stall limit (0: off) */
+    uint32_t suspect_seconds; /* NCCLSCOPE_SUSPECT_SECONDS: the hang suspect level's (0: off) */
     int dump_signal;         /* NCCLSCOPE_DUMP_SIGNAL: a signal that dumps (0: none) */
     int cpus_set;            /* NCCLSCOPE_CPUS given: our threads run on cpus only */
     cpu_set_t cpus;          /* NCCLSCOPE_CPUS, a CPU list ("30-31", "0,8-11") */

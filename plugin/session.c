@@ -3,6 +3,7 @@
 #include "session.h"
 #include "op_state.h"
 #include "watchdog.h"
+#include "suspect.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -189,6 +190,8 @@ static int open_session(int api_version) {
     }
     nsc_ops_start(&cfg);
     nsc_watchdog_start(&cfg); /* a watchdog that cannot start does not stop us (logged) */
+    nsc_suspect_start(&cfg, stem); /* nor a suspect level (logged) */
+    nsc_live_set_extra(nsc_suspect_metrics); /* its series in the metrics file */
     char names[256];
     char api[48];
     if (api_version != NSC_SESSION_API_NONE)
@@ -238,8 +241,10 @@ struct nsc_comm *nsc_session_comm_open(int api_version, uint64_t comm_id, const 
  * metrics), then what they used. Under the session mutex. */
 static void close_session(void) {
     atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
+    nsc_suspect_stop_request(); /* before the engine, as the watchdog; no wait here */
     nsc_watchdog_stop(); /* before the engine: a HANG block it built still reaches the file */
     int joined = nsc_engine_stop();
+    nsc_suspect_stop(); /* its wait ran beside the engine's; the thread removes its file */
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */
     nsc_watchdog_release(); /* the HANG blocks kept (under its lock: a writer left behind is safe) */

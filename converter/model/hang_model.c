@@ -219,8 +219,38 @@ static void on_session(void *ud, const struct nsc_decoder *d) {
     }
 }
 
+/* A suspect kept: a later one of the same rank replaces it. */
+static void add_suspect(struct nsc_hm_job *j, const struct nsc_hm_suspect *s) {
+    for (size_t i = 0; i < j->suspects.n; i++)
+        if (j->suspects.v[i].comm == s->comm && j->suspects.v[i].rank == s->rank) {
+            j->suspects.v[i] = *s;
+            return;
+        }
+    size_t n = j->suspects.n;
+    PUSH(j->suspects, *s);
+    j->damaged |= j->suspects.n == n;
+}
+
+/* A block of the suspect level: its suspects, and the comms' last enqueued
+ * collectives as entered; the watchdog's view (an earlier block's) stays. */
+static void on_suspects(struct file_run *fr, const struct nsc_hang_view *v) {
+    for (uint32_t k = 0; k < v->h.nsuspects; k++) {
+        struct nsc_hang_suspect hs;
+        nsc_hang_suspect_at(v, k, &hs);
+        struct nsc_hm_suspect s = {.comm = hs.comm_id, .proc = fr->proc, .rank = hs.rank,
+                                   .nranks = (int)hs.nranks, .seq = hs.seq,
+                                   .waited_s = hs.waited_s, .suspect_seconds = v->h.suspect_seconds,
+                                   .nmissing = hs.nmissing, .nknown = hs.nknown};
+        snprintf(s.func, sizeof(s.func), "%s", hs.func[0] ? hs.func : "?");
+        for (int r = 0; r < 8; r++)
+            s.missing[r] = hs.missing[r];
+        add_suspect(fr->j, &s);
+    }
+}
+
 /* A HANG block: the in-process view of the operations in flight when the
- * watchdog fired. The latest block of a file replaces earlier ones. */
+ * watchdog fired. The latest block of a file replaces earlier ones (a
+ * block of the suspect level adds its suspects instead). */
 static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, size_t len) {
     struct file_run *fr = ud;
     struct nsc_hang_view v;
@@ -229,6 +259,10 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
         fr->j->damaged = 1;
         fprintf(fr->err, "ncclscope hang: %s: %s\n", nsc_decoder_path(d), why);
         return;
+    }
+    if (v.h.nsuspects) {
+        on_suspects(fr, &v);
+        goto comms;
     }
     fr->wd_seen = 1;
     fr->wd_full = v.h.slab_full;
@@ -307,6 +341,7 @@ static void on_hang(void *ud, const struct nsc_decoder *d, const void *data, siz
     }
     /* The comms' last enqueued collective counts as entered (a flight dump
      * may hold only the end of the run). */
+comms:
     for (uint32_t c = 0; c < v.h.ncomms; c++) {
         struct nsc_hang_comm hc;
         nsc_hang_comm_at(&v, c, &hc);
@@ -634,6 +669,9 @@ static void merge_job(struct nsc_hm_job *w, struct nsc_hm_job *p) {
         if (w->stuck.n == n)
             free_stuck(&p->stuck.v[i]);
     }
+    for (size_t i = 0; i < p->suspects.n; i++)
+        add_suspect(w, &p->suspects.v[i]);
+    free(p->suspects.v);
     w->damaged |= p->damaged;
     w->ops += p->ops;
     w->overtaken += p->overtaken;
@@ -700,6 +738,7 @@ void nsc_hm_free(struct nsc_hm_job *j) {
     free(j->pairs.v);
     free(j->launches.v);
     free(j->members.v);
+    free(j->suspects.v);
     memset(j, 0, sizeof(*j));
 }
 

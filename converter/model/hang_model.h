@@ -120,6 +120,17 @@ struct nsc_hm_stuck {
     int maybe;
 };
 
+/* What a rank's own suspect level reported (a HANG block with suspects,
+ * NCCLSCOPE_SUSPECT_SECONDS): the latest per (comm, rank). */
+struct nsc_hm_suspect {
+    uint64_t comm, proc;
+    int rank, nranks;
+    char func[32];
+    uint64_t seq;
+    uint32_t waited_s, suspect_seconds, nmissing, nknown;
+    int missing[8];          /* the lowest of them (nmissing may be more) */
+};
+
 struct nsc_hm_job {
     size_t seqs_last, pairs_last; /* the last entries found: ops of one comm come in runs */
     NSC_HM_VEC(struct nsc_hm_member) members;
@@ -127,6 +138,7 @@ struct nsc_hm_job {
     NSC_HM_VEC(struct nsc_hm_pairs) pairs;
     NSC_HM_VEC(struct nsc_hm_launch) launches;
     NSC_HM_VEC(struct nsc_hm_stuck) stuck;
+    NSC_HM_VEC(struct nsc_hm_suspect) suspects;
     int damaged;
     uint64_t ops;
     uint64_t overtaken; /* left open below a completed seqNumber (a Send or Recv: before a

@@ -450,6 +450,45 @@ static void print_divergences(FILE *f, const struct nsc_hm_div *dv, size_t n, in
     }
 }
 
+/* What the ranks' own suspect level reported while the job ran (HANG
+ * blocks with suspects): the latest per (comm, rank), with the comm's name
+ * where a file describes it. */
+static void print_suspects(FILE *f, const struct nsc_hm_job *j, int json) {
+    for (size_t i = 0; i < j->suspects.n; i++) {
+        const struct nsc_hm_suspect *s = &j->suspects.v[i];
+        const char *name = "";
+        for (size_t m = 0; m < j->members.n; m++)
+            if (j->members.v[m].comm == s->comm)
+                name = j->members.v[m].name;
+        int shown = s->nmissing < 8 ? (int)s->nmissing : 8;
+        if (json) {
+            fprintf(f, "%s{\"comm\":\"0x%016llx\",\"name\":", i ? "," : "",
+                    (unsigned long long)s->comm);
+            jw_print_string(f, name);
+            fprintf(f, ",\"rank\":%d,\"nranks\":%d,\"op\":", s->rank, s->nranks);
+            jw_print_string(f, s->func);
+            fprintf(f, ",\"seq\":%llu,\"missing_ranks\":", (unsigned long long)s->seq);
+            print_ranks(f, s->missing, shown, 1);
+            fprintf(f, ",\"missing\":%u,\"known_ranks\":%u,\"waited_s\":%u,"
+                       "\"suspect_seconds\":%u}",
+                    s->nmissing, s->nknown, s->waited_s, s->suspect_seconds);
+            continue;
+        }
+        if (!i)
+            fprintf(f, "suspected while the job ran (each rank's own suspect level, "
+                       "NCCLSCOPE_SUSPECT_SECONDS=%u; the latest per rank):\n",
+                    s->suspect_seconds);
+        fprintf(f, "  comm 0x%016llx \"%s\" rank %d: %s seqNumber %llu entered, not entered by "
+                   "%s",
+                (unsigned long long)s->comm, name, s->rank, s->func, (unsigned long long)s->seq,
+                s->nmissing > 1 ? "ranks " : "rank ");
+        print_ranks(f, s->missing, shown, 0);
+        if (s->nmissing > (uint32_t)shown)
+            fprintf(f, " and %u more", s->nmissing - (uint32_t)shown);
+        fprintf(f, " %u s later (%u of %d ranks known)\n", s->waited_s, s->nknown, s->nranks);
+    }
+}
+
 int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out, FILE *err) {
     struct nsc_hm_job j;
     nsc_hm_read(&j, files, nfiles, jobs, err);
@@ -479,6 +518,9 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fputs("],\"divergences\":[", out);
         print_divergences(out, dv, ndiv, 1);
         fprintf(out, "],\"completion_unrecorded_files\":%d", j.unrecorded_files);
+        fputs(",\"suspects\":[", out);
+        print_suspects(out, &j, 1);
+        fputc(']', out);
         if (j.sampled_ops < j.kernel_ops)
             fprintf(out,
                     ",\"kernel_sampled\":{\"sampled\":%llu,\"operations\":%llu,"
@@ -544,6 +586,8 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
                 "KernelCh (GPU times and a completion of their own); the others complete when a "
                 "later one of their comm does\n",
                 (unsigned long long)j.sampled_ops, (unsigned long long)j.kernel_ops);
+    if (!json)
+        print_suspects(out, &j, 0);
     /* What the watchdogs could not see: operations that found the slab full
      * are in the records but not in the HANG blocks (hang_files: files with
      * one). */

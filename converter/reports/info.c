@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "block_payload.h"
 #include "decoded.h"
 #include "event_types.h"
 #include "result.h"
@@ -24,6 +25,11 @@ struct info {
     uint64_t ops, sampled; /* Coll/P2p STARTs, and those whose enqueue asked for KernelCh */
     FILE *marks;          /* the first marks' lines */
     unsigned nmarks_shown;
+    /* HANG blocks: the watchdog's, the suspect level's; the latest
+     * suspects (what the process suspected last) */
+    uint64_t hang_blocks, suspect_blocks;
+    struct nsc_hang_suspect suspects[8];
+    uint32_t nsuspects, suspects_all, suspect_seconds;
 };
 
 static void on_record(void *ud, struct nsc_decoder *d, uint32_t thread, const struct nsc_rec *r,
@@ -59,6 +65,27 @@ static void on_stats(void *ud, struct nsc_decoder *d, const struct nsc_stats_hea
         memcpy(in->ts, t, h->nthreads * sizeof(*t));
 }
 
+static void on_hang(void *ud, struct nsc_decoder *d, const void *data, size_t len) {
+    struct info *in = ud;
+    struct nsc_hang_view v;
+    const char *why;
+    if (nsc_hang_decode(data, len, &v, &why) != 0) {
+        in->errors++;
+        fprintf(stderr, "ncclscope info: %s: %s\n", nsc_decoder_path(d), why);
+        return;
+    }
+    if (!v.h.nsuspects) {
+        in->hang_blocks++;
+        return;
+    }
+    in->suspect_blocks++;
+    in->suspects_all = v.h.nsuspects;
+    in->suspect_seconds = v.h.suspect_seconds;
+    in->nsuspects = v.h.nsuspects < 8 ? v.h.nsuspects : 8;
+    for (uint32_t k = 0; k < in->nsuspects; k++)
+        nsc_hang_suspect_at(&v, k, &in->suspects[k]);
+}
+
 static void on_error(void *ud, struct nsc_decoder *d, const char *msg) {
     (void)d;
     struct info *in = ud;
@@ -79,7 +106,8 @@ int nsc_info(const char *path, FILE *out) {
     char *marks_text = NULL;
     size_t marks_len = 0;
     in.marks = open_memstream(&marks_text, &marks_len);
-    struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error};
+    struct nsc_decode_ops ops = {.record = on_record, .stats = on_stats, .error = on_error,
+                                 .hang = on_hang};
     nsc_decoder_run(&d, &ops, &in);
     const struct nsc_session *s = nsc_decoder_session(&d);
     struct nsc_decode_counts dc;
@@ -213,6 +241,25 @@ int nsc_info(const char *path, FILE *out) {
     if (in.kinds[NSC_REC_MARK])
         fprintf(out, "marks           %" PRIu64 "\n%s", in.kinds[NSC_REC_MARK], marks_text ? marks_text : "");
     free(marks_text);
+    if (in.hang_blocks || in.suspect_blocks)
+        fprintf(out, "hang blocks     %" PRIu64 " of the watchdog (NCCLSCOPE_HANG_SECONDS), %" PRIu64
+                " of the suspect level (NCCLSCOPE_SUSPECT_SECONDS)%s\n",
+                in.hang_blocks, in.suspect_blocks,
+                in.suspect_blocks ? "; the latest suspects:" : "");
+    for (uint32_t k = 0; k < in.nsuspects; k++) {
+        const struct nsc_hang_suspect *hs = &in.suspects[k];
+        fprintf(out, "  comm %016" PRIx64 " rank %d: %s seqNumber %" PRIu64
+                " not entered by rank(s) ", hs->comm_id, hs->rank, hs->func, hs->seq);
+        uint32_t shown = hs->nmissing < NSC_HANG_SUSPECT_RANKS ? hs->nmissing : NSC_HANG_SUSPECT_RANKS;
+        for (uint32_t r = 0; r < shown; r++)
+            fprintf(out, "%s%d", r ? ", " : "", hs->missing[r]);
+        if (hs->nmissing > shown)
+            fprintf(out, " and %u more", hs->nmissing - shown);
+        fprintf(out, " %u s after this rank (%u of %u ranks known; NCCLSCOPE_SUSPECT_SECONDS=%u)\n",
+                hs->waited_s, hs->nknown, hs->nranks, in.suspect_seconds);
+    }
+    if (in.suspects_all > in.nsuspects)
+        fprintf(out, "  and %u more\n", in.suspects_all - in.nsuspects);
     fprintf(out, "damage          %s\n", in.errors ? "yes (see messages above)" : "none");
     free(in.ts);
     nsc_decoder_close(&d);

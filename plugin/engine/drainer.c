@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine_int.h"
+#include "event_types.h"
 #include "page_pool.h"
 #include "thread_state.h"
 
@@ -60,11 +61,13 @@ static int ensure_job(struct drainer *d) {
 
 /* Packs what ring i holds into jobs, each record also shown to the
  * observer's record hook when its type is one it follows (`rec`, `types`:
- * taken once per pass). Returns the records taken; *blocked is set when no
- * job was free for the rest. */
+ * taken once per pass), and each Coll START and comm finalize to the
+ * progress hook (`prog`). Returns the records taken; *blocked is set when
+ * no job was free for the rest. */
 
 static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, int *blocked,
-                           void (*rec)(const struct nsc_rec *), uint32_t types) {
+                           void (*rec)(const struct nsc_rec *), uint32_t types,
+                           void (*prog)(const struct nsc_rec *)) {
     struct engine *f = d->f;
     if (atomic_load_explicit(&eng_crash_dumping, memory_order_relaxed))
         return 0; /* the crash handler reads the rings now */
@@ -114,6 +117,9 @@ static uint64_t drain_ring(struct drainer *d, uint32_t i, struct nsc_thread *t, 
                          r->h.kind <= NSC_REC_STATE) ||
                         r->h.kind == NSC_REC_COMM_FINALIZE))
                 rec(r); /* hook: an observer (live metrics) follows this type */
+            if (prog && ((r->h.kind == NSC_REC_START && r->h.etype == NSC_ET_COLL) ||
+                         r->h.kind == NSC_REC_COMM_FINALIZE))
+                prog(r); /* hook: the suspect level's progress (watch/progress.h) */
         }
         /* Only read above; from here the producer may reuse the slots. */
         ring_consume(&t->ring, pos, take);
@@ -140,10 +146,12 @@ static uint64_t drain_all(struct drainer *d, int *blocked) {
     void (*end)(void) = atomic_load_explicit(&eng_hooks.pass_end, memory_order_relaxed);
     void (*rec)(const struct nsc_rec *) = atomic_load_explicit(&eng_hooks.record, memory_order_relaxed);
     uint32_t types = atomic_load_explicit(&eng_hooks.record_types, memory_order_relaxed);
+    /* ACQUIRE: set and cleared while drainers run (engine.h) */
+    void (*prog)(const struct nsc_rec *) = atomic_load_explicit(&eng_hooks.progress, memory_order_acquire);
     if (begin)
         begin(); /* hook: the observer's state is this drainer's for the pass */
     for (uint32_t i = d->index; i < n && !*blocked; i += d->f->ndrainers)
-        total += drain_ring(d, i, nsc_thread_at(i), blocked, rec, types);
+        total += drain_ring(d, i, nsc_thread_at(i), blocked, rec, types, prog);
     if (end)
         end();
     return total;

@@ -45,6 +45,8 @@ void nsc_engine_observe(const struct nsc_engine_hooks *h) {
         atomic_store_explicit(&eng_hooks.hang_take, h->hang_take, memory_order_release);
     if (h->hang_dump)
         atomic_store_explicit(&eng_hooks.hang_dump, h->hang_dump, memory_order_release);
+    if (h->progress)
+        atomic_store_explicit(&eng_hooks.progress, h->progress, memory_order_release);
 }
 
 void nsc_engine_unobserve(const struct nsc_engine_hooks *h) {
@@ -62,6 +64,8 @@ void nsc_engine_unobserve(const struct nsc_engine_hooks *h) {
         atomic_store_explicit(&eng_hooks.hang_take, NULL, memory_order_release);
     if (h->hang_dump)
         atomic_store_explicit(&eng_hooks.hang_dump, NULL, memory_order_release);
+    if (h->progress)
+        atomic_store_explicit(&eng_hooks.progress, NULL, memory_order_release);
 }
 
 /* Where the trace goes, for init's log line: written before the engine's
@@ -359,4 +363,41 @@ int nsc_engine_stop(void) {
                  (unsigned long long)atomic_load(&f->lost_write));
     /* f is left allocated: the threads still running read it. */
     return 0;
+}
+
+/* ---- the hang suspect level's channel (engine.h) ---- */
+
+int nsc_engine_aux_take(void) {
+    struct engine *f = eng_running;
+    if (!f)
+        return -1;
+    int ch = f->wp.aux_sock;
+    f->wp.aux_sock = -1; /* the taker's now (which closes it) */
+    return ch;
+}
+
+int nsc_engine_aux_replace(int ch, const char *path, const void *data, size_t n, unsigned mode) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_replace(&c, path, data, n, mode);
+}
+
+long nsc_engine_aux_read(int ch, const char *path, void *buf, size_t cap) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_read(&c, path, buf, cap);
+}
+
+long nsc_engine_aux_list(int ch, const char *dir, const char *suffix, char *buf, size_t cap,
+                         uint64_t *left) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_list(&c, dir, suffix, buf, cap, left);
+}
+
+int nsc_engine_aux_unlink(int ch, const char *path) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_unlink(&c, path);
+}
+
+int nsc_engine_aux_mkdir(int ch, const char *dir) {
+    struct nsc_wchan c = {.sock = ch};
+    return nsc_wch_mkdir(&c, dir);
 }

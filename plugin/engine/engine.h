@@ -85,7 +85,15 @@ void nsc_engine_nccl_joined(uint32_t api_version, uint32_t event_mask);
  *                (dump: the latest, for a flight dump; else one not written
  *                yet): malloc'd bytes the engine writes and frees, or NULL;
  *   drainer 0 in flight mode: hang_dump, 1 once when the watchdog wants a
- *                flight dump of the job. */
+ *                flight dump of the job;
+ *   drainers:    progress for each Coll START and each comm finalize (the
+ *                hang suspect level's, watch/progress.h), from any drainer
+ *                at once (it synchronises itself); set and cleared at any
+ *                time (ACQUIRE/RELEASE, as the hang members).
+ * hang_take(dump): dump 0, a block not written yet (the watchdog's first,
+ * then the suspect level's; called until NULL); dump 1 the watchdog's
+ * latest, 2 the suspect level's latest (a flight dump writes 2 then 1, so
+ * that a reader taking a file's last HANG block takes the watchdog's). */
 struct nsc_rec;
 struct nsc_comm_info;
 struct nsc_engine_hooks {
@@ -96,9 +104,26 @@ struct nsc_engine_hooks {
     void (*comms)(const struct nsc_comm_info *c, unsigned n);
     unsigned char *(*hang_take)(int dump, size_t *len);
     int (*hang_dump)(void);
+    void (*progress)(const struct nsc_rec *r);
 };
 void nsc_engine_observe(const struct nsc_engine_hooks *h);
 void nsc_engine_unobserve(const struct nsc_engine_hooks *h);
+
+/* The writer process's channel for the hang suspect level's progress
+ * files (writer_proto.h, fd 7), so that no thread of the job's process
+ * makes a file-system call on the trace directory: taken once per session,
+ * after nsc_engine_start (the session's mutex), by the thread that alone
+ * uses it and closes it (close(2)) when done; -1 when no writer runs (that
+ * thread then makes its calls itself). The writer stays while the channel
+ * is open. The calls return what the writer's REPLACE, READ, LIST and
+ * UNLINK do (-1 with errno: EPIPE when the writer is gone). */
+int nsc_engine_aux_take(void);
+int nsc_engine_aux_replace(int ch, const char *path, const void *data, size_t n, unsigned mode);
+long nsc_engine_aux_read(int ch, const char *path, void *buf, size_t cap);
+long nsc_engine_aux_list(int ch, const char *dir, const char *suffix, char *buf, size_t cap,
+                         uint64_t *left);
+int nsc_engine_aux_unlink(int ch, const char *path);
+int nsc_engine_aux_mkdir(int ch, const char *dir);
 
 /* Where the trace goes: DIR/<host>-<pid>*.nsc (the first session's file
  * is <host>-<pid>.nsc; later sessions and segments add to the name). */

@@ -182,6 +182,7 @@ struct eng_hooks {
     _Atomic(void (*)(const struct nsc_comm_info *, unsigned)) comms;
     _Atomic(unsigned char *(*)(int, size_t *)) hang_take;
     _Atomic(int (*)(void)) hang_dump;
+    _Atomic(void (*)(const struct nsc_rec *)) progress;
 };
 extern struct eng_hooks eng_hooks;
 uint64_t eng_now_ns(void);

@@ -212,17 +212,23 @@ void eng_write_threads(struct engine *f, uint64_t ticks) {
     free(buf);
 }
 
-/* A HANG block from the watchdog's hook: one not written yet, or (dump) the
- * latest, for a flight dump. */
+/* HANG blocks from the watchdog's hook (engine.h): those not written yet
+ * (the watchdog's and the suspect level's), or (dump) the latest of each
+ * for a flight dump, the suspect level's first. */
 void eng_hang_block(struct engine *f, int dump) {
     unsigned char *(*take)(int, size_t *) =
         atomic_load_explicit(&eng_hooks.hang_take, memory_order_acquire);
-    size_t n = 0;
-    unsigned char *b = take ? take(dump, &n) : NULL;
-    if (!b)
-        return;
-    nsc_writer_block(&f->w, NSC_BLK_HANG, b, n, 1);
-    free(b);
+    for (int k = 0; take && k < 2; k++) {
+        size_t n = 0;
+        unsigned char *b = take(dump ? 2 - k : 0, &n);
+        if (!b) {
+            if (!dump)
+                return;
+            continue;
+        }
+        nsc_writer_block(&f->w, NSC_BLK_HANG, b, n, 1);
+        free(b);
+    }
 }
 
 void eng_account(struct engine *f, struct job *j, int ok) {

@@ -137,6 +137,56 @@ static int path_call(struct nsc_wchan *c, uint32_t op, const char *path, unsigne
     return call(c, op, -1, 0, mode, path, strlen(path) + 1, r);
 }
 
+/* A call whose answer brings bytes (READ, LIST): at most cap, into out. */
+static long call_out(struct nsc_wchan *c, uint32_t op, const void *data, size_t len, void *out,
+                     size_t cap, struct nsc_wrep *r) {
+    if (cap > NSC_WRITER_MAX_REPLY)
+        cap = NSC_WRITER_MAX_REPLY;
+    int rc = call(c, op, -1, cap, 0, data, len, r);
+    if (rc <= 0)
+        return rc;
+    if ((size_t)rc > cap || recv_all(c->sock, out, (size_t)rc) != 0) {
+        errno = EPIPE; /* out of step with the writer: the channel is no longer usable */
+        return -1;
+    }
+    return rc;
+}
+
+int nsc_wch_replace(struct nsc_wchan *c, const char *path, const void *data, size_t n,
+                    unsigned mode) {
+    size_t k = strlen(path) + 1;
+    char *msg = malloc(k + n);
+    if (!msg)
+        return -1;
+    memcpy(msg, path, k);
+    memcpy(msg + k, data, n);
+    struct nsc_wrep r;
+    int rc = call(c, NSC_WOP_REPLACE, -1, 0, mode, msg, k + n, &r);
+    free(msg);
+    return rc < 0 ? -1 : 0;
+}
+
+long nsc_wch_read(struct nsc_wchan *c, const char *path, void *buf, size_t cap) {
+    struct nsc_wrep r;
+    return call_out(c, NSC_WOP_READ, path, strlen(path) + 1, buf, cap, &r);
+}
+
+long nsc_wch_list(struct nsc_wchan *c, const char *dir, const char *suffix, char *buf, size_t cap,
+                  uint64_t *left) {
+    size_t a = strlen(dir) + 1, b = strlen(suffix) + 1;
+    char msg[2400];
+    if (a + b > sizeof(msg)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(msg, dir, a);
+    memcpy(msg + a, suffix, b);
+    struct nsc_wrep r;
+    long n = call_out(c, NSC_WOP_LIST, msg, a + b, buf, cap, &r);
+    *left = n >= 0 && r.sec > 0 ? (uint64_t)r.sec : 0;
+    return n;
+}
+
 int nsc_wch_mkdir(struct nsc_wchan *c, const char *dir) {
     struct nsc_wrep r;
     return c->sock < 0 ? local_mkdir(dir) : path_call(c, NSC_WOP_MKDIR, dir, 0, &r) < 0 ? -1 : 0;
@@ -277,6 +327,7 @@ static void fail(struct nsc_wproc *p, char *why, size_t whylen, const char *what
     p->engine.sock = -1;
     p->watch_sock = -1;
     p->wake_sock = -1;
+    p->aux_sock = -1;
     atomic_store_explicit(&fallback_seen, 1, memory_order_relaxed);
     if (!atomic_exchange(&fallback_logged, 1))
         nsc_log_warn("ncclscope: cannot start the writer process (%s); the trace is written by this "
@@ -289,14 +340,16 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
     p->engine.sock = -1;
     p->watch_sock = -1;
     p->wake_sock = -1;
+    p->aux_sock = -1;
     char exe[1280];
     if (writer_path(exe, sizeof(exe)) != 0) {
         fail(p, why, whylen, "not next to the plugin", ENOENT);
         return -1;
     }
-    int es[2] = {-1, -1}, ws[2] = {-1, -1}, bs[2] = {-1, -1}, mfd = -1;
+    int es[2] = {-1, -1}, ws[2] = {-1, -1}, bs[2] = {-1, -1}, as[2] = {-1, -1}, mfd = -1;
     int rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) == 0 &&
-                     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ws) == 0 ? 0 : errno;
+                     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ws) == 0 &&
+                     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, as) == 0 ? 0 : errno;
     if (rc == 0 && crash_cap) {
         p->area_bytes = sizeof(struct nsc_crash_area) + crash_cap;
         mfd = memfd_create("ncclscope-crash", MFD_CLOEXEC);
@@ -317,6 +370,7 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
         es[i] = high_fd(es[i]);
         ws[i] = high_fd(ws[i]);
         bs[i] = high_fd(bs[i]);
+        as[i] = high_fd(as[i]);
     }
     mfd = high_fd(mfd);
     char pid[24];
@@ -330,6 +384,7 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
         posix_spawnattr_init(&at);
         posix_spawn_file_actions_adddup2(&fa, es[1], NSC_WFD_ENGINE);
         posix_spawn_file_actions_adddup2(&fa, ws[1], NSC_WFD_WATCH);
+        posix_spawn_file_actions_adddup2(&fa, as[1], NSC_WFD_AUX);
         if (mfd >= 0) {
             posix_spawn_file_actions_adddup2(&fa, mfd, NSC_WFD_CRASH);
             posix_spawn_file_actions_adddup2(&fa, bs[1], NSC_WFD_WAKE);
@@ -356,6 +411,8 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
         close(ws[1]);
     if (bs[1] >= 0)
         close(bs[1]);
+    if (as[1] >= 0)
+        close(as[1]);
     if (mfd >= 0)
         close(mfd); /* the mapping stays */
     if (rc != 0) {
@@ -365,6 +422,8 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
             close(ws[0]);
         if (bs[0] >= 0)
             close(bs[0]);
+        if (as[0] >= 0)
+            close(as[0]);
         fail(p, why, whylen, exe, rc);
         return -1;
     }
@@ -372,6 +431,7 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
     p->engine.sock = es[0];
     p->watch_sock = ws[0];
     p->wake_sock = bs[0];
+    p->aux_sock = as[0];
     return 0;
 }
 
@@ -394,7 +454,9 @@ void nsc_wproc_stop(struct nsc_wproc *p) {
         close(p->watch_sock);
     if (p->wake_sock >= 0)
         close(p->wake_sock);
-    p->engine.sock = p->watch_sock = p->wake_sock = -1;
+    if (p->aux_sock >= 0) /* not taken (no suspect level): the writer waits for it too */
+        close(p->aux_sock);
+    p->engine.sock = p->watch_sock = p->wake_sock = p->aux_sock = -1;
     /* The writer leaves once every channel is closed: reap it if it does so
      * at once (a watcher left behind keeps its channel; a stalled directory
      * keeps the writer: then it is reaped by whoever reaps our children, or

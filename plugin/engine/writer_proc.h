@@ -32,6 +32,7 @@ struct nsc_wproc {
     pid_t pid;                   /* 0: no writer (in-process writes) */
     struct nsc_wchan engine;     /* the compressors' and the session end's */
     int watch_sock;              /* the flight watcher's channel, until it takes it */
+    int aux_sock;                /* the hang suspect level's, until it takes it */
     struct nsc_crash_area *area; /* flight mode: the crash dump's way out, or NULL */
     int wake_sock;               /* its doorbell (non-blocking), or -1 */
     size_t area_bytes;
@@ -61,6 +62,15 @@ int nsc_wch_close(struct nsc_wchan *c, int fd);
 int nsc_wch_unlink(struct nsc_wchan *c, const char *path);
 int nsc_wch_mtime(struct nsc_wchan *c, const char *path, struct timespec *mtime);
 int nsc_wch_touch(struct nsc_wchan *c, const char *path, unsigned mode, struct timespec *mtime);
+
+/* The hang suspect level's operations (writer_proto.h: REPLACE, READ, LIST),
+ * each also in this process without a writer. READ and LIST return the
+ * bytes put in buf (at most cap), LIST's left out in *left; -1 with errno. */
+int nsc_wch_replace(struct nsc_wchan *c, const char *path, const void *data, size_t n,
+                    unsigned mode);
+long nsc_wch_read(struct nsc_wchan *c, const char *path, void *buf, size_t cap);
+long nsc_wch_list(struct nsc_wchan *c, const char *dir, const char *suffix, char *buf, size_t cap,
+                  uint64_t *left);
 
 /* Whether this process's writes go through a writer (for the trace's STATS). */
 int nsc_wproc_fallback_seen(void);

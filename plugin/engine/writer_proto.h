@@ -14,9 +14,12 @@
  *   fd 3: the engine's (the compressor whose turn it is; the session's end);
  *   fd 4: the flight watcher's (dump-now, dump-all);
  *   fd 5: the crash area, a memfd shared with the plugin (below), or none;
- *   fd 6: the crash area's doorbell: a byte says a dump is READY.
+ *   fd 6: the crash area's doorbell: a byte says a dump is READY;
+ *   fd 7: the hang suspect level's (its progress files: REPLACE, READ,
+ *         LIST, UNLINK), so that its reads never wait behind a chunk.
  * A request is struct nsc_wreq followed by len bytes (a NUL-terminated path,
- * or the data to append); every request gets one struct nsc_wrep. The
+ * or the data to append); every request gets one struct nsc_wrep, READ's
+ * and LIST's followed by rc bytes. The
  * writer's descriptors are numbers in its own process: the plugin only
  * passes them back.
  *
@@ -42,7 +45,9 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2, "lock-f
 #define NSC_WFD_WATCH 4
 #define NSC_WFD_CRASH 5
 #define NSC_WFD_WAKE 6
+#define NSC_WFD_AUX 7
 #define NSC_WRITER_MAX_DATA (256u << 20) /* the largest append the writer accepts */
+#define NSC_WRITER_MAX_REPLY (1u << 20)  /* the most READ and LIST return */
 
 enum nsc_wop {
     NSC_WOP_MKDIR = 1, /* mkdir -p path (mode 0750 before the umask) */
@@ -55,6 +60,16 @@ enum nsc_wop {
                           set its mtime to now and return it */
     NSC_WOP_PWRITE,    /* write the data to fd at `off`, in place (the SESSION header
                           NCCL's first init rewrites); the file's end does not move */
+    NSC_WOP_REPLACE,   /* data: path, NUL, the file's bytes: written to a new temporary
+                          of an unpredictable name beside it (".name.XXXXXX", O_EXCL),
+                          chmod `mode`, renamed over path (a link there is replaced,
+                          never followed) */
+    NSC_WOP_READ,      /* path, opened O_NOFOLLOW|O_NONBLOCK: a regular file of at most
+                          `off` bytes (EFBIG past it, EINVAL not regular, ELOOP a link);
+                          rc its length, its bytes after the reply */
+    NSC_WOP_LIST,      /* data: dir, NUL, suffix: the names in dir that end with suffix
+                          and do not start with '.', each NUL-terminated, at most `off`
+                          bytes of them (rc; after the reply); sec: names left out */
 };
 
 struct nsc_wreq {

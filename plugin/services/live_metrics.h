@@ -36,6 +36,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "event_types.h"
@@ -55,6 +56,11 @@ void nsc_live_destroy(void);
 /* NCCL's first init joined a session the Python package opened: its API
  * version (which channels KernelCh come on). Under the session mutex. */
 void nsc_live_set_api(int api_version);
+
+/* More series at the end of each file, written by fn(f, pid) on the
+ * metrics thread (the hang suspect level's, set by the session: services/
+ * does not depend on watch/). NULL: none. RELEASE/ACQUIRE. */
+void nsc_live_set_extra(void (*fn)(FILE *f, int pid));
 
 /* control.c: the mask being recorded now (0 while stopped). */
 void nsc_live_set_mask(uint32_t mask);

@@ -123,6 +123,12 @@ static void write_hist(FILE *f, const struct comm *c, const struct series *s, co
     fprintf(f, ",timing=\"%s\"} %" PRIu64 "\n", timing_name[t], l->count);
 }
 
+static _Atomic(void (*)(FILE *, int)) live_extra;
+
+void nsc_live_set_extra(void (*fn)(FILE *f, int pid)) {
+    atomic_store_explicit(&live_extra, fn, memory_order_release);
+}
+
 static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
     fprintf(f, "# HELP ncclscope_operations_total NCCL operations started (Coll, P2p, CeColl), per communicator, operation and per-rank message size.\n"
                "# TYPE ncclscope_operations_total counter\n");
@@ -251,6 +257,9 @@ static void format(FILE *f, struct nsc_live *m, const struct snapshot *sn) {
                "# TYPE ncclscope_metrics_overflow_total counter\n"
                "ncclscope_metrics_overflow_total{pid=\"%d\"} %" PRIu64 "\n",
             m->pid, records, m->pid, drops, m->pid, atomic_load_explicit(&live_recorded_mask, memory_order_relaxed) != 0, m->pid, sn->overflow);
+    void (*extra)(FILE *, int) = atomic_load_explicit(&live_extra, memory_order_acquire);
+    if (extra)
+        extra(f, m->pid); /* hook: the hang suspect level's series */
 }
 
 /* The directory, as mkdir -p (0755: node-exporter runs as another user). */

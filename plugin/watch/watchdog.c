@@ -69,9 +69,10 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int stop_req;
 
 /* The blocks built, under mu: `pending` not written yet (streaming),
- * `latest` kept for every later flight dump. */
-static unsigned char *pending, *latest;
-static size_t pending_len, latest_len;
+ * `latest` kept for every later flight dump; the suspect level's in
+ * spending/slatest (nsc_watchdog_post_suspect). */
+static unsigned char *pending, *latest, *spending, *slatest;
+static size_t pending_len, latest_len, spending_len, slatest_len;
 static _Atomic int dump_wanted;
 static _Atomic uint64_t fired;
 
@@ -503,8 +504,25 @@ void nsc_watchdog_release(void) {
     pthread_mutex_lock(&mu);
     free(pending);
     free(latest);
-    pending = latest = NULL;
-    pending_len = latest_len = 0;
+    free(spending);
+    free(slatest);
+    pending = latest = spending = slatest = NULL;
+    pending_len = latest_len = spending_len = slatest_len = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+void nsc_watchdog_post_suspect(unsigned char *block, size_t len) {
+    unsigned char *copy = malloc(len);
+    pthread_mutex_lock(&mu);
+    free(spending);
+    spending = block;
+    spending_len = len;
+    if (copy) {
+        memcpy(copy, block, len);
+        free(slatest);
+        slatest = copy;
+        slatest_len = len;
+    }
     pthread_mutex_unlock(&mu);
 }
 
@@ -512,12 +530,17 @@ unsigned char *nsc_watchdog_take_block(int dump, size_t *len) {
     pthread_mutex_lock(&mu);
     unsigned char *b = NULL;
     size_t n = 0;
+    unsigned char *keep = dump == 2 ? slatest : latest;
+    size_t keep_len = dump == 2 ? slatest_len : latest_len;
     if (!dump && pending) {
         b = pending, n = pending_len;
         pending = NULL;
-    } else if (dump && latest && (b = malloc(latest_len)) != NULL) {
-        memcpy(b, latest, latest_len);
-        n = latest_len;
+    } else if (!dump && spending) {
+        b = spending, n = spending_len;
+        spending = NULL;
+    } else if (dump && keep && (b = malloc(keep_len)) != NULL) {
+        memcpy(b, keep, keep_len);
+        n = keep_len;
     }
     pthread_mutex_unlock(&mu);
     *len = n;

@@ -38,9 +38,15 @@ void nsc_watchdog_stop(void);
 void nsc_watchdog_release(void);
 
 /* The HANG block due, as malloc'd bytes the caller writes and frees (*len
- * its size), or NULL: in streaming mode (dump = 0) the one not written yet;
- * in a flight dump (dump = 1) a copy of the latest. */
+ * its size), or NULL: in streaming mode (dump = 0) one not written yet
+ * (the watchdog's first, then the suspect level's); in a flight dump a
+ * copy of the latest, the watchdog's (dump = 1) or the suspect level's
+ * (dump = 2). */
 unsigned char *nsc_watchdog_take_block(int dump, size_t *len);
+/* The suspect level (suspect.h) hands over a HANG block it built (malloc'd;
+ * taken, freed here or by the writer): it is written like the watchdog's,
+ * in its own slots, so that neither replaces the other. */
+void nsc_watchdog_post_suspect(unsigned char *block, size_t len);
 /* 1 once after the watchdog fired in flight mode. */
 int nsc_watchdog_take_dump_request(void);
 /* Times the watchdog fired since the process started (tests, metrics). */

@@ -5,7 +5,7 @@
  * a directory that stalls holds this process, never the application's.
  *
  * Started by the plugin (posix_spawn, never fork: the application is
- * multithreaded) with its channels on fds 3..5 and the plugin's pid as
+ * multithreaded) with its channels on fds 3..7 and the plugin's pid as
  * argv[1]. Single-threaded: serves the channels in turn, writes the crash
  * area when it is READY, and leaves once every channel is closed or the
  * plugin's process is gone (PR_SET_PDEATHSIG, and its pid checked once a
@@ -14,6 +14,7 @@
  * job's signals (SIGINT, SIGTERM, SIGHUP): it ends with the process it
  * serves, not before it, so a job that is told to stop loses nothing here.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,6 +37,8 @@
 static pid_t parent;
 static unsigned char *buf;
 static size_t buf_cap;
+static unsigned char *out;     /* READ's and LIST's bytes (NSC_WRITER_MAX_REPLY) */
+static size_t out_len;
 
 static int read_all(int fd, void *p, size_t n) {
     char *c = p;
@@ -116,6 +119,104 @@ static int owned(int fd) {
     return -1;
 }
 
+/* REPLACE: a whole small file, atomically (writer_proto.h). */
+static int replace(const char *path, const unsigned char *data, size_t n, unsigned mode) {
+    const char *slash = strrchr(path, '/');
+    char tmp[4200];
+    int w = slash ? snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1)
+                  : snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", path);
+    if (w < 0 || (size_t)w >= sizeof(tmp)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fchmod(fd, mode & 0777) == 0 && write_all(fd, data, n) == 0 ? 0 : -1;
+    int e = errno;
+    if (close(fd) != 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        errno = e;
+    }
+    return rc;
+}
+
+/* READ: a small regular file, never through a link, never blocking on a FIFO. */
+static int read_small(const char *path, size_t cap) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int rc = -1, e = 0;
+    out_len = 0;
+    if (fstat(fd, &st) != 0)
+        e = errno;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    else if ((uint64_t)st.st_size > cap)
+        e = EFBIG;
+    else {
+        for (;;) {
+            ssize_t k = read(fd, out + out_len, cap - out_len);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                e = errno;
+                break;
+            }
+            if (k == 0)
+                break;
+            out_len += (size_t)k;
+            if (out_len == cap) { /* grew past the bound since fstat */
+                char c;
+                if (read(fd, &c, 1) > 0)
+                    e = EFBIG;
+                break;
+            }
+        }
+        if (!e)
+            rc = (int)out_len;
+    }
+    close(fd);
+    if (rc < 0) {
+        out_len = 0;
+        errno = e ? e : EIO;
+    }
+    return rc;
+}
+
+/* LIST: the names of dir ending with suffix, not hidden. */
+static int list_names(const char *dir, const char *suffix, size_t cap, int64_t *left) {
+    DIR *d = opendir(dir);
+    out_len = 0;
+    *left = 0;
+    if (!d)
+        return -1;
+    size_t k = strlen(suffix);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (de->d_name[0] == '.' || n <= k || strcmp(de->d_name + n - k, suffix))
+            continue;
+        if (out_len + n + 1 > cap) {
+            (*left)++;
+            continue;
+        }
+        memcpy(out + out_len, de->d_name, n + 1);
+        out_len += n + 1;
+    }
+    closedir(d);
+    return (int)out_len;
+}
+
 static void serve(const struct nsc_wreq *q, const unsigned char *data, struct nsc_wrep *r) {
     const char *path = (const char *)data;
     int rc = -1, k;
@@ -186,6 +287,26 @@ static void serve(const struct nsc_wreq *q, const unsigned char *data, struct ns
             errno = EINVAL;
         close(k);
         break;
+    case NSC_WOP_REPLACE:
+        k = (int)strnlen(path, q->len);
+        if ((uint32_t)k >= q->len) {
+            errno = EINVAL;
+            break;
+        }
+        rc = replace(path, data + k + 1, q->len - (uint32_t)k - 1, q->mode);
+        break;
+    case NSC_WOP_READ:
+        rc = read_small(path, q->off < NSC_WRITER_MAX_REPLY ? (size_t)q->off : NSC_WRITER_MAX_REPLY);
+        break;
+    case NSC_WOP_LIST:
+        k = (int)strnlen(path, q->len);
+        if ((uint32_t)k >= q->len) {
+            errno = EINVAL;
+            break;
+        }
+        rc = list_names(path, path + k + 1,
+                        q->off < NSC_WRITER_MAX_REPLY ? (size_t)q->off : NSC_WRITER_MAX_REPLY, &r->sec);
+        break;
     default:
         errno = EINVAL;
     }
@@ -212,8 +333,21 @@ static int one_request(int fd) {
     buf[q.len] = '\0';
     struct nsc_wrep r;
     memset(&r, 0, sizeof(r));
+    out_len = 0;
     serve(&q, buf, &r);
-    return send(fd, &r, sizeof(r), MSG_NOSIGNAL) == (ssize_t)sizeof(r) ? 0 : -1;
+    if (send(fd, &r, sizeof(r), MSG_NOSIGNAL) != (ssize_t)sizeof(r))
+        return -1;
+    /* READ's and LIST's bytes after the reply */
+    size_t sent = 0;
+    while (r.rc > 0 && (q.op == NSC_WOP_READ || q.op == NSC_WOP_LIST) && sent < out_len) {
+        ssize_t k = send(fd, out + sent, out_len - sent, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        sent += (size_t)k;
+    }
+    return 0;
 }
 
 /* A crash or SIGTERM dump the plugin copied into the area: to its file. */
@@ -262,7 +396,10 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Whatever else the application had open stays its own (a pipe we
      * kept open would keep its reader waiting). */
-    syscall(SYS_close_range, NSC_WFD_WAKE + 1, ~0u, 0);
+    syscall(SYS_close_range, NSC_WFD_AUX + 1, ~0u, 0);
+    out = malloc(NSC_WRITER_MAX_REPLY);
+    if (!out)
+        close(NSC_WFD_AUX); /* the suspect level's calls fail; the trace's do not */
 
     struct nsc_crash_area *area = NULL;
     struct stat st;
@@ -272,19 +409,21 @@ int main(int argc, char **argv) {
             area = m;
         close(NSC_WFD_CRASH);
     }
-    struct pollfd pf[3] = {{.fd = NSC_WFD_ENGINE, .events = POLLIN},
+    struct pollfd pf[4] = {{.fd = NSC_WFD_ENGINE, .events = POLLIN},
                            {.fd = NSC_WFD_WATCH, .events = POLLIN},
-                           {.fd = NSC_WFD_WAKE, .events = POLLIN}};
-    for (int i = 0; i < 3; i++)
+                           {.fd = NSC_WFD_WAKE, .events = POLLIN},
+                           {.fd = NSC_WFD_AUX, .events = POLLIN}};
+    for (int i = 0; i < 4; i++)
         if (fcntl(pf[i].fd, F_GETFD) < 0)
             pf[i].fd = -1;
     for (;;) {
         int gone = getppid() != parent;
         if (area && atomic_load_explicit(&area->state, memory_order_acquire) == NSC_CRASH_READY)
             write_crash(area);
-        if (gone || (pf[0].fd < 0 && pf[1].fd < 0))
+        /* the suspect level's channel too: it removes its progress file last */
+        if (gone || (pf[0].fd < 0 && pf[1].fd < 0 && pf[3].fd < 0))
             break;
-        int n = poll(pf, 3, TICK_MS);
+        int n = poll(pf, 4, TICK_MS);
         if (n <= 0)
             continue;
         if (pf[2].fd >= 0 && pf[2].revents) { /* the doorbell: the area is looked at above */
@@ -294,8 +433,8 @@ int main(int argc, char **argv) {
                 pf[2].fd = -1;
             }
         }
-        for (int i = 0; i < 2; i++)
-            if (pf[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+        for (int i = 0; i < 4; i++)
+            if (i != 2 && pf[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
                 one_request(pf[i].fd) != 0) {
                 close(pf[i].fd);
                 pf[i].fd = -1;

@@ -50,6 +50,9 @@
  *   KernelCh).
  * --pause-us U: job's steps U microseconds apart, as a training step's
  *   compute between them (KernelCh's sampling period then takes each).
+ * --healthy: job mode without a hang: every rank runs every step's
+ *   collectives to completion, then idles (a compute gap, a checkpoint
+ *   every rank writes): all ranks stop at the same seqNumbers.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,7 +185,7 @@ int main(int argc, char **argv) {
     int nranks = 4;
     long ops = 10, first = 0, lose = -1;
     int version = 0, nch = 2, queued_last = 0, skip = 2;
-    int gate = 0;
+    int gate = 0, healthy = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
             plugin = argv[++i];
@@ -212,6 +215,8 @@ int main(int argc, char **argv) {
             pause_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--gate"))
             gate = 1;
+        else if (!strcmp(argv[i], "--healthy"))
+            healthy = 1;
         else {
             fprintf(stderr, "hang_rank: unknown argument %s\n", argv[i]);
             return 1;
@@ -255,7 +260,7 @@ int main(int argc, char **argv) {
             line[0] = '\0'; /* stdin ended: no one to wait for, go on */
     }
     for (long i = 0; i < ops && job; i++) {
-        int last = i == ops - 1;
+        int last = i == ops - 1 && !healthy;
         if (pause_us > 0)
             usleep((useconds_t)pause_us);
         ctx = ctx_all;

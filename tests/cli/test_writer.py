@@ -159,7 +159,7 @@ def killed_then_crash(cli, plugin, d):
 
 
 REQ, REP = "<IiQII", "<iiqq"
-MKDIR, CREATE, APPEND, CLOSE, UNLINK, MTIME, TOUCH = range(1, 8)
+MKDIR, CREATE, APPEND, CLOSE, UNLINK, MTIME, TOUCH, PWRITE, REPLACE, READ, LIST = range(1, 12)
 
 
 def ask(sock, op, fd=-1, off=0, data=b"", mode=0):
@@ -172,20 +172,35 @@ def ask(sock, op, fd=-1, off=0, data=b"", mode=0):
     return struct.unpack(REP, buf)
 
 
+def ask_data(sock, op, off=0, data=b"", mode=0):
+    """A request whose answer brings rc bytes (READ, LIST)."""
+    rep = ask(sock, op, off=off, data=data, mode=mode)
+    body = b""
+    while rep[0] > 0 and len(body) < rep[0]:
+        chunk = sock.recv(rep[0] - len(body))
+        check(chunk, "the writer sends the bytes")
+        body += chunk
+    return rep, body
+
+
 def program(plugin, d):
     exe = os.path.join(os.path.dirname(plugin), "ncclscope-writer")
     eng, eng_w = socket.socketpair()
     watch, watch_w = socket.socketpair()
+    aux, aux_w = socket.socketpair()
 
-    def fds():  # by way of unused numbers: neither may overwrite the other
+    def fds():  # by way of unused numbers: none may overwrite another
         os.dup2(eng_w.fileno(), 100)
         os.dup2(watch_w.fileno(), 101)
+        os.dup2(aux_w.fileno(), 102)
         os.dup2(100, 3)
         os.dup2(101, 4)
-    w = subprocess.Popen([exe, str(os.getpid())], preexec_fn=fds, pass_fds=(3, 4), stderr=subprocess.PIPE,
+        os.dup2(102, 7)
+    w = subprocess.Popen([exe, str(os.getpid())], preexec_fn=fds, pass_fds=(3, 4, 7), stderr=subprocess.PIPE,
                          text=True)
     eng_w.close()
     watch_w.close()
+    aux_w.close()
     path = lambda *p: (os.path.join(d, *p) + "\0").encode()
     check(ask(eng, MKDIR, data=path("a", "b"))[0] == 0 and os.path.isdir(os.path.join(d, "a", "b")), "mkdir -p")
     fd = ask(eng, CREATE, data=path("a", "f"), mode=0o640)[0]
@@ -211,8 +226,37 @@ def program(plugin, d):
     check(ask(watch, MTIME, data=path("a", "link"))[0] == -1, "mtime of a link: none")
     check(ask(watch, UNLINK, data=path("a", "t"))[0] == 0 and not os.path.exists(os.path.join(d, "a", "t")),
           "unlink")
+    # the hang suspect level's channel (fd 7): REPLACE, READ, LIST
+    pf = lambda name: os.path.join(d, "a", name)
+    check(ask(aux, REPLACE, data=path("a", "x.progress") + b"one\n", mode=0o644)[0] == 0 and
+          open(pf("x.progress")).read() == "one\n" and os.stat(pf("x.progress")).st_mode & 0o777 == 0o644,
+          "replace: a whole file, its mode")
+    with open(os.path.join(d, "precious"), "w") as f:
+        f.write("keep")
+    os.symlink(os.path.join(d, "precious"), pf("y.progress"))
+    check(ask(aux, REPLACE, data=path("a", "y.progress") + b"two\n", mode=0o644)[0] == 0 and
+          not os.path.islink(pf("y.progress")) and open(os.path.join(d, "precious")).read() == "keep",
+          "replace: a link at the name is replaced, its target untouched")
+    check(not [n for n in os.listdir(os.path.join(d, "a")) if n.startswith(".")], "no temporary left")
+    rep, body = ask_data(aux, READ, off=4096, data=path("a", "x.progress"))
+    check(rep[0] == 4 and body == b"one\n", "read: %s %r" % (rep, body))
+    os.symlink(pf("x.progress"), pf("l.progress"))
+    check(ask_data(aux, READ, off=4096, data=path("a", "l.progress"))[0][:2] == (-1, 40), "read: never a link (ELOOP)")
+    os.mkfifo(pf("f.progress"))
+    check(ask_data(aux, READ, off=4096, data=path("a", "f.progress"))[0][:2] == (-1, 22), "read: a FIFO, at once (EINVAL)")
+    check(ask_data(aux, READ, off=2, data=path("a", "x.progress"))[0][:2] == (-1, 27), "read: over the bound (EFBIG)")
+    rep, body = ask_data(aux, LIST, off=4096, data=path("a") + b".progress\0")
+    names = sorted(x.decode() for x in body.split(b"\0") if x)
+    check(names == ["f.progress", "l.progress", "x.progress", "y.progress"] and rep[2] == 0,
+          "list: the names with the suffix, none hidden: %s" % names)
+    rep, body = ask_data(aux, LIST, off=24, data=path("a") + b".progress\0")
+    check(rep[0] <= 24 and rep[2] >= 2, "list: within the bound, the rest counted: %s" % (rep,))
     eng.close()
     watch.close()
+    time.sleep(0.2)
+    check(w.poll() is None, "the writer stays while the suspect level's channel is open")
+    check(ask(aux, UNLINK, data=path("a", "x.progress"))[0] == 0, "unlink on the suspect level's channel")
+    aux.close()
     rc = w.wait(timeout=10)
     err = w.stderr.read()
     check(rc == 0 and not err, "the writer leaves cleanly once its channels close: %d %s" % (rc, err))

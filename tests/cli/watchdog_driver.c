@@ -58,6 +58,14 @@
  *         before either stops, Send 0's channel 0 stop lost: Send 1
  *         finishing proves nothing about Send 0 (a launch's channels run
  *         independently), which stays in flight: a stall.
+ * two-ranks: one process holding two ranks of a comm, as a process that
+ *         drives several GPUs (nccl-tests -g 2): comm 0x5744000c, rank 0
+ *         enqueues AllReduce 0..4, rank 1 only 0..3 (they complete, but
+ *         rank 0's 4, whose kernel waits for rank 1); comm 0x5744000d,
+ *         both ranks 0..4, all complete. Prints "stalled" and
+ *         waits for a line on stdin (3 s when stdin ends). The suspect level
+ *         must name rank 1 for comm 0x5744000c's AllReduce 4, from this
+ *         process's own table (no other process), and nothing else.
  * A stall: prints "stalled" and waits for a line on stdin, which the test
  * sends once the watchdog's log line is out (how long a firing takes on a
  * loaded machine is not ours to guess); when stdin ends, it sleeps the
@@ -359,8 +367,33 @@ int main(int argc, char **argv) {
         nsc_host_finalize(&host, busy_ctx);
         nsc_host_unload(&host);
         return 0;
+    } else if (!strcmp(mode, "two-ranks")) {
+        void *c[2][2], *first = ctx;
+        int m[2][2];
+        for (int k = 0; k < 2; k++)
+            for (int r = 0; r < 2; r++)
+                if (nsc_host_init(&host, &c[k][r], 0x5744000cull + (uint64_t)k, &m[k][r],
+                                  k ? "two-ranks-ok" : "two-ranks", 1, 2, r) != 0 || !c[k][r]) {
+                    fprintf(stderr, "watchdog_driver: two-ranks init failed\n");
+                    return 1;
+                }
+        for (int k = 0; k < 2; k++)
+            for (int r = 0; r < 2; r++)
+                for (uint64_t s = 0; s < (k == 0 && r == 1 ? 4u : 5u); s++) {
+                    ctx = c[k][r];
+                    void *op = coll(s, 1);
+                    void *ch = kch(op, 0);
+                    if (k || r || s < 4) /* rank 0's AllReduce 4 waits for rank 1 */
+                        kch_stop(ch);
+                }
+        stall(3000000);
+        for (int k = 0; k < 2; k++)
+            for (int r = 0; r < 2; r++)
+                nsc_host_finalize(&host, c[k][r]);
+        ctx = first;
     } else {
-        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics|busy|p2p-lost|p2p-group\n");
+        fprintf(stderr, "watchdog_driver: --mode rearm|full|orphan|sessions|fork|learn|metrics|busy|"
+                        "p2p-lost|p2p-group|two-ranks\n");
         return 1;
     }
     printf("done\n");

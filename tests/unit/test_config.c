@@ -18,7 +18,7 @@ static const char *const all_settings[] = {
     "NCCLSCOPE_DRAIN_US",   "NCCLSCOPE_CHUNK_KB",     "NCCLSCOPE_ZSTD_LEVEL",
     "NCCLSCOPE_CLOCK",      "NCCLSCOPE_CHAIN",        "NCCLSCOPE_METRICS_DIR",
     "NCCLSCOPE_METRICS_SECONDS", "NCCLSCOPE_METRICS_KEEP", "NCCLSCOPE_MAX_MB",
-    "NCCLSCOPE_CPUS",
+    "NCCLSCOPE_CPUS",       "NCCLSCOPE_HANG_SECONDS", "NCCLSCOPE_SUSPECT_SECONDS",
 };
 
 static void clear_env(void) {
@@ -50,6 +50,7 @@ static void test_defaults(void) {
     CHECK(cfg.zstd_level == 1 && strcmp(cfg.clock, "auto") == 0);
     CHECK(cfg.chain[0] == '\0' && cfg.metrics_dir[0] == '\0' && cfg.metrics_seconds == 15 &&
           cfg.metrics_keep == 0 && cfg.max_mb == 0);
+    CHECK(cfg.hang_seconds == 300 && cfg.suspect_seconds == 15);
     /* an empty value means unset */
     CHECK(load_with("NCCLSCOPE_MAX_THREADS", "") == 0 && cfg.max_threads == 256);
 }
@@ -68,6 +69,7 @@ static const struct numeric numerics[] = {
     {"NCCLSCOPE_FLUSH_MS", 1, 3600000},
     {"NCCLSCOPE_DRAIN_US", 10, 3600000000ull},
     {"NCCLSCOPE_CHUNK_KB", 4, 16384},
+    {"NCCLSCOPE_SUSPECT_SECONDS", 0, 604800},
     {"NCCLSCOPE_ZSTD_LEVEL", 1, 19},
     {"NCCLSCOPE_METRICS_SECONDS", 1, 86400},
     {"NCCLSCOPE_METRICS_KEEP", 0, 1},
