@@ -73,12 +73,12 @@ static void flight_dump(struct engine *f, const char *why, int last) {
     if (cap && f->dumps && f->dumped_bytes + f->last_dump_bytes > cap) {
         if (!f->dumps_refused++)
             nsc_log_warn("ncclscope: flight recorder (%s): NCCLSCOPE_MAX_MB=%u reached by %u "
-                         "dump(s) of %llu bytes: no more dumps this session (counted; the end of "
-                         "the session says how many)",
+                         "dump(s) of %llu bytes: no more dumps in the session (counted; its end "
+                         "says how many)",
                          why, f->cfg.max_mb, f->dumps, (unsigned long long)f->dumped_bytes);
         if (last)
             nsc_log_warn("ncclscope: flight recorder: %llu dump(s) refused by NCCLSCOPE_MAX_MB=%u "
-                         "(this session's end included)",
+                         "(the session's end included)",
                          (unsigned long long)f->dumps_refused, f->cfg.max_mb);
         return;
     }

@@ -64,7 +64,7 @@ def size_cap():
           "dumps take %d bytes for NCCLSCOPE_MAX_MB=2: %s" % (total, sizes))
     check(text.count("NCCLSCOPE_MAX_MB=2 reached") == 1,
           "the first refusal is logged once:\n%s" % text[-3000:])
-    check(text.count("refused by NCCLSCOPE_MAX_MB=2 (this session's end included)") == 1,
+    check(text.count("refused by NCCLSCOPE_MAX_MB=2 (the session's end included)") == 1,
           "the session's end says how many were refused:\n%s" % text[-3000:])
     print("ok: NCCLSCOPE_MAX_MB=2: %d dumps, %d bytes" % (len(files), total))
 
