@@ -518,9 +518,11 @@ int nsc_hang(const char *const *files, int nfiles, int json, int jobs, FILE *out
         fputs("],\"divergences\":[", out);
         print_divergences(out, dv, ndiv, 1);
         fprintf(out, "],\"completion_unrecorded_files\":%d", j.unrecorded_files);
-        fputs(",\"suspects\":[", out);
-        print_suspects(out, &j, 1);
-        fputc(']', out);
+        if (j.suspects.n) { /* only where a rank's suspect level named one, as kernel_sampled */
+            fputs(",\"suspects\":[", out);
+            print_suspects(out, &j, 1);
+            fputc(']', out);
+        }
         if (j.sampled_ops < j.kernel_ops)
             fprintf(out,
                     ",\"kernel_sampled\":{\"sampled\":%llu,\"operations\":%llu,"

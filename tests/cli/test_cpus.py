@@ -12,7 +12,7 @@ import sys
 
 from nsctest import check, env_paths, tmpdir
 
-OURS = ("ncclscope-drain", "ncclscope-zstd", "ncclscope-ops", "ncclscope-hang")
+OURS = ("ncclscope-drain", "ncclscope-zstd", "ncclscope-ops", "ncclscope-hang", "ncclscope-susp")
 
 
 def cpulist(s):
