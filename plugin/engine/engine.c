@@ -280,6 +280,8 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
  * the code they run). */
 void eng_pin_library(void) { nsc_pin_library(); }
 
+void nsc_engine_reap_writers(void) { nsc_wproc_reap_left(); }
+
 int nsc_engine_stop(void) {
     struct engine *f = eng_running;
     if (!f)

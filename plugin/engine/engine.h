@@ -50,6 +50,9 @@ int nsc_engine_start(const struct nsc_config *cfg, const struct nsc_session *ses
  * could not be written and says so through NCCL's logger. Under the session mutex. Returns 1 when its threads were
  * joined (or none ran), 0 when one was left behind (what the drainer's
  * hooks use must then stay). */
+/* Writer processes of ended sessions that have left since: reaped (the
+ * session's end, once every channel of ours is closed). */
+void nsc_engine_reap_writers(void);
 int nsc_engine_stop(void);
 
 /* Flight mode: asks for a dump of the window (done by a compressor within a

@@ -336,6 +336,7 @@ static void fail(struct nsc_wproc *p, char *why, size_t whylen, const char *what
 }
 
 int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t whylen) {
+    nsc_wproc_reap_left();
     memset(p, 0, sizeof(*p));
     p->engine.sock = -1;
     p->watch_sock = -1;
@@ -435,6 +436,31 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
     return 0;
 }
 
+/* Writers that had not left when their session ended (a channel still
+ * open: the suspect thread's until it stops, a watcher left behind; a
+ * stalled directory): reaped when they have, at the next session's end or
+ * start, so that a process running many sessions keeps no zombie of ours.
+ * Under the session mutex, as nsc_wproc_start and nsc_wproc_stop. */
+#define UNREAPED_MAX 64
+static pid_t unreaped[UNREAPED_MAX];
+static int nunreaped;
+
+void nsc_wproc_reap_left(void) {
+    int n = 0;
+    for (int i = 0; i < nunreaped; i++) {
+        pid_t w = waitpid(unreaped[i], NULL, WNOHANG);
+        if (w == 0 || (w < 0 && errno == EINTR))
+            unreaped[n++] = unreaped[i]; /* still running: kept */
+    }
+    nunreaped = n;
+}
+
+static void left_to_reap(pid_t pid) {
+    nsc_wproc_reap_left();
+    if (nunreaped < UNREAPED_MAX)
+        unreaped[nunreaped++] = pid; /* else reaped by init after we exit */
+}
+
 void nsc_wproc_abandon(struct nsc_wproc *p) {
     if (p->engine.sock < 0)
         return;
@@ -443,6 +469,8 @@ void nsc_wproc_abandon(struct nsc_wproc *p) {
      * the writer sees the end once its call returns. The descriptor stays
      * open: that thread may still use it. */
     shutdown(p->engine.sock, SHUT_RDWR);
+    if (p->pid)
+        left_to_reap(p->pid); /* it leaves once its call returns and the channels close */
 }
 
 void nsc_wproc_stop(struct nsc_wproc *p) {
@@ -461,13 +489,17 @@ void nsc_wproc_stop(struct nsc_wproc *p) {
      * at once (a watcher left behind keeps its channel; a stalled directory
      * keeps the writer: then it is reaped by whoever reaps our children, or
      * by init after we exit). */
-    for (int i = 0; i < 50; i++) {
+    int reaped = 0;
+    for (int i = 0; i < 50 && !reaped; i++) {
         pid_t w = waitpid(p->pid, NULL, WNOHANG);
-        if (w == p->pid || (w < 0 && errno != EINTR))
-            break;
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
+        reaped = w == p->pid || (w < 0 && errno != EINTR);
+        if (!reaped) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
     }
+    if (!reaped)
+        left_to_reap(p->pid);
     if (p->area)
         munmap(p->area, p->area_bytes);
     p->area = NULL;

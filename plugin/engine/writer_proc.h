@@ -46,6 +46,9 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
 /* The session is over: the channels close, the writer writes what it holds
  * and leaves (reaped here if it has within a moment). */
 void nsc_wproc_stop(struct nsc_wproc *p);
+/* Writers of ended sessions that had not left at their end: reaped now if
+ * they have (session end, after every channel is closed; session start). */
+void nsc_wproc_reap_left(void);
 
 /* Finalize gave up on a stalled writer: its channel is shut, so that it
  * leaves once the directory lets its last call return (the caller's thread

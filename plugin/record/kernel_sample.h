@@ -28,11 +28,13 @@
  * Concurrency. The per-communicator words are written by the thread that
  * enqueues for that communicator (NCCL serialises a comm's enqueues); the
  * count of communicators that want a sample is a relaxed atomic changed
- * only when one starts or stops wanting. Two threads may store the word in
- * the wrong order (one clearing what the other set): the next enqueue of
- * any comm compares what it read with what is wanted and stores again, so
- * a lost store costs at most one operation's sample. Nothing here takes a
- * lock, calls the system or allocates.
+ * only when one starts or stops wanting. The bit is set and cleared by
+ * atomic or/and, never by storing the word, so a control command's new
+ * word (control.c) is never undone; two threads may still set and clear
+ * it in the wrong order (one clearing what the other set): the next
+ * enqueue of any comm compares what it read with what is wanted and
+ * changes it again, so that costs at most one operation's sample. Nothing
+ * here takes a lock, calls the system or allocates.
  */
 #ifndef NSC_KERNEL_SAMPLE_H
 #define NSC_KERNEL_SAMPLE_H
@@ -101,8 +103,16 @@ static inline int nsc_ksample_enqueue(struct nsc_comm *c, uint64_t ticks, int ke
         atomic_fetch_add_explicit(&nsc_ksample.wanting, want ? 1 : -1, memory_order_relaxed);
     }
     int bit = keep_bit ? NSC_KSAMPLE_BIT : nsc_ksample_wanted_bit();
-    if ((m & NSC_KSAMPLE_BIT) != bit)
-        __atomic_store_n(w, (m & ~NSC_KSAMPLE_BIT) | bit, __ATOMIC_RELAXED);
+    /* Only the bit, by a read-modify-write: the control commands store
+     * whole words (control.c), and a store of `m` with the bit changed
+     * would put back the bits of a word they replaced a moment ago. Issued
+     * only when the bit differs (twice per sample). */
+    if ((m & NSC_KSAMPLE_BIT) != bit) {
+        if (bit)
+            __atomic_fetch_or(w, NSC_KSAMPLE_BIT, __ATOMIC_RELAXED);
+        else
+            __atomic_fetch_and(w, ~NSC_KSAMPLE_BIT, __ATOMIC_RELAXED);
+    }
     return sampled;
 }
 

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,11 +351,18 @@ static int one_request(int fd) {
     return 0;
 }
 
+/* The bytes our own mapping of the area holds after its header: what
+ * `cap` and `len` (written by a process that may be crashing from a memory
+ * fault) can never take us past. */
+static uint64_t area_room;
+
 /* A crash or SIGTERM dump the plugin copied into the area: to its file. */
 static void write_crash(struct nsc_crash_area *a) {
     uint64_t len = atomic_load_explicit(&a->len, memory_order_acquire);
     if (len > a->cap)
         len = a->cap;
+    if (len > area_room)
+        len = area_room;
     if (len) {
         a->dir[sizeof(a->dir) - 1] = '\0';
         a->path[sizeof(a->path) - 1] = '\0';
@@ -405,6 +413,7 @@ int main(int argc, char **argv) {
     struct stat st;
     if (fstat(NSC_WFD_CRASH, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)sizeof(*area)) {
         void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, NSC_WFD_CRASH, 0);
+        area_room = (uint64_t)st.st_size - offsetof(struct nsc_crash_area, data);
         if (m != MAP_FAILED)
             area = m;
         close(NSC_WFD_CRASH);
