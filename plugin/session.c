@@ -243,9 +243,6 @@ static void close_session(void) {
     atomic_store_explicit(&nsc_session_live, 0, memory_order_relaxed);
     nsc_suspect_stop_request(); /* before the engine, as the watchdog; no wait here */
     nsc_watchdog_stop(); /* before the engine: a HANG block it built still reaches the file */
-    /* the control files' channel ends before the engine's, so that the
-     * writer, whose last channel the engine then closes, leaves at once */
-    nsc_ctl_files_release();
     int joined = nsc_engine_stop();
     nsc_suspect_stop(); /* its wait ran beside the engine's; the thread removes its file */
     if (nsc_ops_stop() && joined)
