@@ -245,10 +245,9 @@ static void close_session(void) {
     nsc_watchdog_stop(); /* before the engine: a HANG block it built still reaches the file */
     int joined = nsc_engine_stop();
     nsc_suspect_stop(); /* its wait ran beside the engine's; the thread removes its file */
+    nsc_engine_reap_writers(); /* its channel closed: the writer may have left now */
     if (nsc_ops_stop() && joined)
         nsc_live_destroy(); /* else a thread left behind may still use it */
-    nsc_engine_reap_writers(); /* the suspect's and the ops thread's channels closed: the writer
-                                * may have left now */
     nsc_watchdog_release(); /* the HANG blocks kept (under its lock: a writer left behind is safe) */
     nsc_ctl_session_close();
     session_open = 0;

@@ -367,25 +367,6 @@ int nsc_engine_stop(void) {
     return 0;
 }
 
-/* ---- the control files' channel (engine.h) ---- */
-
-int nsc_engine_ctl_take(void) {
-    struct engine *f = eng_running;
-    if (!f)
-        return -1;
-    int ch = f->wp.ctl_sock;
-    f->wp.ctl_sock = -1; /* the taker's now (which closes it) */
-    return ch;
-}
-
-long nsc_engine_ctl_tail(int ch, const char *path, uint64_t off, void *buf, size_t cap,
-                         uint64_t *ino, uint64_t *size) {
-    /* closed: a failure here is the session's end shutting it down, or the
-     * writer gone, which the engine's channel reports */
-    struct nsc_wchan c = {.sock = ch, .closed = 1};
-    return nsc_wch_tail(&c, path, off, buf, cap, ino, size);
-}
-
 /* ---- the hang suspect level's channel (engine.h) ---- */
 
 int nsc_engine_aux_take(void) {

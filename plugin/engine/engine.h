@@ -120,13 +120,6 @@ void nsc_engine_unobserve(const struct nsc_engine_hooks *h);
  * thread then makes its calls itself). The writer stays while the channel
  * is open. The calls return what the writer's REPLACE, READ, LIST and
  * UNLINK do (-1 with errno: EPIPE when the writer is gone). */
-/* The control files' poll (services/control_files.c, on the ops thread):
- * its channel to the writer process, taken once (-1: none, then
- * nsc_engine_ctl_tail makes the calls in this process), and a read of what
- * follows `off` in path with the file's inode and size. */
-int nsc_engine_ctl_take(void);
-long nsc_engine_ctl_tail(int ch, const char *path, uint64_t off, void *buf, size_t cap,
-                         uint64_t *ino, uint64_t *size);
 int nsc_engine_aux_take(void);
 int nsc_engine_aux_replace(int ch, const char *path, const void *data, size_t n, unsigned mode);
 long nsc_engine_aux_read(int ch, const char *path, void *buf, size_t cap);

@@ -166,43 +166,6 @@ int nsc_wch_replace(struct nsc_wchan *c, const char *path, const void *data, siz
     return rc < 0 ? -1 : 0;
 }
 
-long nsc_wch_tail(struct nsc_wchan *c, const char *path, uint64_t off, void *buf, size_t cap,
-                  uint64_t *ino, uint64_t *size) {
-    if (cap > NSC_WRITER_MAX_REPLY)
-        cap = NSC_WRITER_MAX_REPLY;
-    if (c->sock < 0) { /* no writer: this thread's own calls */
-        int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-            return -1;
-        struct stat st;
-        long n = -1;
-        if (fstat(fd, &st) != 0) {
-            n = -1;
-        } else if (!S_ISREG(st.st_mode)) {
-            errno = EINVAL;
-        } else {
-            *ino = (uint64_t)st.st_ino;
-            *size = (uint64_t)st.st_size;
-            n = (uint64_t)st.st_size > off ? (long)pread(fd, buf, cap, (off_t)off) : 0;
-        }
-        int e = errno;
-        close(fd);
-        errno = e;
-        return n;
-    }
-    struct nsc_wrep r;
-    int rc = call(c, NSC_WOP_TAIL, -1, off, (uint32_t)cap, path, strlen(path) + 1, &r);
-    if (rc < 0)
-        return -1;
-    *ino = (uint64_t)r.sec;
-    *size = (uint64_t)r.nsec;
-    if ((size_t)rc > cap || (rc > 0 && recv_all(c->sock, buf, (size_t)rc) != 0)) {
-        errno = EPIPE;
-        return -1;
-    }
-    return rc;
-}
-
 long nsc_wch_read(struct nsc_wchan *c, const char *path, void *buf, size_t cap) {
     struct nsc_wrep r;
     return call_out(c, NSC_WOP_READ, path, strlen(path) + 1, buf, cap, &r);
@@ -365,7 +328,6 @@ static void fail(struct nsc_wproc *p, char *why, size_t whylen, const char *what
     p->watch_sock = -1;
     p->wake_sock = -1;
     p->aux_sock = -1;
-    p->ctl_sock = -1;
     atomic_store_explicit(&fallback_seen, 1, memory_order_relaxed);
     if (!atomic_exchange(&fallback_logged, 1))
         nsc_log_warn("ncclscope: cannot start the writer process (%s); the trace is written by this "
@@ -380,18 +342,15 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
     p->watch_sock = -1;
     p->wake_sock = -1;
     p->aux_sock = -1;
-    p->ctl_sock = -1;
     char exe[1280];
     if (writer_path(exe, sizeof(exe)) != 0) {
         fail(p, why, whylen, "not next to the plugin", ENOENT);
         return -1;
     }
-    int es[2] = {-1, -1}, ws[2] = {-1, -1}, bs[2] = {-1, -1}, as[2] = {-1, -1}, cs[2] = {-1, -1};
-    int mfd = -1;
+    int es[2] = {-1, -1}, ws[2] = {-1, -1}, bs[2] = {-1, -1}, as[2] = {-1, -1}, mfd = -1;
     int rc = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) == 0 &&
                      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ws) == 0 &&
-                     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, as) == 0 &&
-                     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cs) == 0 ? 0 : errno;
+                     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, as) == 0 ? 0 : errno;
     if (rc == 0 && crash_cap) {
         p->area_bytes = sizeof(struct nsc_crash_area) + crash_cap;
         mfd = memfd_create("ncclscope-crash", MFD_CLOEXEC);
@@ -413,7 +372,6 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
         ws[i] = high_fd(ws[i]);
         bs[i] = high_fd(bs[i]);
         as[i] = high_fd(as[i]);
-        cs[i] = high_fd(cs[i]);
     }
     mfd = high_fd(mfd);
     char pid[24];
@@ -428,7 +386,6 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
         posix_spawn_file_actions_adddup2(&fa, es[1], NSC_WFD_ENGINE);
         posix_spawn_file_actions_adddup2(&fa, ws[1], NSC_WFD_WATCH);
         posix_spawn_file_actions_adddup2(&fa, as[1], NSC_WFD_AUX);
-        posix_spawn_file_actions_adddup2(&fa, cs[1], NSC_WFD_CTL);
         if (mfd >= 0) {
             posix_spawn_file_actions_adddup2(&fa, mfd, NSC_WFD_CRASH);
             posix_spawn_file_actions_adddup2(&fa, bs[1], NSC_WFD_WAKE);
@@ -457,8 +414,6 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
         close(bs[1]);
     if (as[1] >= 0)
         close(as[1]);
-    if (cs[1] >= 0)
-        close(cs[1]);
     if (mfd >= 0)
         close(mfd); /* the mapping stays */
     if (rc != 0) {
@@ -470,8 +425,6 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
             close(bs[0]);
         if (as[0] >= 0)
             close(as[0]);
-        if (cs[0] >= 0)
-            close(cs[0]);
         fail(p, why, whylen, exe, rc);
         return -1;
     }
@@ -480,7 +433,6 @@ int nsc_wproc_start(struct nsc_wproc *p, uint64_t crash_cap, char *why, size_t w
     p->watch_sock = ws[0];
     p->wake_sock = bs[0];
     p->aux_sock = as[0];
-    p->ctl_sock = cs[0];
     return 0;
 }
 
@@ -532,9 +484,7 @@ void nsc_wproc_stop(struct nsc_wproc *p) {
         close(p->wake_sock);
     if (p->aux_sock >= 0) /* not taken (no suspect level): the writer waits for it too */
         close(p->aux_sock);
-    if (p->ctl_sock >= 0) /* not taken (no ops thread) */
-        close(p->ctl_sock);
-    p->engine.sock = p->watch_sock = p->wake_sock = p->aux_sock = p->ctl_sock = -1;
+    p->engine.sock = p->watch_sock = p->wake_sock = p->aux_sock = -1;
     /* The writer leaves once every channel is closed: reap it if it does so
      * at once (a watcher left behind keeps its channel; a stalled directory
      * keeps the writer: then it is reaped by whoever reaps our children, or

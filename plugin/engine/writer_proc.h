@@ -33,7 +33,6 @@ struct nsc_wproc {
     struct nsc_wchan engine;     /* the compressors' and the session end's */
     int watch_sock;              /* the flight watcher's channel, until it takes it */
     int aux_sock;                /* the hang suspect level's, until it takes it */
-    int ctl_sock;                /* the control files' poll's (ops thread), until it takes it */
     struct nsc_crash_area *area; /* flight mode: the crash dump's way out, or NULL */
     int wake_sock;               /* its doorbell (non-blocking), or -1 */
     size_t area_bytes;
@@ -72,10 +71,6 @@ int nsc_wch_touch(struct nsc_wchan *c, const char *path, unsigned mode, struct t
  * bytes put in buf (at most cap), LIST's left out in *left; -1 with errno. */
 int nsc_wch_replace(struct nsc_wchan *c, const char *path, const void *data, size_t n,
                     unsigned mode);
-/* At most cap bytes of path from off, with its inode and size (a regular
- * file only, never through a link): the control files' poll. */
-long nsc_wch_tail(struct nsc_wchan *c, const char *path, uint64_t off, void *buf, size_t cap,
-                  uint64_t *ino, uint64_t *size);
 long nsc_wch_read(struct nsc_wchan *c, const char *path, void *buf, size_t cap);
 long nsc_wch_list(struct nsc_wchan *c, const char *dir, const char *suffix, char *buf, size_t cap,
                   uint64_t *left);

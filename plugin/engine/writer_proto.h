@@ -46,7 +46,6 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2, "lock-f
 #define NSC_WFD_CRASH 5
 #define NSC_WFD_WAKE 6
 #define NSC_WFD_AUX 7
-#define NSC_WFD_CTL 8
 #define NSC_WRITER_MAX_DATA (256u << 20) /* the largest append the writer accepts */
 #define NSC_WRITER_MAX_REPLY (1u << 20)  /* the most READ and LIST return */
 
@@ -71,9 +70,6 @@ enum nsc_wop {
     NSC_WOP_LIST,      /* data: dir, NUL, suffix: the names in dir that end with suffix
                           and do not start with '.', each NUL-terminated, at most `off`
                           bytes of them (rc; after the reply); sec: names left out */
-    NSC_WOP_TAIL,      /* path, opened O_RDONLY|O_NOFOLLOW|O_NONBLOCK, a regular file: at
-                          most `mode` bytes from offset `off` (rc; after the reply);
-                          sec: its inode, nsec: its size (the control files' poll) */
 };
 
 struct nsc_wreq {

@@ -68,12 +68,6 @@ void nsc_ctl_refresh_chained(void);
 /* control_files.c. The session, at its start: where the control files are
  * (<dir>/control, <dir>/<stem>.control); what they hold now is history. */
 void nsc_ctl_files_open(const char *dir, const char *stem);
-/* The ops thread's channel to the writer process for the control files'
- * reads (nsc_engine_ctl_take; -1: its own calls), which it then closes. */
-void nsc_ctl_files_channel(int ch);
-/* The session's end, any thread: a read waiting on that channel returns
- * (shut down, not closed: the ops thread closes it). */
-void nsc_ctl_files_release(void);
 /* Ops thread: applies commands appended to the control files
  * (<dir>/control, <dir>/<stem>.control) and re-reads chained plugins'
  * masks. Never blocks on anything but the file system. */

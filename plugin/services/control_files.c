@@ -4,13 +4,12 @@
  * besides nsc_ctl_files_open (the session, before the ops thread starts). */
 #include "control.h"
 
-#include <stdatomic.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "log.h"
 
 #define NCCLSCOPE_NO_LOADER
@@ -22,9 +21,9 @@
  * cut shorter is read again from its start. Ops thread only. */
 struct cfile {
     char path[1200];
-    int known;    /* its first look happened: what it held then is history */
-    uint64_t ino;
-    uint64_t off;
+    dev_t dev;
+    ino_t ino;
+    off_t off;
     int skipping; /* inside a line longer than the buffer: skipped up to its newline */
 };
 /* A junk control file must not flood the log: at most WARN_BURST
@@ -33,31 +32,18 @@ struct cfile {
 static unsigned warned, unwarned;
 static struct cfile files[2];
 
-/* The files are read through the writer process where there is one (its
- * channel for this thread, taken at the ops thread's start): no thread of
- * the job's process then touches the trace directory, which a stalled file
- * system would hold. -1: this thread's own calls. */
-static _Atomic int ctl_ch = -1; /* set by the ops thread, shut down by the session */
-
-void nsc_ctl_files_release(void) {
-    int ch = ctl_ch;
-    if (ch >= 0) /* not closed: the ops thread may be inside a call on it */
-        shutdown(ch, SHUT_RDWR);
-}
-
-void nsc_ctl_files_channel(int ch) {
-    if (ctl_ch >= 0 && ctl_ch != ch)
-        close(ctl_ch);
-    ctl_ch = ch;
-}
-
-/* No file-system call here (NCCL's init thread): the first poll takes
- * what the file holds then as history. */
 static void cfile_init(struct cfile *f, const char *dir, const char *name) {
     snprintf(f->path, sizeof(f->path), "%s/%s", dir, name);
-    f->known = 0;
-    f->ino = 0;
-    f->off = 0;
+    struct stat st;
+    if (stat(f->path, &st) == 0) { /* what it holds now is history */
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->off = st.st_size;
+    } else {
+        f->dev = 0;
+        f->ino = 0;
+        f->off = 0;
+    }
     f->skipping = 0;
 }
 
@@ -110,29 +96,27 @@ static void run_command(char *line, const char *from) {
 }
 
 static void poll_file(struct cfile *f) {
-    char buf[8192];
-    uint64_t ino = 0, size = 0;
-    long got = nsc_engine_ctl_tail(ctl_ch, f->path, f->off, buf, sizeof(buf) - 1, &ino, &size);
-    if (got < 0) {
-        f->known = 1;
+    struct stat st;
+    if (stat(f->path, &st) != 0) {
+        f->dev = 0;
         f->ino = 0;
         f->off = 0; /* a file that appears later is read from its start */
         return;
     }
-    if (!f->known) { /* present at the session's start: its contents are history */
-        f->known = 1;
-        f->ino = ino;
-        f->off = size;
-        return;
-    }
-    if (ino != f->ino || size < f->off) { /* replaced, or cut shorter: from its start */
-        f->ino = ino;
+    if (st.st_dev != f->dev || st.st_ino != f->ino || st.st_size < f->off) {
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
         f->off = 0;
         f->skipping = 0;
-        got = nsc_engine_ctl_tail(ctl_ch, f->path, 0, buf, sizeof(buf) - 1, &ino, &size);
-        if (got < 0)
-            return;
     }
+    if (st.st_size == f->off)
+        return;
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    char buf[8192];
+    ssize_t got = pread(fd, buf, sizeof(buf) - 1, f->off);
+    close(fd);
     if (got <= 0)
         return;
     buf[got] = '\0';
@@ -140,7 +124,7 @@ static void poll_file(struct cfile *f) {
     if (f->skipping) { /* the rest of an over-long line: never a command */
         char *nl = memchr(buf, '\n', (size_t)got);
         if (!nl) {
-            f->off += (uint64_t)got;
+            f->off += got;
             return;
         }
         f->skipping = 0;
@@ -151,8 +135,8 @@ static void poll_file(struct cfile *f) {
      * A line longer than the buffer is skipped whole, up to its newline. */
     char *end = memrchr(start, '\n', (size_t)(buf + got - start));
     if (!end) {
-        if (start == buf && got == (long)sizeof(buf) - 1) {
-            f->off += (uint64_t)got;
+        if (start == buf && got == (ssize_t)sizeof(buf) - 1) {
+            f->off += got;
             f->skipping = 1;
             if (warned < WARN_BURST) {
                 warned++;

@@ -15,7 +15,6 @@
 #include "clock.h"
 #include "control.h"
 #include "live_metrics.h"
-#include "engine.h"
 #include "lib_pin.h"
 #include "log.h"
 
@@ -46,10 +45,6 @@ static void deadline_after_ms(struct timespec *ts, uint64_t ms) {
 
 static void *ops_main(void *arg) {
     struct ops *o = arg;
-    /* the control files through the writer process; their first look now,
-     * at the session's start: what they hold is history */
-    nsc_ctl_files_channel(nsc_engine_ctl_take());
-    nsc_ctl_poll();
     pthread_mutex_lock(&o->mu);
     while (!o->stop) {
         struct timespec dl;
@@ -61,7 +56,6 @@ static void *ops_main(void *arg) {
         nsc_ctl_poll();
         pthread_mutex_lock(&o->mu);
     }
-    nsc_ctl_files_channel(-1); /* closed: the writer may leave */
     o->done = 1;
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);
@@ -142,9 +136,6 @@ int nsc_ops_stop(void) {
     pthread_mutex_lock(&o->mu);
     o->stop = 1;
     pthread_cond_broadcast(&o->cv);
-    /* a read of the control files waiting for a writer stuck in a stalled
-     * directory leaves at once (the session's end does not wait for it) */
-    nsc_ctl_files_release();
     while (!o->done || !o->mdone)
         if (pthread_cond_timedwait(&o->cv, &o->mu, &dl) == ETIMEDOUT)
             break;

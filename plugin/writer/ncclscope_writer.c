@@ -151,34 +151,6 @@ static int replace(const char *path, const unsigned char *data, size_t n, unsign
 }
 
 /* READ: a small regular file, never through a link, never blocking on a FIFO. */
-/* The control files' poll (NSC_WOP_TAIL): what follows `off`, with the
- * file's inode and size, so that the plugin tells a new file (another
- * inode, or a shorter one) from one that grew. */
-static int read_tail(const char *path, uint64_t off, size_t cap, int64_t *ino, int64_t *size) {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    int rc = -1, e = 0;
-    out_len = 0;
-    if (fstat(fd, &st) != 0) {
-        e = errno;
-    } else if (!S_ISREG(st.st_mode)) {
-        e = EINVAL;
-    } else {
-        *ino = (int64_t)st.st_ino;
-        *size = (int64_t)st.st_size;
-        ssize_t k = (uint64_t)st.st_size > off ? pread(fd, out, cap, (off_t)off) : 0;
-        if (k < 0)
-            e = errno;
-        else
-            out_len = (size_t)k, rc = (int)k;
-    }
-    close(fd);
-    errno = e;
-    return rc;
-}
-
 static int read_small(const char *path, size_t cap) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
@@ -327,10 +299,6 @@ static void serve(const struct nsc_wreq *q, const unsigned char *data, struct ns
     case NSC_WOP_READ:
         rc = read_small(path, q->off < NSC_WRITER_MAX_REPLY ? (size_t)q->off : NSC_WRITER_MAX_REPLY);
         break;
-    case NSC_WOP_TAIL:
-        rc = read_tail(path, q->off, q->mode < NSC_WRITER_MAX_REPLY ? q->mode : NSC_WRITER_MAX_REPLY,
-                       &r->sec, &r->nsec);
-        break;
     case NSC_WOP_LIST:
         k = (int)strnlen(path, q->len);
         if ((uint32_t)k >= q->len) {
@@ -372,8 +340,7 @@ static int one_request(int fd) {
         return -1;
     /* READ's and LIST's bytes after the reply */
     size_t sent = 0;
-    while (r.rc > 0 && (q.op == NSC_WOP_READ || q.op == NSC_WOP_LIST || q.op == NSC_WOP_TAIL) &&
-           sent < out_len) {
+    while (r.rc > 0 && (q.op == NSC_WOP_READ || q.op == NSC_WOP_LIST) && sent < out_len) {
         ssize_t k = send(fd, out + sent, out_len - sent, MSG_NOSIGNAL);
         if (k < 0 && errno == EINTR)
             continue;
@@ -437,7 +404,7 @@ int main(int argc, char **argv) {
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* Whatever else the application had open stays its own (a pipe we
      * kept open would keep its reader waiting). */
-    syscall(SYS_close_range, NSC_WFD_CTL + 1, ~0u, 0);
+    syscall(SYS_close_range, NSC_WFD_AUX + 1, ~0u, 0);
     out = malloc(NSC_WRITER_MAX_REPLY);
     if (!out)
         close(NSC_WFD_AUX); /* the suspect level's calls fail; the trace's do not */
@@ -451,23 +418,21 @@ int main(int argc, char **argv) {
             area = m;
         close(NSC_WFD_CRASH);
     }
-    struct pollfd pf[5] = {{.fd = NSC_WFD_ENGINE, .events = POLLIN},
+    struct pollfd pf[4] = {{.fd = NSC_WFD_ENGINE, .events = POLLIN},
                            {.fd = NSC_WFD_WATCH, .events = POLLIN},
                            {.fd = NSC_WFD_WAKE, .events = POLLIN},
-                           {.fd = NSC_WFD_AUX, .events = POLLIN},
-                           {.fd = NSC_WFD_CTL, .events = POLLIN}};
-    for (int i = 0; i < 5; i++)
+                           {.fd = NSC_WFD_AUX, .events = POLLIN}};
+    for (int i = 0; i < 4; i++)
         if (fcntl(pf[i].fd, F_GETFD) < 0)
             pf[i].fd = -1;
     for (;;) {
         int gone = getppid() != parent;
         if (area && atomic_load_explicit(&area->state, memory_order_acquire) == NSC_CRASH_READY)
             write_crash(area);
-        /* the suspect level's channel too: it removes its progress file
-         * last; and the control files' poll's */
-        if (gone || (pf[0].fd < 0 && pf[1].fd < 0 && pf[3].fd < 0 && pf[4].fd < 0))
+        /* the suspect level's channel too: it removes its progress file last */
+        if (gone || (pf[0].fd < 0 && pf[1].fd < 0 && pf[3].fd < 0))
             break;
-        int n = poll(pf, 5, TICK_MS);
+        int n = poll(pf, 4, TICK_MS);
         if (n <= 0)
             continue;
         if (pf[2].fd >= 0 && pf[2].revents) { /* the doorbell: the area is looked at above */
@@ -477,7 +442,7 @@ int main(int argc, char **argv) {
                 pf[2].fd = -1;
             }
         }
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < 4; i++)
             if (i != 2 && pf[i].fd >= 0 && (pf[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
                 one_request(pf[i].fd) != 0) {
                 close(pf[i].fd);
