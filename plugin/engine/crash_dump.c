@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "engine_int.h"
 #include "intern.h"
+#include "io_loops.h"
 #include "signal_stack.h"
 #include "thread_state.h"
 
@@ -75,19 +76,6 @@ static struct nsc_pack_state crash_pack;
 static _Atomic int crash_done;    /* the dump in progress is finished */
 static _Atomic long crash_tid;    /* the thread writing it */
 
-static int crash_write(int fd, const void *p, size_t n) {
-    const char *c = p;
-    while (n) {
-        ssize_t k = write(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
 /* Where the dump goes: the writer's crash area (memcpy, no file system),
  * or, without a writer, a file this handler writes itself. */
@@ -99,7 +87,7 @@ struct crash_out {
 
 static int out_bytes(struct crash_out *o, const void *p, size_t n) {
     if (!o->a)
-        return crash_write(o->fd, p, n);
+        return nsc_io_write_all(o->fd, p, n);
     if (n > o->a->cap - o->pos)
         return -1; /* the area is full: the dump ends with the last whole block */
     memcpy(o->a->data + o->pos, p, n);
@@ -367,7 +355,7 @@ out:
         mkdir(crash_dir, 0750);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
         if (fd >= 0) {
-            crash_write(fd, o.a->data, o.pos);
+            nsc_io_write_all(fd, o.a->data, o.pos);
             close(fd);
         }
         atomic_store_explicit(&o.a->state, NSC_CRASH_IDLE, memory_order_release);

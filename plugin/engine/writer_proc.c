@@ -19,11 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io_loops.h"
 #include "log.h"
 
 extern char **environ;
 
-#define DIR_MODE 0750
 
 static _Atomic int fallback_logged, gone_logged, fallback_seen;
 
@@ -31,40 +31,16 @@ int nsc_wproc_fallback_seen(void) { return atomic_load_explicit(&fallback_seen, 
 
 /* ---- in this process (no writer) ---- */
 
-static int local_mkdir(const char *dir) {
-    char tmp[1024];
-    if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST) ? -1 : 0;
-}
 
 static int local_append(int fd, uint64_t off, const void *p, size_t n) {
-    const char *c = p;
-    while (n) {
-        ssize_t k = write(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            int e = k == 0 ? EIO : errno;
-            /* keep the file a sequence of whole blocks */
-            if (ftruncate(fd, (off_t)off) == 0)
-                lseek(fd, (off_t)off, SEEK_SET);
-            errno = e;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
+    if (nsc_io_write_all(fd, p, n) == 0)
+        return 0;
+    int e = errno;
+    /* keep the file a sequence of whole blocks */
+    if (ftruncate(fd, (off_t)off) == 0)
+        lseek(fd, (off_t)off, SEEK_SET);
+    errno = e;
+    return -1;
 }
 
 /* ---- through the writer ---- */
@@ -189,7 +165,7 @@ long nsc_wch_list(struct nsc_wchan *c, const char *dir, const char *suffix, char
 
 int nsc_wch_mkdir(struct nsc_wchan *c, const char *dir) {
     struct nsc_wrep r;
-    return c->sock < 0 ? local_mkdir(dir) : path_call(c, NSC_WOP_MKDIR, dir, 0, &r) < 0 ? -1 : 0;
+    return c->sock < 0 ? nsc_io_mkdir_p(dir) : path_call(c, NSC_WOP_MKDIR, dir, 0, &r) < 0 ? -1 : 0;
 }
 
 int nsc_wch_create(struct nsc_wchan *c, const char *path, unsigned mode) {
@@ -206,28 +182,11 @@ int nsc_wch_append(struct nsc_wchan *c, int fd, uint64_t off, const void *data, 
     return call(c, NSC_WOP_APPEND, fd, off, 0, data, n, &r) < 0 ? -1 : 0;
 }
 
-static int local_pwrite(int fd, uint64_t off, const void *p, size_t n) {
-    const char *c = p;
-    while (n) {
-        ssize_t k = pwrite(fd, c, n, (off_t)off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            if (k == 0)
-                errno = EIO;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-        off += (uint64_t)k;
-    }
-    return 0;
-}
 
 int nsc_wch_pwrite(struct nsc_wchan *c, int fd, uint64_t off, const void *data, size_t n) {
     struct nsc_wrep r;
     if (c->sock < 0)
-        return local_pwrite(fd, off, data, n);
+        return nsc_io_pwrite_all(fd, data, n, off);
     return call(c, NSC_WOP_PWRITE, fd, off, 0, data, n, &r) < 0 ? -1 : 0;
 }
 

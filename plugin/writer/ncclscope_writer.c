@@ -30,9 +30,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "io_loops.h"
 #include "writer_proto.h"
 
-#define DIR_MODE 0750
 #define TICK_MS 50
 
 static pid_t parent;
@@ -41,71 +41,9 @@ static size_t buf_cap;
 static unsigned char *out;     /* READ's and LIST's bytes (NSC_WRITER_MAX_REPLY) */
 static size_t out_len;
 
-static int read_all(int fd, void *p, size_t n) {
-    char *c = p;
-    while (n) {
-        ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
-static int pwrite_all(int fd, const void *p, size_t n, off_t off) {
-    const char *c = p;
-    while (n) {
-        ssize_t k = pwrite(fd, c, n, off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            if (k == 0)
-                errno = EIO;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-        off += k;
-    }
-    return 0;
-}
 
-static int write_all(int fd, const void *p, size_t n) {
-    const char *c = p;
-    while (n) {
-        ssize_t k = write(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return -1;
-        if (k == 0) {
-            errno = EIO;
-            return -1;
-        }
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
 
-static int mkdir_p(const char *dir) {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof(tmp), "%s", dir) >= (int)sizeof(tmp)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return (mkdir(tmp, DIR_MODE) != 0 && errno != EEXIST) ? -1 : 0;
-}
 
 /* Descriptors this process opened for the plugin: the only ones APPEND and
  * CLOSE act on (never a channel). */
@@ -133,7 +71,7 @@ static int replace(const char *path, const unsigned char *data, size_t n, unsign
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int rc = fchmod(fd, mode & 0777) == 0 && write_all(fd, data, n) == 0 ? 0 : -1;
+    int rc = fchmod(fd, mode & 0777) == 0 && nsc_io_write_all(fd, data, n) == 0 ? 0 : -1;
     int e = errno;
     if (close(fd) != 0 && rc == 0) {
         rc = -1;
@@ -225,7 +163,7 @@ static void serve(const struct nsc_wreq *q, const unsigned char *data, struct ns
     errno = 0;
     switch (q->op) {
     case NSC_WOP_MKDIR:
-        rc = mkdir_p(path);
+        rc = nsc_io_mkdir_p(path);
         break;
     case NSC_WOP_CREATE:
         if (nfiles == MAX_FILES) {
@@ -241,7 +179,7 @@ static void serve(const struct nsc_wreq *q, const unsigned char *data, struct ns
             errno = EBADF;
             break;
         }
-        rc = write_all(q->fd, data, q->len);
+        rc = nsc_io_write_all(q->fd, data, q->len);
         if (rc != 0) { /* keep the file a sequence of whole blocks */
             int e = errno;
             if (ftruncate(q->fd, (off_t)q->off) == 0)
@@ -254,7 +192,7 @@ static void serve(const struct nsc_wreq *q, const unsigned char *data, struct ns
             errno = EBADF;
             break;
         }
-        rc = pwrite_all(q->fd, data, q->len, (off_t)q->off);
+        rc = nsc_io_pwrite_all(q->fd, data, q->len, q->off);
         break;
     case NSC_WOP_CLOSE:
         if ((k = owned(q->fd)) < 0) {
@@ -319,7 +257,7 @@ static void serve(const struct nsc_wreq *q, const unsigned char *data, struct ns
  * closed (or speaks nonsense: then it is dropped). */
 static int one_request(int fd) {
     struct nsc_wreq q;
-    if (read_all(fd, &q, sizeof(q)) != 0 || q.len > NSC_WRITER_MAX_DATA)
+    if (nsc_io_read_all(fd, &q, sizeof(q)) != 0 || q.len > NSC_WRITER_MAX_DATA)
         return -1;
     if ((size_t)q.len + 1 > buf_cap) {
         size_t cap = (size_t)q.len + 1;
@@ -329,7 +267,7 @@ static int one_request(int fd) {
         buf = b;
         buf_cap = cap;
     }
-    if (q.len && read_all(fd, buf, q.len) != 0)
+    if (q.len && nsc_io_read_all(fd, buf, q.len) != 0)
         return -1;
     buf[q.len] = '\0';
     struct nsc_wrep r;
@@ -366,10 +304,10 @@ static void write_crash(struct nsc_crash_area *a) {
     if (len) {
         a->dir[sizeof(a->dir) - 1] = '\0';
         a->path[sizeof(a->path) - 1] = '\0';
-        mkdir_p(a->dir);
+        nsc_io_mkdir_p(a->dir);
         int fd = open(a->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, a->mode & 0777);
         if (fd >= 0) {
-            write_all(fd, a->data, len);
+            nsc_io_write_all(fd, a->data, len);
             close(fd);
         }
     }
